@@ -1,0 +1,1 @@
+"""notify_cli: the ``notify`` command line (click)."""

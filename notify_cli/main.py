@@ -1,0 +1,11 @@
+"""The ``notify`` command group; each subcommand lives in a module of its own."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+@click.version_option(package_name="notify-engine")
+def cli() -> None:
+    """notify: who is told what, when and how - replay, decision tables, explain, database."""

@@ -1,0 +1,104 @@
+"""Instants and durations: the checks of rule G2 and the RFC 3339 text of the formats."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta, timezone
+
+from notify_core.errors import InvalidInput, NaiveDatetime, UsageError
+
+__all__ = ["format_instant", "parse_instant", "require_instant", "seconds"]
+
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))?"
+)
+
+
+def require_instant(value: object, name: str = "instant") -> datetime:
+    """Return ``value`` if it is a timezone-aware datetime, else raise.
+
+    Args:
+        value: the candidate instant.
+        name: the argument's name, used in the message.
+
+    Raises:
+        NaiveDatetime: ``value`` is a datetime without offset (rule G2).
+        UsageError: ``value`` is not a datetime at all.
+    """
+    if not isinstance(value, datetime):
+        raise UsageError("invalid_type", f"{name} must be a datetime, not {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise NaiveDatetime(message=f"{name} is a naive datetime: give it a time zone")
+    return value
+
+
+def parse_instant(text: object, pointer: str = "") -> datetime:
+    """Parse an RFC 3339 instant with any offset; digits past microseconds are truncated.
+
+    Args:
+        text: the JSON value.
+        pointer: JSON pointer of the member, used in errors.
+
+    Returns:
+        An aware datetime in UTC.
+
+    Raises:
+        NaiveDatetime: the text has no offset (code ``naive_datetime``).
+        InvalidInput: anything else that is not an RFC 3339 date-time (code ``invalid_instant``).
+
+    Example:
+        >>> parse_instant("2026-10-23T23:30:00+02:00")
+        datetime.datetime(2026, 10, 23, 21, 30, tzinfo=datetime.timezone.utc)
+    """
+    if not isinstance(text, str):
+        raise InvalidInput("invalid_instant", "an instant must be an RFC 3339 string", pointer)
+    m = _RFC3339.fullmatch(text)
+    if m is None:
+        raise InvalidInput("invalid_instant", f"not an RFC 3339 instant: {text!r}", pointer)
+    year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+    if zulu is None and sign is None:
+        raise NaiveDatetime(message=f"instant without offset: {text!r}", pointer=pointer)
+    micro = int((frac or "0")[:6].ljust(6, "0"))
+    try:
+        tz = UTC
+        if sign is not None:
+            offset = timedelta(hours=int(oh), minutes=int(om))
+            if offset >= timedelta(hours=24):
+                raise ValueError("offset out of range")
+            tz = timezone(-offset if sign == "-" else offset)
+        parsed = datetime(
+            int(year), int(month), int(day), int(hour), int(minute), int(second), micro, tz
+        )
+    except ValueError as exc:
+        raise InvalidInput("invalid_instant", f"not a valid instant: {text!r}", pointer) from exc
+    return parsed.astimezone(UTC)
+
+
+def format_instant(value: datetime) -> str:
+    """Format an instant as the formats require: UTC, ``Z``, fraction only when non-zero.
+
+    Example:
+        >>> from datetime import datetime, UTC
+        >>> format_instant(datetime(2026, 10, 23, 21, 30, 0, 250000, UTC))
+        '2026-10-23T21:30:00.25Z'
+    """
+    utc = require_instant(value).astimezone(UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += "." + f"{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+def seconds(value: object, pointer: str = "") -> timedelta:
+    """Turn a JSON number of seconds (a ``*_s`` member) into a non-negative duration.
+
+    Raises:
+        InvalidInput: not a number, a boolean, negative or not finite
+            (code ``invalid_duration``).
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput("invalid_duration", "a duration must be a number of seconds", pointer)
+    if value != value or value in (float("inf"), float("-inf")) or value < 0:
+        raise InvalidInput("invalid_duration", f"invalid duration: {value!r}", pointer)
+    return timedelta(seconds=value)

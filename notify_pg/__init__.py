@@ -1,0 +1,1 @@
+"""notify_pg: the ports and stores of notify on PostgreSQL (psycopg 3)."""
