@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import click
 
+from notify_cli.table import table
+
 
 @click.group()
 @click.version_option(package_name="notify-engine")
 def cli() -> None:
     """notify: who is told what, when and how - replay, decision tables, explain, database."""
+
+
+cli.add_command(table)

@@ -1,0 +1,662 @@
+"""Decide one hint for one recipient (rules D1-D11).
+
+``decide`` runs the steps D1-D7 in order and the first step that ends, ends the decision:
+who is a recipient (D1), who may read (D2), the preference gate (D3), presence in the thread
+(D4), routes per device (D5), the bundling window (D6) and quiet hours (D7). ``flush`` (D8)
+and ``release_delayed`` (D9) rerun the same steps at a window's end and at a delayed push's
+due time. ``explain`` (D11) tells which steps ran and what each read.
+
+The facts are split in two values: `EventFacts`, shared by every recipient of one hint, and
+`RecipientFacts`, one per person. A fan-out builds the first once, and `decide_all` converts
+each time zone once per instant instead of once per person.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, tzinfo
+from typing import Final
+
+import attrs
+
+from notify_core.errors import InvalidFacts
+from notify_core.instants import require_instant
+from notify_core.kinds import RUN_KINDS, THREAD_KINDS, Kind, parse_kind
+from notify_core.levels import Level, LevelFacts, effective, resolve_level
+from notify_core.quiet import LocalCache, QuietRule, covered, zone_or_utc
+
+__all__ = [
+    "LEVEL_GATE",
+    "METRIC_REASONS",
+    "Collect",
+    "Connection",
+    "Decision",
+    "Device",
+    "EventFacts",
+    "Explanation",
+    "FlushState",
+    "Platform",
+    "Policy",
+    "RecipientFacts",
+    "Route",
+    "Send",
+    "Skip",
+    "SkipReason",
+    "Step",
+    "Switches",
+    "Via",
+    "decide",
+    "decide_all",
+    "explain",
+    "flush",
+    "release_delayed",
+]
+
+
+class Platform(enum.StrEnum):
+    """The kind of a person's device (D5)."""
+
+    IOS = "ios"
+    ANDROID = "android"
+    DESKTOP = "desktop"
+    WEB = "web"
+
+
+MOBILE: Final = frozenset({Platform.IOS, Platform.ANDROID})
+
+
+class Via(enum.StrEnum):
+    """How a route reaches a device (D5)."""
+
+    GATEWAY = "gateway"
+    PUSH = "push"
+    PUSH_DELAYED = "push_delayed"
+
+
+class SkipReason(enum.StrEnum):
+    """Why no hint goes to a recipient (D1-D10)."""
+
+    NOT_RECIPIENT = "not_recipient"
+    NOT_ALLOWED = "not_allowed"
+    LEVEL = "level"
+    ADMIN_DISABLED = "admin_disabled"
+    ACTIVE_IN_THREAD = "active_in_thread"
+    NO_ROUTE = "no_route"
+    READ = "read"
+    NOTHING_COLLECTED = "nothing_collected"
+    EXPIRED = "expired"
+    NO_PROVIDER = "no_provider"
+
+
+#: D10: the metric reason each skip counts under; ``None`` is not counted.
+METRIC_REASONS: Final[Mapping[SkipReason, str | None]] = {
+    SkipReason.NOT_ALLOWED: "no_access",
+    SkipReason.LEVEL: "preference",
+    SkipReason.ADMIN_DISABLED: "preference",
+    SkipReason.ACTIVE_IN_THREAD: "active_in_thread",
+    SkipReason.NO_ROUTE: "no_registration",
+    SkipReason.READ: "read",
+    SkipReason.EXPIRED: "expired",
+    SkipReason.NO_PROVIDER: "no_provider",
+    SkipReason.NOT_RECIPIENT: None,
+    SkipReason.NOTHING_COLLECTED: None,
+}
+
+#: D3: the levels under which each thread kind goes out; kinds absent here ignore the level.
+LEVEL_GATE: Final[Mapping[Kind, frozenset[Level]]] = {
+    Kind.MESSAGE: frozenset({Level.ALL}),
+    Kind.MENTION: frozenset({Level.ALL, Level.MENTIONS}),
+    Kind.DM: frozenset({Level.ALL, Level.MENTIONS}),
+    Kind.RUN_DONE: frozenset({Level.ALL, Level.MENTIONS}),
+    Kind.RUN_FAILED: frozenset({Level.ALL, Level.MENTIONS}),
+}
+
+
+def _instant(_inst: object, attribute: attrs.Attribute[object], value: object) -> None:
+    require_instant(value, attribute.name)
+
+
+def _optional_instant(_inst: object, attribute: attrs.Attribute[object], value: object) -> None:
+    if value is not None:
+        require_instant(value, attribute.name)
+
+
+def _non_negative(_inst: object, attribute: attrs.Attribute[object], value: timedelta) -> None:
+    if value < timedelta(0):
+        raise InvalidFacts("invalid_duration", f"{attribute.name} is negative", f"/{attribute.name}")
+
+
+@attrs.frozen(kw_only=True)
+class Policy:
+    """Instance-wide values that shape decisions.
+
+    Args:
+        coalesce_window: how long a window collects ``message`` hints (D6); zero: no windows.
+        mobile_delay_when_desktop_active: delay of mobile pushes while a desktop or web device
+            is live and not idle (D5); zero: no delay.
+        default_admin_enabled: the ``admin_enabled`` switch of people who set none (D3).
+        default_input_needed_breaks_quiet_hours: the switch of D7 for people who set none.
+        instance_default_level: the last fact of the L3 chain.
+        badge_sync_min_interval: at most one badge sync per person per interval (B2).
+    """
+
+    coalesce_window: timedelta = attrs.field(default=timedelta(seconds=90), validator=_non_negative)
+    mobile_delay_when_desktop_active: timedelta = attrs.field(
+        default=timedelta(seconds=60), validator=_non_negative
+    )
+    default_admin_enabled: bool = True
+    default_input_needed_breaks_quiet_hours: bool = False
+    instance_default_level: Level = Level.MENTIONS
+    badge_sync_min_interval: timedelta = attrs.field(
+        default=timedelta(seconds=60), validator=_non_negative
+    )
+
+
+@attrs.frozen(kw_only=True)
+class Device:
+    """One of a person's active devices."""
+
+    id: str
+    platform: Platform = attrs.field(converter=Platform)
+
+
+@attrs.frozen(kw_only=True)
+class Connection:
+    """A live gateway connection of a device: the threads in focus and whether it is idle."""
+
+    device: str
+    focus: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    idle: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Switches:
+    """A person's own switches; ``None`` means unset, and the policy default applies (D3, D7)."""
+
+    admin_enabled: bool | None = None
+    input_needed_breaks_quiet_hours: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Route:
+    """Where and how one device gets the hint (D5); ``due`` only for ``push_delayed``."""
+
+    device: str
+    via: Via
+    due: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Skip:
+    """No hint for this recipient, and why."""
+
+    reason: SkipReason
+
+
+@attrs.frozen(kw_only=True)
+class Collect:
+    """The hint joins the open window, which ends (and is flushed) at ``until`` (D6)."""
+
+    until: datetime
+
+
+@attrs.frozen(kw_only=True)
+class Send:
+    """Send the hint now.
+
+    Args:
+        routes: one per device, ordered by device id (D5).
+        quiet: deliver without sound (D7).
+        opens_window_until: present when this send opens a bundling window (D6, D8).
+        count: the number of unread messages a flush reports (D8); absent otherwise.
+    """
+
+    routes: tuple[Route, ...]
+    quiet: bool
+    opens_window_until: datetime | None = None
+    count: int | None = None
+
+
+Decision = Skip | Collect | Send
+
+_SKIPS: Final = {reason: Skip(reason=reason) for reason in SkipReason}
+_NOT_RECIPIENT: Final = _SKIPS[SkipReason.NOT_RECIPIENT]
+_NOT_ALLOWED: Final = _SKIPS[SkipReason.NOT_ALLOWED]
+_LEVEL: Final = _SKIPS[SkipReason.LEVEL]
+_ADMIN_DISABLED: Final = _SKIPS[SkipReason.ADMIN_DISABLED]
+_ACTIVE: Final = _SKIPS[SkipReason.ACTIVE_IN_THREAD]
+_NO_ROUTE: Final = _SKIPS[SkipReason.NO_ROUTE]
+
+
+def _kind(value: object) -> Kind:
+    kind = parse_kind(value, "/kind")
+    if kind is Kind.SYNC:
+        raise InvalidFacts("unknown_kind", "the badge sync is not a decided hint", "/kind")
+    return kind
+
+
+@attrs.frozen(kw_only=True)
+class EventFacts:
+    """What every recipient of one hint shares.
+
+    Args:
+        now: the instant of the decision (the event time, or the flush or release time).
+        kind: the hint's kind.
+        thread: the thread of a thread kind (K2); required for those, ignored otherwise.
+        policy: the instance's policy.
+        exclude_device: a device that never gets a route and whose connections are ignored
+            (for ``security``: the pending device itself).
+
+    Raises:
+        InvalidFacts: a thread kind without ``thread`` (code ``missing_thread``).
+        NaiveDatetime: ``now`` without time zone.
+    """
+
+    now: datetime = attrs.field(validator=_instant)
+    kind: Kind = attrs.field(converter=_kind)
+    thread: str | None = None
+    policy: Policy = Policy()
+    exclude_device: str | None = None
+    # Shared by every recipient, so computed once per event.
+    _window_until: datetime | None = attrs.field(init=False, eq=False, repr=False)
+    _delayed_due: datetime = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind in THREAD_KINDS and self.thread is None:
+            raise InvalidFacts("missing_thread", f"a {self.kind} hint needs a thread", "/thread")
+        window = self.policy.coalesce_window
+        until = self.now + window if window and self.kind in THREAD_KINDS else None
+        object.__setattr__(self, "_window_until", until)
+        delayed = self.now + self.policy.mobile_delay_when_desktop_active
+        object.__setattr__(self, "_delayed_due", delayed)
+
+
+def _sorted_devices(devices: Iterable[Device]) -> tuple[Device, ...]:
+    return tuple(sorted(devices, key=lambda device: device.id))
+
+
+@attrs.frozen(kw_only=True)
+class RecipientFacts:
+    """What one person brings to a decision.
+
+    Args:
+        allowed: the host's answer to "may this person read this thread now" or, for
+            threadless kinds, "is this person an active human and the audience" (D2).
+        author: the person wrote the event (D1).
+        run_starter: the person started the run (D1, run kinds).
+        level: the seven level facts (L3); required for message, mention, dm, run_done and
+            run_failed.
+        user_time_zone: the person's IANA zone for quiet rules without one.
+        quiet_rules: the person's quiet-hours rules.
+        switches: the person's own switches.
+        devices: the person's active devices (kept ordered by id).
+        connections: live connections; those of unknown devices are ignored (D5).
+        window_end: the end of the person's open window on the thread, if any (D6).
+    """
+
+    allowed: bool
+    author: bool = False
+    run_starter: bool = False
+    level: LevelFacts | None = None
+    user_time_zone: str | None = None
+    quiet_rules: tuple[QuietRule, ...] = attrs.field(default=(), converter=tuple)
+    switches: Switches = Switches()
+    devices: tuple[Device, ...] = attrs.field(default=(), converter=_sorted_devices)
+    connections: tuple[Connection, ...] = attrs.field(default=(), converter=tuple)
+    window_end: datetime | None = attrs.field(default=None, validator=_optional_instant)
+    _zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
+    _push_routes: tuple[Route, ...] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_zone", zone_or_utc(self.user_time_zone))
+        routes = tuple(Route(device=d.id, via=Via.PUSH) for d in self.devices)
+        object.__setattr__(self, "_push_routes", routes)
+
+
+@attrs.frozen(kw_only=True)
+class FlushState:
+    """What a window collected, at its end (D8).
+
+    Args:
+        collected: how many ``message`` hints the window collected.
+        unread: unread messages of the thread for the person now.
+
+    Raises:
+        InvalidFacts: a negative count (code ``invalid_count``).
+    """
+
+    collected: int
+    unread: int
+
+    def __attrs_post_init__(self) -> None:
+        for name in ("collected", "unread"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise InvalidFacts("invalid_count", f"{name} must be >= 0: {value!r}", f"/{name}")
+
+
+def _missing_level() -> InvalidFacts:
+    return InvalidFacts("missing_level", "this kind needs the level facts", "/level")
+
+
+def _gate(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | None:
+    """D1-D3: recipient, read right, preference. ``None`` means the decision goes on."""
+    if person.author or (kind in RUN_KINDS and not person.run_starter):
+        return _NOT_RECIPIENT
+    if not person.allowed:
+        return _NOT_ALLOWED
+    needed = LEVEL_GATE.get(kind)
+    if needed is not None:
+        if person.level is None:
+            raise _missing_level()
+        if effective(person.level, event.now) not in needed:
+            return _LEVEL
+    elif kind is Kind.ADMIN:
+        enabled = person.switches.admin_enabled
+        if enabled is None:
+            enabled = event.policy.default_admin_enabled
+        if not enabled:
+            return _ADMIN_DISABLED
+    return None
+
+
+def _routes(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | tuple[Route, ...]:
+    """D4 and D5 in one pass over the connections."""
+    exclude = event.exclude_device
+    if not person.connections:
+        if exclude is None:
+            return person._push_routes or _NO_ROUTE
+        routes = tuple(r for r in person._push_routes if r.device != exclude)
+        return routes or _NO_ROUTE
+    platforms = {d.id: d.platform for d in person.devices if d.id != exclude}
+    live: set[str] = set()
+    desktop_active = False
+    thread = event.thread if kind in THREAD_KINDS else None
+    for conn in person.connections:
+        platform = platforms.get(conn.device)
+        if platform is None:
+            continue
+        live.add(conn.device)
+        if not conn.idle:
+            if thread is not None and thread in conn.focus:
+                return _ACTIVE
+            if platform not in MOBILE:
+                desktop_active = True
+    delay = desktop_active and kind is not Kind.SECURITY
+    delay = delay and bool(event.policy.mobile_delay_when_desktop_active)
+    routes = []
+    for device in person.devices:
+        if device.id == exclude:
+            continue
+        if device.id in live:
+            routes.append(Route(device=device.id, via=Via.GATEWAY))
+        elif delay and device.platform in MOBILE:
+            routes.append(Route(device=device.id, via=Via.PUSH_DELAYED, due=event._delayed_due))
+        else:
+            routes.append(Route(device=device.id, via=Via.PUSH))
+    return tuple(routes) if routes else _NO_ROUTE
+
+
+def _quiet(
+    event: EventFacts, person: RecipientFacts, kind: Kind, cache: LocalCache | None
+) -> bool:
+    """D7: whether the send is quiet."""
+    if kind is Kind.SECURITY or not person.quiet_rules:
+        return False
+    if kind is Kind.INPUT_NEEDED:
+        breaks = person.switches.input_needed_breaks_quiet_hours
+        if breaks is None:
+            breaks = event.policy.default_input_needed_breaks_quiet_hours
+        if breaks:
+            return False
+    return covered(person.quiet_rules, event.now, person._zone, cache)
+
+
+def _decide(event: EventFacts, person: RecipientFacts, cache: LocalCache | None) -> Decision:
+    kind = event.kind
+    skip = _gate(event, person, kind)
+    if skip is not None:
+        return skip
+    routes = _routes(event, person, kind)
+    if type(routes) is Skip:
+        return routes
+    end = person.window_end
+    opens = event._window_until
+    if end is not None and end > event.now:
+        if kind is Kind.MESSAGE:
+            return Collect(until=end)
+        opens = None
+    quiet = _quiet(event, person, kind, cache)
+    return Send(routes=routes, quiet=quiet, opens_window_until=opens)  # type: ignore[arg-type]
+
+
+def decide(event: EventFacts, person: RecipientFacts) -> Decision:
+    """Decide one hint for one recipient (D1-D7).
+
+    Args:
+        event: the facts every recipient of the hint shares.
+        person: the recipient's facts.
+
+    Returns:
+        Exactly one of `Skip`, `Collect` or `Send`.
+
+    Raises:
+        InvalidFacts: a kind that needs the level facts got none (code ``missing_level``).
+
+    Example:
+        >>> from datetime import datetime, UTC
+        >>> event = EventFacts(now=datetime(2026, 10, 23, 12, tzinfo=UTC), kind="message",
+        ...                    thread="t-1")
+        >>> person = RecipientFacts(allowed=True, level=LevelFacts(instance_default="all"),
+        ...                         devices=[Device(id="d-1", platform="android")])
+        >>> decide(event, person).routes
+        (Route(device='d-1', via=<Via.PUSH: 'push'>, due=None),)
+    """
+    return _decide(event, person, None)
+
+
+def decide_all(event: EventFacts, people: Iterable[RecipientFacts]) -> list[Decision]:
+    """Decide one hint for many recipients; the same as `decide` for each, but faster.
+
+    Each time zone is converted once for the event's instant, however many people use it.
+    """
+    cache: LocalCache = {}
+    return [_decide(event, person, cache) for person in people]
+
+
+def flush(state: FlushState, event: EventFacts, person: RecipientFacts) -> Decision:
+    """Decide the hint at a window's end (D8).
+
+    Runs D1-D5 and D7 again for kind ``message`` with the facts of the flush time, ignoring
+    ``window_end``; a send carries ``count = unread`` and opens the next window.
+
+    Args:
+        state: what the window collected and how much is unread now.
+        event: facts at the flush time (its kind is ignored; ``message`` is decided).
+        person: the recipient's facts at the flush time.
+    """
+    if state.collected == 0:
+        return _SKIPS[SkipReason.NOTHING_COLLECTED]
+    if state.unread == 0:
+        return _SKIPS[SkipReason.READ]
+    if event.kind is not Kind.MESSAGE:
+        event = attrs.evolve(event, kind=Kind.MESSAGE)
+    skip = _gate(event, person, Kind.MESSAGE)
+    if skip is not None:
+        return skip
+    routes = _routes(event, person, Kind.MESSAGE)
+    if type(routes) is Skip:
+        return routes
+    quiet = _quiet(event, person, Kind.MESSAGE, None)
+    return Send(
+        routes=routes,  # type: ignore[arg-type]
+        quiet=quiet,
+        opens_window_until=event._window_until,
+        count=state.unread,
+    )
+
+
+def release_delayed(event: EventFacts, person: RecipientFacts, device: str, read: bool) -> Decision:
+    """Decide a ``push_delayed`` route when it comes due (D9).
+
+    Args:
+        event: facts at the release time, with the kind of the original hint.
+        person: the recipient's facts at the release time.
+        device: the device of the delayed route.
+        read: whether the person has read what the hint was about.
+
+    Returns:
+        A `Skip`, or a `Send` with the ``push`` route of ``device``; never a window change.
+    """
+    if read:
+        return _SKIPS[SkipReason.READ]
+    kind = event.kind
+    skip = _gate(event, person, kind)
+    if skip is not None:
+        return skip
+    if kind in THREAD_KINDS and _active_in_thread(event, person):
+        return _ACTIVE
+    if device == event.exclude_device or all(d.id != device for d in person.devices):
+        return _NO_ROUTE
+    quiet = _quiet(event, person, kind, None)
+    return Send(routes=(Route(device=device, via=Via.PUSH),), quiet=quiet)
+
+
+def _active_in_thread(event: EventFacts, person: RecipientFacts) -> bool:
+    known = {d.id for d in person.devices} - {event.exclude_device}
+    return any(
+        c.device in known and not c.idle and event.thread in c.focus for c in person.connections
+    )
+
+
+# --- D11: explanations -----------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Step:
+    """One step of a decision: the rule, what it read, and whether it ended the decision."""
+
+    rule: str
+    title: str
+    read: Mapping[str, object]
+    ended: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Explanation:
+    """The steps `decide` took (D11) and the decision they led to."""
+
+    steps: tuple[Step, ...]
+    decision: Decision
+
+
+def explain(event: EventFacts, person: RecipientFacts) -> Explanation:
+    """Explain a decision step by step (D11), for tooling and support.
+
+    Each step names its rule and the facts it read: the level source chain (D3), each
+    connection (D4), each device's route (D5), the window (D6) and the quiet rule that
+    matched (D7). The decision is the one `decide` gives.
+    """
+    kind = event.kind
+    steps: list[Step] = []
+    decision = decide(event, person)
+
+    def step(rule: str, title: str, read: Mapping[str, object], ended: bool = False) -> None:
+        steps.append(Step(rule=rule, title=title, read=read, ended=ended))
+
+    ends = isinstance(decision, Skip)
+    reason = decision.reason if isinstance(decision, Skip) else None
+    d1_end = reason is SkipReason.NOT_RECIPIENT
+    step(
+        "D1",
+        "recipient",
+        {"author": person.author, "run_kind": kind in RUN_KINDS, "run_starter": person.run_starter},
+        d1_end,
+    )
+    if d1_end:
+        return Explanation(steps=tuple(steps), decision=decision)
+    step("D2", "read right", {"allowed": person.allowed}, reason is SkipReason.NOT_ALLOWED)
+    if reason is SkipReason.NOT_ALLOWED:
+        return Explanation(steps=tuple(steps), decision=decision)
+    d3: dict[str, object] = {"kind": kind.value}
+    if kind in LEVEL_GATE and person.level is not None:
+        eff = resolve_level(person.level, event.now)
+        d3["chain"] = _level_chain(person.level)
+        d3["effective"] = eff.level.value
+        d3["source"] = eff.source.value
+        if eff.muted_until is not None:
+            d3["muted_until"] = eff.muted_until
+        d3["needs"] = sorted(level.value for level in LEVEL_GATE[kind])
+    elif kind is Kind.ADMIN:
+        d3["admin_enabled"] = person.switches.admin_enabled
+        d3["default_admin_enabled"] = event.policy.default_admin_enabled
+    else:
+        d3["level"] = "ignored"
+    d3_end = reason in (SkipReason.LEVEL, SkipReason.ADMIN_DISABLED)
+    step("D3", "preference", d3, d3_end)
+    if d3_end:
+        return Explanation(steps=tuple(steps), decision=decision)
+    connections = [
+        {"device": c.device, "focus": sorted(c.focus), "idle": c.idle} for c in person.connections
+    ]
+    d4_end = reason is SkipReason.ACTIVE_IN_THREAD
+    step("D4", "active in thread", {"thread": event.thread, "connections": connections}, d4_end)
+    if d4_end:
+        return Explanation(steps=tuple(steps), decision=decision)
+    devices = [{"device": d.id, "platform": d.platform.value} for d in person.devices]
+    d5: dict[str, object] = {"devices": devices, "exclude_device": event.exclude_device}
+    if isinstance(decision, Send):
+        d5["routes"] = [{"device": r.device, "via": r.via.value} for r in decision.routes]
+    step("D5", "routes", d5, reason is SkipReason.NO_ROUTE)
+    if ends:
+        return Explanation(steps=tuple(steps), decision=decision)
+    if kind in THREAD_KINDS:
+        step(
+            "D6",
+            "window",
+            {
+                "window_end": person.window_end,
+                "coalesce_window_s": event.policy.coalesce_window.total_seconds(),
+            },
+            isinstance(decision, Collect),
+        )
+    if isinstance(decision, Send):
+        step("D7", "quiet hours", _quiet_reading(event, person, kind, decision.quiet))
+    return Explanation(steps=tuple(steps), decision=decision)
+
+
+def _level_chain(facts: LevelFacts) -> list[dict[str, object]]:
+    chain: list[dict[str, object]] = []
+    for source in ("thread", "channel", "space"):
+        row = getattr(facts, source)
+        if row is not None:
+            entry: dict[str, object] = {"source": source, "level": row.level.value}
+            if row.muted_until is not None:
+                entry["muted_until"] = row.muted_until
+            chain.append(entry)
+    if facts.channel_default is not None:
+        chain.append({"source": "channel_default", "level": facts.channel_default.value})
+    if facts.direct_message:
+        chain.append({"source": "direct_message", "level": "all"})
+    if facts.personal_default is not None:
+        chain.append({"source": "personal_default", "level": facts.personal_default.value})
+    chain.append({"source": "instance_default", "level": facts.instance_default.value})
+    return chain
+
+
+def _quiet_reading(
+    event: EventFacts, person: RecipientFacts, kind: Kind, quiet: bool
+) -> dict[str, object]:
+    reading: dict[str, object] = {"quiet": quiet}
+    if kind is Kind.SECURITY:
+        reading["exempt"] = "security is never quiet"
+        return reading
+    if kind is Kind.INPUT_NEEDED and not quiet and person.quiet_rules:
+        reading["exempt"] = "input_needed_breaks_quiet_hours"
+    for index, rule in enumerate(person.quiet_rules):
+        if covered((rule,), event.now, person._zone):
+            reading["matched_rule"] = index
+            reading["rule_zone"] = rule.time_zone or person.user_time_zone or "UTC"
+            break
+    return reading

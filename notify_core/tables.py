@@ -1,0 +1,506 @@
+"""Decision-table cases (formats.md section 1): parse, run and compare, without any I/O.
+
+A case is one JSON object ``{"id", "function", "input", "expect"}``. Each function of the
+table maps a decoded ``input`` to a JSON answer; invalid input answers
+``{"error": {"code", "pointer"?}}``. The CLI reads files and prints; everything it needs to
+judge a case lives here, so tests can run tables without the CLI too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import Final
+
+import attrs
+
+from notify_core.decide import (
+    Collect,
+    Connection,
+    Decision,
+    Device,
+    EventFacts,
+    FlushState,
+    Policy,
+    RecipientFacts,
+    Send,
+    Switches,
+    decide,
+    flush,
+    release_delayed,
+)
+from notify_core.errors import InvalidInput, NotifyError
+from notify_core.instants import format_instant, parse_instant, seconds
+from notify_core.kinds import kind_code, kind_from_code
+from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
+from notify_core.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_until, rule_from_json
+
+__all__ = [
+    "FUNCTIONS",
+    "Case",
+    "CaseError",
+    "Outcome",
+    "answer",
+    "diff",
+    "parse_cases",
+    "run_case",
+]
+
+Json = object
+JsonObject = Mapping[str, Json]
+TableFunction = Callable[[JsonObject], dict[str, Json]]
+
+
+class CaseError(InvalidInput):
+    """A line of a table that is not a readable case; carries the file and line."""
+
+    def __init__(self, code: str, message: str, pointer: str | None = None, *, line: int = 0):
+        super().__init__(code, message, pointer)
+        self.line = line
+
+
+@attrs.frozen(kw_only=True)
+class Case:
+    """One decision-table case and the line it came from."""
+
+    id: str
+    function: str
+    input: JsonObject
+    expect: JsonObject
+    line: int
+
+
+@attrs.frozen(kw_only=True)
+class Outcome:
+    """The result of running one case: what the library answered and how it differs."""
+
+    case: Case
+    actual: dict[str, Json]
+    differences: tuple[str, ...]
+
+    @property
+    def passed(self) -> bool:
+        """True when the answer matches the expectation."""
+        return not self.differences
+
+
+# --- reading members -----------------------------------------------------------------------
+
+
+def _member(obj: JsonObject, name: str, at: str, required: bool = True) -> Json:
+    if name not in obj:
+        if required:
+            raise InvalidInput("missing_member", f"missing member {name!r}", f"{at}/{name}")
+        return None
+    value = obj[name]
+    if value is None:
+        raise InvalidInput("null_value", f"{name!r} is null: omit it instead", f"{at}/{name}")
+    return value
+
+
+def _object(value: Json, at: str) -> JsonObject:
+    if not isinstance(value, dict):
+        raise InvalidInput("invalid_type", "expected an object", at)
+    return value
+
+
+def _list(value: Json, at: str) -> list[Json]:
+    if not isinstance(value, list):
+        raise InvalidInput("invalid_type", "expected an array", at)
+    return value
+
+
+def _bool(value: Json, at: str) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidInput("invalid_type", "expected true or false", at)
+    return value
+
+
+def _str(value: Json, at: str) -> str:
+    if not isinstance(value, str):
+        raise InvalidInput("invalid_type", "expected a string", at)
+    return value
+
+
+def _int(value: Json, at: str) -> int:
+    if type(value) is not int:
+        raise InvalidInput("invalid_type", "expected an integer", at)
+    return value
+
+
+def _instant(obj: JsonObject, name: str, at: str, required: bool = True) -> datetime | None:
+    value = _member(obj, name, at, required)
+    return None if value is None else parse_instant(value, f"{at}/{name}")
+
+
+def _now(obj: JsonObject) -> datetime:
+    value = _instant(obj, "now", "")
+    assert value is not None
+    return value
+
+
+def _with_pointer(error: NotifyError, prefix: str) -> NotifyError:
+    return error.at(prefix)
+
+
+# --- levels and quiet hours ---------------------------------------------------------------
+
+
+def _preference(value: Json, at: str) -> Preference:
+    row = _object(value, at)
+    level = parse_level(_member(row, "level", at), f"{at}/level")
+    return Preference(level=level, muted_until=_instant(row, "muted_until", at, required=False))
+
+
+def _level_facts(value: Json, at: str) -> LevelFacts:
+    facts = _object(value, at)
+    rows = {}
+    for name in ("thread", "channel", "space"):
+        row = _member(facts, name, at, required=False)
+        rows[name] = None if row is None else _preference(row, f"{at}/{name}")
+    defaults = {}
+    for name in ("channel_default", "instance_default"):
+        raw = _member(facts, name, at, required=name == "instance_default")
+        defaults[name] = None if raw is None else parse_level(raw, f"{at}/{name}")
+    personal = _member(facts, "personal_default", at, required=False)
+    direct = _member(facts, "direct_message", at, required=False)
+    return LevelFacts(
+        thread=rows["thread"],
+        channel=rows["channel"],
+        space=rows["space"],
+        channel_default=defaults["channel_default"],
+        direct_message=False if direct is None else _bool(direct, f"{at}/direct_message"),
+        personal_default=personal,
+        instance_default=defaults["instance_default"],
+    )
+
+
+def _rule(value: Json, at: str) -> QuietRule:
+    try:
+        return rule_from_json(_object(value, at))
+    except NotifyError as error:
+        raise _with_pointer(error, at) from None
+
+
+def _rules(obj: JsonObject) -> tuple[QuietRule, ...]:
+    raw = _list(_member(obj, "rules", "", required=False) or [], "/rules")
+    return tuple(_rule(rule, f"/rules/{i}") for i, rule in enumerate(raw))
+
+
+def _user_zone(obj: JsonObject) -> str | None:
+    zone = _member(obj, "user_time_zone", "", required=False)
+    return None if zone is None else _str(zone, "/user_time_zone")
+
+
+def _resolve_level(inp: JsonObject) -> dict[str, Json]:
+    now = _now(inp)
+    result = resolve_level(_level_facts(_member(inp, "facts", ""), "/facts"), now)
+    out: dict[str, Json] = {"level": result.level.value, "source": result.source.value}
+    if result.muted_until is not None:
+        out["muted_until"] = format_instant(result.muted_until)
+    return out
+
+
+def _in_quiet_hours(inp: JsonObject) -> dict[str, Json]:
+    now = _now(inp)
+    return {"quiet": in_quiet_hours(_rules(inp), now, _user_zone(inp))}
+
+
+def _quiet_until(inp: JsonObject) -> dict[str, Json]:
+    now = _now(inp)
+    until = quiet_until(_rules(inp), now, _user_zone(inp))
+    if until is None:
+        return {}
+    if until == ALWAYS:
+        return {"always": True}
+    assert isinstance(until, datetime)
+    return {"until": format_instant(until)}
+
+
+def _validate_rule(inp: JsonObject) -> dict[str, Json]:
+    _rule(_member(inp, "rule", ""), "")
+    return {"ok": True}
+
+
+# --- decisions ----------------------------------------------------------------------------
+
+
+def _policy(value: Json) -> Policy:
+    obj = _object(value, "/policy")
+
+    def flag(name: str) -> bool:
+        return _bool(_member(obj, name, "/policy"), f"/policy/{name}")
+
+    return Policy(
+        coalesce_window=seconds(
+            _member(obj, "coalesce_window_s", "/policy"), "/policy/coalesce_window_s"
+        ),
+        mobile_delay_when_desktop_active=seconds(
+            _member(obj, "mobile_delay_when_desktop_active_s", "/policy"),
+            "/policy/mobile_delay_when_desktop_active_s",
+        ),
+        default_admin_enabled=flag("default_admin_enabled"),
+        default_input_needed_breaks_quiet_hours=flag("default_input_needed_breaks_quiet_hours"),
+    )
+
+
+def _switches(inp: JsonObject) -> Switches:
+    raw = _member(inp, "switches", "", required=False)
+    if raw is None:
+        return Switches()
+    obj = _object(raw, "/switches")
+    values = {}
+    for name in ("admin_enabled", "input_needed_breaks_quiet_hours"):
+        value = _member(obj, name, "/switches", required=False)
+        values[name] = None if value is None else _bool(value, f"/switches/{name}")
+    return Switches(**values)
+
+
+def _devices(inp: JsonObject) -> list[Device]:
+    devices = []
+    for i, raw in enumerate(_list(_member(inp, "devices", ""), "/devices")):
+        at = f"/devices/{i}"
+        obj = _object(raw, at)
+        platform = _str(_member(obj, "platform", at), f"{at}/platform")
+        if platform not in ("ios", "android", "desktop", "web"):
+            raise InvalidInput("invalid_platform", f"unknown platform {platform!r}", f"{at}/platform")
+        devices.append(Device(id=_str(_member(obj, "id", at), f"{at}/id"), platform=platform))
+    return devices
+
+
+def _connections(inp: JsonObject) -> list[Connection]:
+    connections = []
+    for i, raw in enumerate(_list(_member(inp, "connections", ""), "/connections")):
+        at = f"/connections/{i}"
+        obj = _object(raw, at)
+        focus = _list(_member(obj, "focus", at, required=False) or [], f"{at}/focus")
+        connections.append(
+            Connection(
+                device=_str(_member(obj, "device", at), f"{at}/device"),
+                focus=frozenset(_str(t, f"{at}/focus/{j}") for j, t in enumerate(focus)),
+                idle=_bool(_member(obj, "idle", at), f"{at}/idle"),
+            )
+        )
+    return connections
+
+
+def _facts(inp: JsonObject) -> tuple[EventFacts, RecipientFacts]:
+    now = _now(inp)
+    kind = _str(_member(inp, "kind", ""), "/kind")
+    thread = _member(inp, "thread", "", required=False)
+    exclude = _member(inp, "exclude_device", "", required=False)
+    event = EventFacts(
+        now=now,
+        kind=kind,
+        thread=None if thread is None else _str(thread, "/thread"),
+        policy=_policy(_member(inp, "policy", "")),
+        exclude_device=None if exclude is None else _str(exclude, "/exclude_device"),
+    )
+    level = _member(inp, "level", "", required=False)
+    raw_rules = _list(_member(inp, "quiet_rules", "", required=False) or [], "/quiet_rules")
+    person = RecipientFacts(
+        author=_bool(_member(inp, "author", ""), "/author"),
+        allowed=_bool(_member(inp, "allowed", ""), "/allowed"),
+        run_starter=_bool(_member(inp, "run_starter", ""), "/run_starter"),
+        level=None if level is None else _level_facts(level, "/level"),
+        user_time_zone=_user_zone(inp),
+        quiet_rules=[_rule(r, f"/quiet_rules/{i}") for i, r in enumerate(raw_rules)],
+        switches=_switches(inp),
+        devices=_devices(inp),
+        connections=_connections(inp),
+        window_end=_instant(inp, "window_end", "", required=False),
+    )
+    return event, person
+
+
+def decision_to_json(decision: Decision) -> dict[str, Json]:
+    """Return the JSON answer of a decision (formats.md section 1 and 3)."""
+    if isinstance(decision, Send):
+        out: dict[str, Json] = {"decision": "send", "quiet": decision.quiet}
+        routes = []
+        for route in decision.routes:
+            item: dict[str, Json] = {"device": route.device, "via": route.via.value}
+            if route.due is not None:
+                item["due"] = format_instant(route.due)
+            routes.append(item)
+        out["routes"] = routes
+        if decision.opens_window_until is not None:
+            out["opens_window_until"] = format_instant(decision.opens_window_until)
+        if decision.count is not None:
+            out["count"] = decision.count
+        return out
+    if isinstance(decision, Collect):
+        return {"decision": "collect", "until": format_instant(decision.until)}
+    return {"decision": "skip", "reason": decision.reason.value}
+
+
+def _decide(inp: JsonObject) -> dict[str, Json]:
+    return decision_to_json(decide(*_facts(inp)))
+
+
+def _flush(inp: JsonObject) -> dict[str, Json]:
+    event, person = _facts(inp)
+    state = FlushState(
+        collected=_int(_member(inp, "collected", ""), "/collected"),
+        unread=_int(_member(inp, "unread", ""), "/unread"),
+    )
+    return decision_to_json(flush(state, event, person))
+
+
+def _release_delayed(inp: JsonObject) -> dict[str, Json]:
+    event, person = _facts(inp)
+    device = _str(_member(inp, "device", ""), "/device")
+    read = _bool(_member(inp, "read", ""), "/read")
+    return decision_to_json(release_delayed(event, person, device, read))
+
+
+# --- kinds --------------------------------------------------------------------------------
+
+
+def _kind_code(inp: JsonObject) -> dict[str, Json]:
+    return {"code": kind_code(_str(_member(inp, "kind", ""), "/kind"))}
+
+
+def _kind_from_code(inp: JsonObject) -> dict[str, Json]:
+    return {"kind": kind_from_code(_member(inp, "code", "")).value}
+
+
+#: Every function a table may name, with the function that answers it.
+FUNCTIONS: Final[dict[str, TableFunction]] = {
+    "resolve_level": _resolve_level,
+    "in_quiet_hours": _in_quiet_hours,
+    "quiet_until": _quiet_until,
+    "validate_rule": _validate_rule,
+    "decide": _decide,
+    "flush": _flush,
+    "release_delayed": _release_delayed,
+    "kind_code": _kind_code,
+    "kind_from_code": _kind_from_code,
+}
+
+
+def answer(function: str, inp: JsonObject) -> dict[str, Json]:
+    """Answer a case's input with the library; invalid input answers ``{"error": ...}``.
+
+    Raises:
+        KeyError: ``function`` is not in `FUNCTIONS` (`parse_cases` refuses such lines).
+    """
+    try:
+        return FUNCTIONS[function](inp)
+    except NotifyError as error:
+        return {"error": error.as_json()}
+
+
+# --- parsing and comparing ----------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_cases(text: str) -> Iterator[Case | CaseError]:
+    """Parse the lines of a table; yield a `Case` or a `CaseError` per non-blank line.
+
+    Blank lines and lines starting with ``#`` are skipped. A bad line does not stop the
+    parse, so a run can report every bad line at once.
+    """
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            case = _parse_case(stripped, number)
+        except CaseError as error:
+            yield error
+            continue
+        if case.id in seen:
+            yield CaseError("duplicate_id", f"case id {case.id!r} appears twice", line=number)
+            continue
+        seen.add(case.id)
+        yield case
+
+
+def _parse_case(line: str, number: int) -> Case:
+    try:
+        obj = json.loads(line, parse_constant=_refuse_constant)
+    except ValueError as exc:
+        raise CaseError("invalid_json", f"not JSON: {exc}", line=number) from None
+    if not isinstance(obj, dict):
+        raise CaseError("invalid_case", "a case must be a JSON object", line=number)
+    for name, kind in (("id", str), ("function", str), ("input", dict), ("expect", dict)):
+        if name not in obj:
+            raise CaseError("invalid_case", f"the case has no {name!r}", f"/{name}", line=number)
+        if not isinstance(obj[name], kind):
+            wanted = "a string" if kind is str else "an object"
+            raise CaseError("invalid_case", f"{name!r} must be {wanted}", f"/{name}", line=number)
+    if obj["function"] not in FUNCTIONS:
+        known = ", ".join(sorted(FUNCTIONS))
+        raise CaseError(
+            "unknown_function",
+            f"unknown function {obj['function']!r} (known: {known})",
+            "/function",
+            line=number,
+        )
+    return Case(
+        id=obj["id"], function=obj["function"], input=obj["input"], expect=obj["expect"], line=number
+    )
+
+
+def run_case(case: Case) -> Outcome:
+    """Answer a case and compare the answer with its expectation."""
+    actual = answer(case.function, case.input)
+    return Outcome(case=case, actual=actual, differences=tuple(diff(case.expect, actual)))
+
+
+def diff(expected: Json, actual: Json, pointer: str = "") -> Iterator[str]:
+    """Yield one line per difference between an expectation and an answer.
+
+    Instants compare as instants (any offset), numbers within 1e-6, and an expected error
+    without ``pointer`` matches an answer's error with any pointer.
+    """
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        lenient = pointer == "/error" and "pointer" not in expected
+        for key in sorted(expected.keys() | actual.keys()):
+            where = f"{pointer}/{key}"
+            if key not in actual:
+                yield f"{where}: expected {_show(expected[key])}, got nothing"
+            elif key not in expected:
+                if not (lenient and key == "pointer"):
+                    yield f"{where}: expected nothing, got {_show(actual[key])}"
+            else:
+                yield from diff(expected[key], actual[key], where)
+        return
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for index, (e, a) in enumerate(zip(expected, actual, strict=True)):
+            yield from diff(e, a, f"{pointer}/{index}")
+        return
+    if not _same(expected, actual):
+        yield f"{pointer or '/'}: expected {_show(expected)}, got {_show(actual)}"
+
+
+def _same(expected: Json, actual: Json) -> bool:
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        return expected is actual
+    if isinstance(expected, int | float) and isinstance(actual, int | float):
+        return math.isclose(expected, actual, rel_tol=0, abs_tol=1e-6)
+    if isinstance(expected, str) and isinstance(actual, str) and expected != actual:
+        try:
+            return parse_instant(expected) == parse_instant(actual)
+        except NotifyError:
+            return False
+    return expected == actual
+
+
+def _show(value: Json) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_case(case: Case, expect: Mapping[str, Json]) -> str:
+    """Return the JSON line of a case with ``expect`` replaced (for ``notify table run``)."""
+    obj = {"id": case.id, "function": case.function, "input": case.input, "expect": expect}
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
