@@ -1,0 +1,190 @@
+"""Levels: rules L1-L7."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from notify_core.errors import InvalidLevel, NaiveDatetime
+from notify_core.levels import (
+    Level,
+    LevelFacts,
+    LevelSource,
+    Preference,
+    Target,
+    TargetKind,
+    parse_level,
+    preference_unchanged,
+    resolve_level,
+)
+from tests import strategies as s
+
+NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
+CHAIN = ("thread", "channel", "space", "channel_default", "direct_message", "personal_default")
+
+
+class TestValues:
+    """L1, L2: levels, targets and preference rows."""
+
+    @pytest.mark.parametrize("bad", ["ALL", "none", "", "loud", None, 1, True])
+    def test_l1_levels_are_exactly_three(self, bad: object) -> None:
+        with pytest.raises(InvalidLevel) as err:
+            parse_level(bad)
+        assert err.value.code == "invalid_level"
+        assert [level.value for level in Level] == ["all", "mentions", "mute"]
+
+    @pytest.mark.parametrize("field", ["channel_default", "instance_default"])
+    def test_l1_defaults_must_be_levels(self, field: str) -> None:
+        with pytest.raises(InvalidLevel) as err:
+            LevelFacts(**{field: "loud"})  # type: ignore[arg-type]
+        assert err.value.pointer == f"/{field}"
+
+    def test_l1_row_level_must_be_a_level(self) -> None:
+        with pytest.raises(InvalidLevel):
+            Preference(level="everything")  # type: ignore[arg-type]
+
+    def test_l1_target_kinds(self) -> None:
+        assert [k.value for k in TargetKind] == ["space", "channel", "thread"]
+        assert Target(kind="thread", id="t-1").kind is TargetKind.THREAD  # type: ignore[arg-type]
+        with pytest.raises(ValueError):
+            Target(kind="message", id="m-1")  # type: ignore[arg-type]
+
+    def test_l2_muted_until_must_be_aware(self) -> None:
+        with pytest.raises(NaiveDatetime):
+            Preference(level=Level.ALL, muted_until=datetime(2026, 1, 1))
+
+    def test_l5_unknown_personal_default_counts_as_unset(self) -> None:
+        facts = LevelFacts(personal_default="loud", instance_default="all")  # type: ignore[arg-type]
+        assert facts.personal_default is None
+        assert resolve_level(facts, NOW).source is LevelSource.INSTANCE_DEFAULT
+
+    def test_g3_values_are_frozen(self) -> None:
+        facts = LevelFacts()
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            facts.direct_message = True  # type: ignore[misc]
+
+
+class TestResolve:
+    """L3, L4, L6: the chain and temporary mutes."""
+
+    def test_l3_full_chain_in_order(self) -> None:
+        facts = LevelFacts(
+            thread=Preference(level="mute"),
+            channel=Preference(level="all"),
+            space=Preference(level="mentions"),
+            channel_default="all",
+            direct_message=True,
+            personal_default="mentions",
+            instance_default="all",
+        )
+        expected = [
+            ("mute", "thread"),
+            ("all", "channel"),
+            ("mentions", "space"),
+            ("all", "channel_default"),
+            ("all", "direct_message"),
+            ("mentions", "personal_default"),
+            ("all", "instance_default"),
+        ]
+        seen = []
+        for name in (*CHAIN, None):
+            result = resolve_level(facts, NOW)
+            seen.append((result.level.value, result.source.value))
+            if name is not None:
+                facts = attrs.evolve(facts, **{name: False if name == "direct_message" else None})
+        assert seen == expected
+
+    def test_l3_direct_message_gives_all(self) -> None:
+        result = resolve_level(LevelFacts(direct_message=True, instance_default="mute"), NOW)
+        assert (result.level, result.source) == (Level.ALL, LevelSource.DIRECT_MESSAGE)
+
+    def test_l4_temporary_mute_while_it_lasts(self) -> None:
+        row = Preference(level="all", muted_until=NOW + timedelta(hours=1))
+        result = resolve_level(LevelFacts(thread=row), NOW)
+        assert (result.level, result.source, result.muted_until) == (
+            Level.MUTE,
+            LevelSource.THREAD,
+            NOW + timedelta(hours=1),
+        )
+
+    @pytest.mark.parametrize("delta", [timedelta(0), -timedelta(microseconds=1)])
+    def test_l4_mute_over_at_or_before_now(self, delta: timedelta) -> None:
+        row = Preference(level="mentions", muted_until=NOW + delta)
+        result = resolve_level(LevelFacts(channel=row), NOW)
+        assert (result.level, result.source, result.muted_until) == (
+            Level.MENTIONS,
+            LevelSource.CHANNEL,
+            None,
+        )
+
+    def test_l4_only_the_selected_rows_mute_matters(self) -> None:
+        facts = LevelFacts(
+            thread=Preference(level="all"),
+            channel=Preference(level="all", muted_until=NOW + timedelta(days=1)),
+        )
+        assert resolve_level(facts, NOW).level is Level.ALL
+
+    def test_l6_sources_are_the_seven_facts(self) -> None:
+        assert [source.value for source in LevelSource] == [*CHAIN, "instance_default"]
+
+    def test_g2_naive_now(self) -> None:
+        with pytest.raises(NaiveDatetime):
+            resolve_level(LevelFacts(), datetime(2026, 10, 23))
+
+    @given(facts=s.level_facts, now=s.moments)
+    def test_l3_removing_the_first_present_source_yields_the_next(
+        self, facts: LevelFacts, now: datetime
+    ) -> None:
+        first = resolve_level(facts, now)
+        if first.source is LevelSource.INSTANCE_DEFAULT:
+            assert first.level is facts.instance_default
+            return
+        removed = attrs.evolve(
+            facts,
+            **{first.source.value: False if first.source is LevelSource.DIRECT_MESSAGE else None},
+        )
+        after = resolve_level(removed, now)
+        order = list(LevelSource)
+        assert order.index(after.source) > order.index(first.source)
+        skipped = order[order.index(first.source) + 1 : order.index(after.source)]
+        for source in skipped:
+            value = getattr(removed, source.value)
+            assert value in (None, False)
+
+    @given(facts=s.level_facts, now=s.moments)
+    def test_l4_mute_answer_carries_muted_until_after_now(self, facts: LevelFacts, now: datetime) -> None:
+        result = resolve_level(facts, now)
+        if result.muted_until is not None:
+            assert result.level is Level.MUTE and result.muted_until > now
+            assert result.source in (LevelSource.THREAD, LevelSource.CHANNEL, LevelSource.SPACE)
+
+
+class TestUnchanged:
+    """L7: equal level and equal muted_until (microseconds), both absent equal."""
+
+    def test_l7_equal_rows(self) -> None:
+        a = Preference(level="all", muted_until=NOW)
+        b = Preference(level="all", muted_until=NOW.astimezone(__import__("zoneinfo").ZoneInfo("Asia/Tokyo")))
+        assert preference_unchanged(a, b)
+        assert preference_unchanged(Preference(level="mute"), Preference(level="mute"))
+        assert preference_unchanged(None, None)
+
+    def test_l7_different_rows(self) -> None:
+        a = Preference(level="all", muted_until=NOW)
+        assert not preference_unchanged(a, Preference(level="all", muted_until=NOW + timedelta(microseconds=1)))
+        assert not preference_unchanged(a, Preference(level="all"))
+        assert not preference_unchanged(a, Preference(level="mute", muted_until=NOW))
+        assert not preference_unchanged(a, None)
+
+    @given(a=s.preferences, b=s.preferences)
+    def test_l7_is_symmetric_and_matches_equality(self, a: Preference, b: Preference) -> None:
+        assert preference_unchanged(a, b) == preference_unchanged(b, a) == (a == b)
+
+
+@given(level=st.sampled_from(list(Level)))
+def test_l1_levels_parse_from_their_text(level: Level) -> None:
+    assert parse_level(level.value) is level
