@@ -475,7 +475,12 @@ def flush(state: FlushState, event: EventFacts, person: RecipientFacts) -> Decis
         state: what the window collected and how much is unread now.
         event: facts at the flush time (its kind is ignored; ``message`` is decided).
         person: the recipient's facts at the flush time.
+
+    Raises:
+        InvalidFacts: the event has no thread (code ``missing_thread``).
     """
+    if event.thread is None:
+        raise InvalidFacts("missing_thread", "a window belongs to a thread", "/thread")
     if state.collected == 0:
         return _SKIPS[SkipReason.NOTHING_COLLECTED]
     if state.unread == 0:
