@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, tzinfo
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -113,18 +113,20 @@ LEVEL_GATE: Final[Mapping[Kind, frozenset[Level]]] = {
 }
 
 
-def _instant(_inst: object, attribute: attrs.Attribute[object], value: object) -> None:
+def _instant(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     require_instant(value, attribute.name)
 
 
-def _optional_instant(_inst: object, attribute: attrs.Attribute[object], value: object) -> None:
+def _optional_instant(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None:
         require_instant(value, attribute.name)
 
 
-def _non_negative(_inst: object, attribute: attrs.Attribute[object], value: timedelta) -> None:
+def _non_negative(_inst: object, attribute: attrs.Attribute[Any], value: timedelta) -> None:
     if value < timedelta(0):
-        raise InvalidFacts("invalid_duration", f"{attribute.name} is negative", f"/{attribute.name}")
+        raise InvalidFacts(
+            "invalid_duration", f"{attribute.name} is negative", f"/{attribute.name}"
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -161,12 +163,16 @@ class Device:
     platform: Platform = attrs.field(converter=Platform)
 
 
+def _frozen_ids(ids: Iterable[str]) -> frozenset[str]:
+    return frozenset(ids)
+
+
 @attrs.frozen(kw_only=True)
 class Connection:
     """A live gateway connection of a device: the threads in focus and whether it is idle."""
 
     device: str
-    focus: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    focus: frozenset[str] = attrs.field(default=frozenset(), converter=_frozen_ids)
     idle: bool = False
 
 
@@ -276,6 +282,14 @@ def _sorted_devices(devices: Iterable[Device]) -> tuple[Device, ...]:
     return tuple(sorted(devices, key=lambda device: device.id))
 
 
+def _rule_tuple(rules: Iterable[QuietRule]) -> tuple[QuietRule, ...]:
+    return tuple(rules)
+
+
+def _connection_tuple(connections: Iterable[Connection]) -> tuple[Connection, ...]:
+    return tuple(connections)
+
+
 @attrs.frozen(kw_only=True)
 class RecipientFacts:
     """What one person brings to a decision.
@@ -300,10 +314,10 @@ class RecipientFacts:
     run_starter: bool = False
     level: LevelFacts | None = None
     user_time_zone: str | None = None
-    quiet_rules: tuple[QuietRule, ...] = attrs.field(default=(), converter=tuple)
+    quiet_rules: tuple[QuietRule, ...] = attrs.field(default=(), converter=_rule_tuple)
     switches: Switches = Switches()
     devices: tuple[Device, ...] = attrs.field(default=(), converter=_sorted_devices)
-    connections: tuple[Connection, ...] = attrs.field(default=(), converter=tuple)
+    connections: tuple[Connection, ...] = attrs.field(default=(), converter=_connection_tuple)
     window_end: datetime | None = attrs.field(default=None, validator=_optional_instant)
     _zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
     _push_routes: tuple[Route, ...] = attrs.field(init=False, eq=False, repr=False)
@@ -367,8 +381,8 @@ def _routes(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | tup
     if not person.connections:
         if exclude is None:
             return person._push_routes or _NO_ROUTE
-        routes = tuple(r for r in person._push_routes if r.device != exclude)
-        return routes or _NO_ROUTE
+        kept = tuple(r for r in person._push_routes if r.device != exclude)
+        return kept or _NO_ROUTE
     platforms = {d.id: d.platform for d in person.devices if d.id != exclude}
     live: set[str] = set()
     desktop_active = False
@@ -385,7 +399,7 @@ def _routes(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | tup
                 desktop_active = True
     delay = desktop_active and kind is not Kind.SECURITY
     delay = delay and bool(event.policy.mobile_delay_when_desktop_active)
-    routes = []
+    routes: list[Route] = []
     for device in person.devices:
         if device.id == exclude:
             continue
@@ -398,9 +412,7 @@ def _routes(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | tup
     return tuple(routes) if routes else _NO_ROUTE
 
 
-def _quiet(
-    event: EventFacts, person: RecipientFacts, kind: Kind, cache: LocalCache | None
-) -> bool:
+def _quiet(event: EventFacts, person: RecipientFacts, kind: Kind, cache: LocalCache | None) -> bool:
     """D7: whether the send is quiet."""
     if kind is Kind.SECURITY or not person.quiet_rules:
         return False

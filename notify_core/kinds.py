@@ -67,7 +67,7 @@ def parse_kind(value: object, pointer: str = "") -> Kind:
         InvalidKind: ``value`` names no kind (code ``unknown_kind``).
     """
     try:
-        return Kind(value)
+        return Kind(value)  # type: ignore[arg-type]
     except ValueError:
         raise InvalidKind("unknown_kind", f"unknown kind: {value!r}", pointer) from None
 
@@ -96,7 +96,7 @@ def kind_from_code(code: object) -> Kind:
         >>> kind_from_code(9)
         <Kind.SYNC: 'sync'>
     """
-    kind = _KINDS_BY_CODE.get(code) if type(code) is int else None  # type: ignore[call-overload]
+    kind = _KINDS_BY_CODE.get(code) if type(code) is int else None
     if kind is None:
         raise InvalidKind("unknown_kind_code", f"unknown kind code: {code!r}")
     return kind

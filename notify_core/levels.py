@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -80,11 +80,12 @@ def _level(value: object) -> Level:
     return parse_level(value, "/level")
 
 
-def _optional_level(name: str) -> attrs.Converter:  # type: ignore[type-arg]
-    def convert(value: object) -> Level | None:
-        return None if value is None else parse_level(value, f"/{name}")
+def _channel_default(value: object) -> Level | None:
+    return None if value is None else parse_level(value, "/channel_default")
 
-    return attrs.Converter(convert)  # type: ignore[no-any-return]
+
+def _instance_default(value: object) -> Level:
+    return parse_level(value, "/instance_default")
 
 
 def _personal_default(value: object) -> Level | None:
@@ -92,7 +93,7 @@ def _personal_default(value: object) -> Level | None:
     return _LEVELS.get(value) if isinstance(value, str) else None
 
 
-def _optional_instant(_inst: object, attribute: attrs.Attribute[object], value: object) -> None:
+def _optional_instant(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None:
         require_instant(value, attribute.name)
 
@@ -144,14 +145,10 @@ class LevelFacts:
     thread: Preference | None = None
     channel: Preference | None = None
     space: Preference | None = None
-    channel_default: Level | None = attrs.field(
-        default=None, converter=_optional_level("channel_default")
-    )
+    channel_default: Level | None = attrs.field(default=None, converter=_channel_default)
     direct_message: bool = False
     personal_default: Level | None = attrs.field(default=None, converter=_personal_default)
-    instance_default: Level = attrs.field(
-        default=Level.MENTIONS, converter=lambda v: parse_level(v, "/instance_default")
-    )
+    instance_default: Level = attrs.field(default=Level.MENTIONS, converter=_instance_default)
 
 
 @attrs.frozen(kw_only=True)

@@ -115,17 +115,20 @@ def _weekdays(value: object) -> int:
     return value
 
 
-def _local_time(pointer: str) -> attrs.Converter:  # type: ignore[type-arg]
-    def convert(value: object) -> time:
-        if isinstance(value, time):
-            if value.second or value.microsecond or value.tzinfo is not None:
-                raise InvalidRule(
-                    "invalid_local_time", f"not a whole local minute: {value!r}", pointer
-                )
-            return value
-        return parse_local_time(value, pointer)
+def _local_time(value: object, pointer: str) -> time:
+    if isinstance(value, time):
+        if value.second or value.microsecond or value.tzinfo is not None:
+            raise InvalidRule("invalid_local_time", f"not a whole local minute: {value!r}", pointer)
+        return value
+    return parse_local_time(value, pointer)
 
-    return attrs.Converter(convert)  # type: ignore[no-any-return]
+
+def _start_local(value: object) -> time:
+    return _local_time(value, "/start_local")
+
+
+def _end_local(value: object) -> time:
+    return _local_time(value, "/end_local")
 
 
 def _optional_zone(value: object) -> str | None:
@@ -162,8 +165,8 @@ class QuietRule:
     """
 
     weekdays: int = attrs.field(converter=_weekdays)
-    start_local: time = attrs.field(converter=_local_time("/start_local"))
-    end_local: time = attrs.field(converter=_local_time("/end_local"))
+    start_local: time = attrs.field(converter=_start_local)
+    end_local: time = attrs.field(converter=_end_local)
     time_zone: str | None = attrs.field(default=None, converter=_optional_zone)
     enabled: bool = attrs.field(default=True, converter=_enabled)
     # Derived once so that evaluation is arithmetic only.
@@ -208,11 +211,11 @@ def rule_from_json(obj: Mapping[str, object]) -> QuietRule:
     if "time_zone" in obj and obj["time_zone"] is None:
         raise InvalidRule("null_value", "time_zone is null: omit it instead", "/time_zone")
     return QuietRule(
-        weekdays=obj["weekdays"],  # type: ignore[arg-type]
-        start_local=obj["start_local"],  # type: ignore[arg-type]
-        end_local=obj["end_local"],  # type: ignore[arg-type]
-        time_zone=obj.get("time_zone"),  # type: ignore[arg-type]
-        enabled=obj["enabled"],  # type: ignore[arg-type]
+        weekdays=obj["weekdays"],
+        start_local=obj["start_local"],
+        end_local=obj["end_local"],
+        time_zone=obj.get("time_zone"),
+        enabled=obj["enabled"],
     )
 
 

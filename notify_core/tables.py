@@ -265,7 +265,9 @@ def _devices(inp: JsonObject) -> list[Device]:
         obj = _object(raw, at)
         platform = _str(_member(obj, "platform", at), f"{at}/platform")
         if platform not in ("ios", "android", "desktop", "web"):
-            raise InvalidInput("invalid_platform", f"unknown platform {platform!r}", f"{at}/platform")
+            raise InvalidInput(
+                "invalid_platform", f"unknown platform {platform!r}", f"{at}/platform"
+            )
         devices.append(Device(id=_str(_member(obj, "id", at), f"{at}/id"), platform=platform))
     return devices
 
@@ -445,7 +447,11 @@ def _parse_case(line: str, number: int) -> Case:
             line=number,
         )
     return Case(
-        id=obj["id"], function=obj["function"], input=obj["input"], expect=obj["expect"], line=number
+        id=obj["id"],
+        function=obj["function"],
+        input=obj["input"],
+        expect=obj["expect"],
+        line=number,
     )
 
 
@@ -502,5 +508,3 @@ def dumps_case(case: Case, expect: Mapping[str, Json]) -> str:
     """Return the JSON line of a case with ``expect`` replaced (for ``notify table run``)."""
     obj = {"id": case.id, "function": case.function, "input": case.input, "expect": expect}
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-

@@ -76,7 +76,9 @@ level_facts = st.builds(
 
 device_ids = st.sampled_from(["d-a", "d-b", "d-c", "d-d"])
 devices = st.lists(
-    st.builds(Device, id=device_ids, platform=st.sampled_from(["ios", "android", "desktop", "web"])),
+    st.builds(
+        Device, id=device_ids, platform=st.sampled_from(["ios", "android", "desktop", "web"])
+    ),
     max_size=4,
     unique_by=lambda d: d.id,
 )

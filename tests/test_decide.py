@@ -38,7 +38,9 @@ from notify_core.quiet import QuietRule
 from tests import strategies as s
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
-POLICY = Policy(coalesce_window=timedelta(seconds=90), mobile_delay_when_desktop_active=timedelta(seconds=60))
+POLICY = Policy(
+    coalesce_window=timedelta(seconds=90), mobile_delay_when_desktop_active=timedelta(seconds=60)
+)
 ALL = LevelFacts(instance_default="all")
 MENTIONS = LevelFacts(instance_default="mentions")
 MUTE = LevelFacts(instance_default="mute")
@@ -67,7 +69,9 @@ class TestSteps:
 
     def test_d1_author_is_never_a_recipient(self) -> None:
         for kind in ("message", "mention", "dm", "security"):
-            assert decide(event(kind), person(author=True, run_starter=True)) == skip("not_recipient")
+            assert decide(event(kind), person(author=True, run_starter=True)) == skip(
+                "not_recipient"
+            )
 
     @pytest.mark.parametrize("kind", ["run_done", "run_failed", "input_needed"])
     def test_d1_run_kinds_only_to_the_starter(self, kind: str) -> None:
@@ -81,12 +85,19 @@ class TestSteps:
     @pytest.mark.parametrize(
         ("kind", "level", "goes"),
         [
-            ("message", ALL, True), ("message", MENTIONS, False), ("message", MUTE, False),
-            ("mention", ALL, True), ("mention", MENTIONS, True), ("mention", MUTE, False),
-            ("dm", MENTIONS, True), ("dm", MUTE, False),
-            ("run_done", MENTIONS, True), ("run_done", MUTE, False),
+            ("message", ALL, True),
+            ("message", MENTIONS, False),
+            ("message", MUTE, False),
+            ("mention", ALL, True),
+            ("mention", MENTIONS, True),
+            ("mention", MUTE, False),
+            ("dm", MENTIONS, True),
+            ("dm", MUTE, False),
+            ("run_done", MENTIONS, True),
+            ("run_done", MUTE, False),
             ("run_failed", MUTE, False),
-            ("input_needed", MUTE, True), ("security", MUTE, True),
+            ("input_needed", MUTE, True),
+            ("security", MUTE, True),
         ],
     )
     def test_d3_preference_gate(self, kind: str, level: LevelFacts, goes: bool) -> None:
@@ -121,7 +132,9 @@ class TestSteps:
             Connection(device="d-laptop", focus={"t-2"}, idle=False),
             Connection(device="d-stranger", focus={"t-1"}, idle=False),
         ):
-            assert isinstance(decide(event("mention"), person(devices=[PHONE, LAPTOP], connections=[conn])), Send)
+            assert isinstance(
+                decide(event("mention"), person(devices=[PHONE, LAPTOP], connections=[conn])), Send
+            )
 
     def test_d4_threadless_kinds_ignore_focus(self) -> None:
         conn = Connection(device="d-laptop", focus={"t-1"}, idle=False)
@@ -129,7 +142,12 @@ class TestSteps:
         assert decision == Send(routes=(Route(device="d-laptop", via=Via.GATEWAY),), quiet=False)
 
     def test_d5_routes_gateway_delayed_push_ordered_by_device_id(self) -> None:
-        devices = [Device(id="d-z", platform="android"), LAPTOP, PHONE, Device(id="d-web", platform="web")]
+        devices = [
+            Device(id="d-z", platform="android"),
+            LAPTOP,
+            PHONE,
+            Device(id="d-web", platform="web"),
+        ]
         conn = Connection(device="d-laptop", focus={"t-9"}, idle=False)
         decision = decide(event("mention"), person(devices=devices, connections=[conn]))
         assert isinstance(decision, Send)
@@ -151,7 +169,9 @@ class TestSteps:
         conn = Connection(device="d-laptop", idle=False)
         decision = decide(
             event("security", exclude_device="d-new"),
-            person(devices=[PHONE, LAPTOP, pending], connections=[conn, Connection(device="d-new")]),
+            person(
+                devices=[PHONE, LAPTOP, pending], connections=[conn, Connection(device="d-new")]
+            ),
         )
         assert isinstance(decision, Send)
         assert decision.routes == (
@@ -160,7 +180,9 @@ class TestSteps:
         )
 
     def test_d5_zero_delay_means_push(self) -> None:
-        no_delay = event("mention", policy=attrs.evolve(POLICY, mobile_delay_when_desktop_active=timedelta(0)))
+        no_delay = event(
+            "mention", policy=attrs.evolve(POLICY, mobile_delay_when_desktop_active=timedelta(0))
+        )
         conn = Connection(device="d-laptop", idle=False)
         decision = decide(no_delay, person(devices=[PHONE, LAPTOP], connections=[conn]))
         assert isinstance(decision, Send) and decision.routes[1].via is Via.PUSH
@@ -180,7 +202,9 @@ class TestSteps:
 
     def test_d6_window_ending_now_is_closed(self) -> None:
         decision = decide(event("message"), person(window_end=NOW))
-        assert isinstance(decision, Send) and decision.opens_window_until == NOW + timedelta(seconds=90)
+        assert isinstance(decision, Send) and decision.opens_window_until == NOW + timedelta(
+            seconds=90
+        )
 
     def test_d6_other_kinds_go_at_once_and_leave_the_window(self) -> None:
         decision = decide(event("mention"), person(window_end=NOW + timedelta(seconds=30)))
@@ -209,7 +233,8 @@ class TestSteps:
         on = attrs.evolve(p, switches=Switches(input_needed_breaks_quiet_hours=True))
         assert not decide(event("input_needed"), on).quiet  # type: ignore[union-attr]
         default_on = event(
-            "input_needed", policy=attrs.evolve(POLICY, default_input_needed_breaks_quiet_hours=True)
+            "input_needed",
+            policy=attrs.evolve(POLICY, default_input_needed_breaks_quiet_hours=True),
         )
         assert not decide(default_on, p).quiet  # type: ignore[union-attr]
 
@@ -227,11 +252,15 @@ class TestFlush:
     """D8: the window's end."""
 
     def test_d8_nothing_collected_and_read(self) -> None:
-        assert flush(FlushState(collected=0, unread=3), event(), person()) == skip("nothing_collected")
+        assert flush(FlushState(collected=0, unread=3), event(), person()) == skip(
+            "nothing_collected"
+        )
         assert flush(FlushState(collected=2, unread=0), event(), person()) == skip("read")
 
     def test_d8_send_carries_the_unread_count_and_opens_the_next_window(self) -> None:
-        decision = flush(FlushState(collected=9, unread=10), event("mention"), person(window_end=NOW))
+        decision = flush(
+            FlushState(collected=9, unread=10), event("mention"), person(window_end=NOW)
+        )
         assert decision == Send(
             routes=(Route(device="d-phone", via=Via.PUSH),),
             quiet=False,
@@ -240,8 +269,12 @@ class TestFlush:
         )
 
     def test_d8_reruns_the_gate_for_kind_message(self) -> None:
-        assert flush(FlushState(collected=1, unread=1), event("mention"), person(level=MENTIONS)) == skip("level")
-        assert flush(FlushState(collected=1, unread=1), event(), person(allowed=False)) == skip("not_allowed")
+        assert flush(
+            FlushState(collected=1, unread=1), event("mention"), person(level=MENTIONS)
+        ) == skip("level")
+        assert flush(FlushState(collected=1, unread=1), event(), person(allowed=False)) == skip(
+            "not_allowed"
+        )
 
     def test_d8_negative_counts_are_an_error(self) -> None:
         with pytest.raises(InvalidFacts) as err:
@@ -253,21 +286,34 @@ class TestRelease:
     """D9: a delayed push comes due."""
 
     def test_d9_read_first(self) -> None:
-        assert release_delayed(event("mention"), person(allowed=False), "d-phone", read=True) == skip("read")
+        assert release_delayed(
+            event("mention"), person(allowed=False), "d-phone", read=True
+        ) == skip("read")
 
     def test_d9_revoked_muted_active(self) -> None:
-        assert release_delayed(event("mention"), person(allowed=False), "d-phone", False) == skip("not_allowed")
-        assert release_delayed(event("mention"), person(level=MUTE), "d-phone", False) == skip("level")
+        assert release_delayed(event("mention"), person(allowed=False), "d-phone", False) == skip(
+            "not_allowed"
+        )
+        assert release_delayed(event("mention"), person(level=MUTE), "d-phone", False) == skip(
+            "level"
+        )
         conn = Connection(device="d-laptop", focus={"t-1"}, idle=False)
         active = person(devices=[PHONE, LAPTOP], connections=[conn])
-        assert release_delayed(event("mention"), active, "d-phone", False) == skip("active_in_thread")
+        assert release_delayed(event("mention"), active, "d-phone", False) == skip(
+            "active_in_thread"
+        )
 
     def test_d9_device_gone(self) -> None:
-        assert release_delayed(event("mention"), person(devices=[LAPTOP]), "d-phone", False) == skip("no_route")
+        assert release_delayed(
+            event("mention"), person(devices=[LAPTOP]), "d-phone", False
+        ) == skip("no_route")
 
     def test_d9_send_push_of_that_device_quiet_at_release_time(self) -> None:
         decision = release_delayed(
-            event("mention"), person(devices=[PHONE, LAPTOP], quiet_rules=[ALWAYS_QUIET]), "d-phone", False
+            event("mention"),
+            person(devices=[PHONE, LAPTOP], quiet_rules=[ALWAYS_QUIET]),
+            "d-phone",
+            False,
         )
         assert decision == Send(routes=(Route(device="d-phone", via=Via.PUSH),), quiet=True)
 
@@ -277,17 +323,26 @@ class TestTables:
 
     def test_d10_metric_reasons(self) -> None:
         assert {r.value: m for r, m in METRIC_REASONS.items()} == {
-            "not_allowed": "no_access", "level": "preference", "admin_disabled": "preference",
-            "active_in_thread": "active_in_thread", "no_route": "no_registration", "read": "read",
-            "expired": "expired", "no_provider": "no_provider", "not_recipient": None,
+            "not_allowed": "no_access",
+            "level": "preference",
+            "admin_disabled": "preference",
+            "active_in_thread": "active_in_thread",
+            "no_route": "no_registration",
+            "read": "read",
+            "expired": "expired",
+            "no_provider": "no_provider",
+            "not_recipient": None,
             "nothing_collected": None,
         }
         assert set(METRIC_REASONS) == set(SkipReason)
 
     def test_d3_gate_table(self) -> None:
         assert {k.value: sorted(v) for k, v in LEVEL_GATE.items()} == {
-            "message": ["all"], "mention": ["all", "mentions"], "dm": ["all", "mentions"],
-            "run_done": ["all", "mentions"], "run_failed": ["all", "mentions"],
+            "message": ["all"],
+            "mention": ["all", "mentions"],
+            "dm": ["all", "mentions"],
+            "run_done": ["all", "mentions"],
+            "run_failed": ["all", "mentions"],
         }
 
 
@@ -360,7 +415,9 @@ class TestProperties:
     @given(ev=s.events(), data=st.data())
     def test_d8_flush_is_total_and_counts_unread(self, ev: EventFacts, data: st.DataObject) -> None:
         p = data.draw(s.recipients(ev.now))
-        state = FlushState(collected=data.draw(st.integers(1, 5)), unread=data.draw(st.integers(0, 5)))
+        state = FlushState(
+            collected=data.draw(st.integers(1, 5)), unread=data.draw(st.integers(0, 5))
+        )
         if ev.thread is None:  # a window belongs to a thread: no flush without one
             with pytest.raises(InvalidFacts):
                 flush(state, ev, p)

@@ -21,8 +21,15 @@ from notify_core.kinds import (
 
 def test_k1_codes_are_fixed_and_never_renumbered() -> None:
     assert [(kind.value, kind_code(kind)) for kind in Kind] == [
-        ("message", 1), ("mention", 2), ("dm", 3), ("run_done", 4), ("run_failed", 5),
-        ("input_needed", 6), ("security", 7), ("admin", 8), ("sync", 9),
+        ("message", 1),
+        ("mention", 2),
+        ("dm", 3),
+        ("run_done", 4),
+        ("run_failed", 5),
+        ("input_needed", 6),
+        ("security", 7),
+        ("admin", 8),
+        ("sync", 9),
     ]
     assert KIND_CODES[Kind.SYNC] == 9
 
@@ -53,18 +60,35 @@ def test_k1_kind_code_refuses_unknown_kind() -> None:
 
 def test_k2_thread_threadless_and_urgent_kinds() -> None:
     assert {k.value for k in THREAD_KINDS} == {
-        "message", "mention", "dm", "run_done", "run_failed", "input_needed",
+        "message",
+        "mention",
+        "dm",
+        "run_done",
+        "run_failed",
+        "input_needed",
     }
     assert Kind.SECURITY not in THREAD_KINDS and Kind.ADMIN not in THREAD_KINDS
     assert {k.value for k in URGENT_KINDS} == {
-        "mention", "dm", "run_done", "run_failed", "input_needed", "security", "admin",
+        "mention",
+        "dm",
+        "run_done",
+        "run_failed",
+        "input_needed",
+        "security",
+        "admin",
     }
 
 
 @pytest.mark.parametrize(
     ("state", "active"),
-    [("queued", True), ("running", True), ("waiting_input", True),
-     ("completed", False), ("failed", False), ("cancelled", False)],
+    [
+        ("queued", True),
+        ("running", True),
+        ("waiting_input", True),
+        ("completed", False),
+        ("failed", False),
+        ("cancelled", False),
+    ],
 )
 def test_k3_run_active(state: str, active: bool) -> None:
     assert run_active(state) is active

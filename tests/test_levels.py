@@ -156,7 +156,9 @@ class TestResolve:
             assert value in (None, False)
 
     @given(facts=s.level_facts, now=s.moments)
-    def test_l4_mute_answer_carries_muted_until_after_now(self, facts: LevelFacts, now: datetime) -> None:
+    def test_l4_mute_answer_carries_muted_until_after_now(
+        self, facts: LevelFacts, now: datetime
+    ) -> None:
         result = resolve_level(facts, now)
         if result.muted_until is not None:
             assert result.level is Level.MUTE and result.muted_until > now
@@ -168,14 +170,18 @@ class TestUnchanged:
 
     def test_l7_equal_rows(self) -> None:
         a = Preference(level="all", muted_until=NOW)
-        b = Preference(level="all", muted_until=NOW.astimezone(__import__("zoneinfo").ZoneInfo("Asia/Tokyo")))
+        b = Preference(
+            level="all", muted_until=NOW.astimezone(__import__("zoneinfo").ZoneInfo("Asia/Tokyo"))
+        )
         assert preference_unchanged(a, b)
         assert preference_unchanged(Preference(level="mute"), Preference(level="mute"))
         assert preference_unchanged(None, None)
 
     def test_l7_different_rows(self) -> None:
         a = Preference(level="all", muted_until=NOW)
-        assert not preference_unchanged(a, Preference(level="all", muted_until=NOW + timedelta(microseconds=1)))
+        assert not preference_unchanged(
+            a, Preference(level="all", muted_until=NOW + timedelta(microseconds=1))
+        )
         assert not preference_unchanged(a, Preference(level="all"))
         assert not preference_unchanged(a, Preference(level="mute", muted_until=NOW))
         assert not preference_unchanged(a, None)

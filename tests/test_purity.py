@@ -15,11 +15,40 @@ import pytest
 
 CORE = Path(__file__).resolve().parents[1] / "notify_core"
 FORBIDDEN_MODULES = {
-    "os", "socket", "time", "random", "secrets", "subprocess", "threading", "asyncio",
-    "logging", "sys", "io", "pathlib", "shutil", "tempfile", "urllib", "http", "sqlite3",
-    "psycopg", "click", "rich", "notify_pg", "notify_cli",
+    "os",
+    "socket",
+    "time",
+    "random",
+    "secrets",
+    "subprocess",
+    "threading",
+    "asyncio",
+    "logging",
+    "sys",
+    "io",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "urllib",
+    "http",
+    "sqlite3",
+    "psycopg",
+    "click",
+    "rich",
+    "notify_pg",
+    "notify_cli",
 }
-FORBIDDEN_CALLS = {"now", "utcnow", "today", "monotonic", "perf_counter", "urandom", "open", "print", "input"}
+FORBIDDEN_CALLS = {
+    "now",
+    "utcnow",
+    "today",
+    "monotonic",
+    "perf_counter",
+    "urandom",
+    "open",
+    "print",
+    "input",
+}
 
 
 def core_modules() -> list[Path]:
