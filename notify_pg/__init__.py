@@ -1,1 +1,65 @@
-"""notify_pg: the ports and stores of notify on PostgreSQL (psycopg 3)."""
+"""notify_pg: the ports and stores of notify on PostgreSQL (psycopg 3).
+
+The library owns one schema (default ``notify``) created by numbered migrations
+(`migrate`, or ``notify db migrate``). `NotifyStore` binds the repositories to that schema and
+to the host's facts (`notify_pg.ports`); `notify_pg.reference_host` is a small host schema with
+its adapter for tests and the demo. See docs/postgresql.md.
+"""
+
+from notify_pg.errors import Conflict, LimitReached, MigrationError, NotFound, StorageError
+from notify_pg.events import EventLog, NewEvent, payload_size, read_event_log
+from notify_pg.facts import DEFAULT_LEVEL_KEY, FactsReader
+from notify_pg.migrate import DEFAULT_SCHEMA, Migration, migrate, migrations
+from notify_pg.ports import (
+    AccessPort,
+    DirectoryPort,
+    HostPorts,
+    NotificationPath,
+    SettingsPort,
+    StructurePort,
+)
+from notify_pg.preferences import PreferenceRepository
+from notify_pg.quiet_hours import QuietHoursRepository
+from notify_pg.store import NotifyStore, forget_person
+from notify_pg.values import (
+    PutResult,
+    QuietFacts,
+    RuleResult,
+    StoreConfig,
+    StoredPreference,
+    StoredRule,
+)
+
+__all__ = [
+    "DEFAULT_LEVEL_KEY",
+    "DEFAULT_SCHEMA",
+    "AccessPort",
+    "Conflict",
+    "DirectoryPort",
+    "EventLog",
+    "FactsReader",
+    "HostPorts",
+    "LimitReached",
+    "Migration",
+    "MigrationError",
+    "NewEvent",
+    "NotFound",
+    "NotificationPath",
+    "NotifyStore",
+    "PreferenceRepository",
+    "PutResult",
+    "QuietFacts",
+    "QuietHoursRepository",
+    "RuleResult",
+    "SettingsPort",
+    "StorageError",
+    "StoreConfig",
+    "StoredPreference",
+    "StoredRule",
+    "StructurePort",
+    "forget_person",
+    "migrate",
+    "migrations",
+    "payload_size",
+    "read_event_log",
+]

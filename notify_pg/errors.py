@@ -1,0 +1,118 @@
+"""Errors of the PostgreSQL adapter, and the one place that translates psycopg's errors.
+
+Every error is a `notify_core.errors.NotifyError` with a machine-readable ``code``, so a host's
+HTTP layer maps adapter errors the same way it maps core errors:
+
+=====================  ================================  ====================================
+class                  codes                             meaning
+=====================  ================================  ====================================
+`MigrationError`       ``migration_changed``,            a migration file differs from the
+                       ``migration_unknown``             applied one / the database knows a
+                                                         migration this package lacks
+`NotFound`             ``not_found``                     unknown or unreadable target, unknown
+                                                         or foreign rule (identical answers)
+`Conflict`             ``target_archived``,              a new preference on an archived target
+                       ``already_exists``                / a given rule id is taken
+`LimitReached`         ``limit_reached``                 an event payload would exceed the
+                                                         configured byte bound
+`StorageError`         ``storage_unavailable``,          psycopg failed (see `translate`)
+                       ``storage_conflict``,
+                       ``schema_missing``,
+                       ``storage_failure``
+=====================  ================================  ====================================
+"""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import errors as pg_errors
+
+from notify_core.errors import InvalidInput, NotifyError
+
+__all__ = [
+    "Conflict",
+    "LimitReached",
+    "MigrationError",
+    "NotFound",
+    "StorageError",
+    "translate",
+]
+
+
+class MigrationError(NotifyError):
+    """A migration cannot be applied: an applied file was changed, or is unknown to the package.
+
+    Example:
+        >>> MigrationError("migration_changed", "0001_x.sql was changed after it was applied").code
+        'migration_changed'
+    """
+
+
+class NotFound(NotifyError, LookupError):
+    """The target, thread or rule does not exist, or the person may not see it (code ``not_found``).
+
+    An unknown ID and a foreign or unreadable one give the same error, so that nobody learns
+    that a foreign ID exists.
+    """
+
+    def __init__(self, code: str = "not_found", message: str = "", pointer: str | None = None):
+        super().__init__(code, message or "not found", pointer)
+
+
+class Conflict(NotifyError):
+    """The write conflicts with the state of the target (code ``target_archived``)."""
+
+
+class LimitReached(InvalidInput):
+    """An event payload would exceed the configured byte bound (code ``limit_reached``)."""
+
+    def __init__(self, code: str = "limit_reached", message: str = "", pointer: str | None = ""):
+        super().__init__(code, message or "the list would exceed the event payload bound", pointer)
+
+
+class StorageError(NotifyError):
+    """PostgreSQL failed; ``retryable`` tells whether running the same transaction again may work.
+
+    Args:
+        code: ``storage_unavailable`` (no connection), ``storage_conflict`` (serialization
+            failure or deadlock: retry), ``schema_missing`` (run ``notify db migrate``),
+            ``storage_failure`` (anything else).
+        message: one sentence; never contains parameter values.
+        retryable: whether a retry of the whole transaction may succeed.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        pointer: str | None = None,
+        *,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(code, message, pointer)
+        self.retryable = retryable
+
+
+def translate(exc: psycopg.Error) -> NotifyError:
+    """Map a psycopg error to the library's error; the only place that knows psycopg's tree.
+
+    Messages name the kind of failure and the SQLSTATE, never parameter values (which may be
+    personal data).
+    """
+    state = exc.sqlstate or ""
+    if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+        return StorageError(
+            "storage_conflict", f"transaction conflict ({state}): retry it", retryable=True
+        )
+    if isinstance(exc, pg_errors.UndefinedTable | pg_errors.InvalidSchemaName):
+        return StorageError(
+            "schema_missing", f"the notify schema is missing ({state}): run `notify db migrate`"
+        )
+    if isinstance(exc, pg_errors.UniqueViolation):
+        return Conflict("already_exists", f"the key exists already ({state})")
+    if isinstance(exc, psycopg.OperationalError):
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return StorageError("storage_unavailable", f"cannot reach PostgreSQL: {reason}")
+    if isinstance(exc, psycopg.ProgrammingError) and not state:
+        return StorageError("storage_unavailable", f"invalid connection or call: {exc}")
+    return StorageError("storage_failure", f"PostgreSQL error {state or type(exc).__name__}")

@@ -1,0 +1,128 @@
+"""The host facts the adapter reads, as small `typing.Protocol` ports.
+
+Users, spaces, channels, threads, read rights, time zones and personal settings belong to the
+host: the adapter never reads a host table itself. A host implements these ports on its own
+tables (`notify_pg.reference_host` shows one way) and hands them to `notify_pg.NotifyStore`.
+
+Every method receives the connection of the ambient transaction, so that the locks it takes and
+the rows it reads belong to the caller's transaction. No method authorizes anything: the adapter
+asks for facts about people and targets it already selected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+import attrs
+
+from notify_core.levels import Level, Target, TargetKind, parse_level
+from notify_pg.seam import Conn
+
+__all__ = [
+    "AccessPort",
+    "DirectoryPort",
+    "HostPorts",
+    "NotificationPath",
+    "SettingsPort",
+    "StructurePort",
+]
+
+
+def _optional_level(value: object) -> Level | None:
+    return None if value is None else parse_level(value, "/channel_default")
+
+
+@attrs.frozen(kw_only=True)
+class NotificationPath:
+    """Where a preference target sits (seed 000 note 10).
+
+    Args:
+        kind: the kind of the target that was looked up.
+        space_id: the space; absent for a direct-message channel and its threads.
+        channel_id: the channel; absent when the target is a space.
+        thread_id: the thread; present only when the target is a thread.
+        channel_kind: ``text``, ``forum``, ``dm`` ...; absent for a space.
+        channel_default: the channel's default level; absent when unset or for a space.
+        archived: the space, the channel or the channel's space is archived.
+
+    Raises:
+        InvalidLevel: ``channel_default`` is not a level.
+    """
+
+    kind: TargetKind = attrs.field(converter=TargetKind)
+    space_id: str | None = None
+    channel_id: str | None = None
+    thread_id: str | None = None
+    channel_kind: str | None = None
+    channel_default: Level | None = attrs.field(default=None, converter=_optional_level)
+    archived: bool = False
+
+    @property
+    def direct_message(self) -> bool:
+        """Whether the target lies in a direct-message channel (L3 step 5)."""
+        return self.channel_kind == "dm"
+
+
+class StructurePort(Protocol):
+    """Spaces, channels and threads of the host."""
+
+    def notification_path(
+        self, conn: Conn, target: Target, *, lock: bool = False
+    ) -> NotificationPath | None:
+        """Return the path of ``target``, or ``None`` when no target of that kind has that ID.
+
+        With ``lock``, take ``FOR SHARE`` on the thread row, then the channel row, then the
+        space row, in that order (seed 000 note 4a): an archive holds its row ``FOR UPDATE``,
+        so a preference write either commits before the archive (and is cleaned up by it) or
+        sees the target archived.
+        """
+        ...
+
+    def channel_ids_of_space(self, conn: Conn, space_id: str) -> Sequence[str]:
+        """Return every channel of the space, archived ones included, in ascending ID order."""
+        ...
+
+    def thread_ids_of_channels(self, conn: Conn, channel_ids: Sequence[str]) -> Sequence[str]:
+        """Return every thread of the channels, in ascending ID order."""
+        ...
+
+
+class AccessPort(Protocol):
+    """Read rights of the host."""
+
+    def readable(self, conn: Conn, user_id: str, targets: Sequence[Target]) -> frozenset[Target]:
+        """Return the targets among ``targets`` that the person may read now.
+
+        A target that does not resolve any more is not readable. Called once per list, so an
+        implementation should answer all targets with one query.
+        """
+        ...
+
+
+class DirectoryPort(Protocol):
+    """People of the host."""
+
+    def time_zones(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, str]:
+        """Return the stored IANA zone name of each person who has one (others are absent).
+
+        The names are returned as stored; the adapter validates them and falls back to UTC.
+        """
+        ...
+
+
+class SettingsPort(Protocol):
+    """Personal settings of the host (for example ``notify.default_level``)."""
+
+    def settings(
+        self, conn: Conn, user_ids: Sequence[str], keys: Sequence[str]
+    ) -> Mapping[str, Mapping[str, object]]:
+        """Return the stored values (decoded JSON) of ``keys`` per person; no defaults.
+
+        People without any of the keys may be absent.
+        """
+        ...
+
+
+class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, Protocol):
+    """All host facts the adapter reads, in one object."""

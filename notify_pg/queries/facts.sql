@@ -1,0 +1,17 @@
+-- The batched reads of the pipeline (seed 000 notes 12 and 13): one query for many people.
+
+-- name: level_rows
+-- The own rows of many people for one thread, its channel and its space; a NULL space (direct message) matches nothing.
+SELECT user_id, target_kind, level, muted_until
+FROM {schema}.notification_preferences
+WHERE user_id = ANY(%(user_ids)s::text[])
+  AND ((target_kind = 'thread' AND target_id = %(thread)s)
+    OR (target_kind = 'channel' AND target_id = %(channel)s)
+    OR (target_kind = 'space' AND target_id = %(space)s))
+
+-- name: enabled_rules
+-- The enabled quiet-hour rules of many people, by person and ascending id (disabled rules never cover).
+SELECT user_id, id, weekdays, start_local, end_local, time_zone
+FROM {schema}.quiet_hours
+WHERE user_id = ANY(%(user_ids)s::text[]) AND enabled
+ORDER BY user_id, id

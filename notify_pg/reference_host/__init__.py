@@ -1,0 +1,273 @@
+"""The reference host: a small host schema and its adapter for the ports, for tests and the demo.
+
+A host embedding notify keeps its own users, spaces, channels, threads, rights and settings and
+implements `notify_pg.ports.HostPorts` on them. This package shows one way, on its own schema
+(default ``host``) with its own migration (`migrate_reference_host`). Nothing in notify_pg
+outside this package reads these tables.
+
+Rights of the reference host: the owner flag reads every non-DM channel; a grant on a space
+reads the space, its channels and their threads; a grant on a channel reads the channel and its
+threads; a direct-message channel and its threads are read by its participants only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from psycopg.types.json import Jsonb
+
+from notify_core.levels import Level, Target, TargetKind
+from notify_pg.errors import NotFound
+from notify_pg.migrate import migrate
+from notify_pg.ports import NotificationPath
+from notify_pg.seam import Conn, Seam
+from notify_pg.store import NotifyStore
+from notify_pg.values import StoredPreference
+
+__all__ = ["DEFAULT_HOST_SCHEMA", "ReferenceHost", "migrate_reference_host"]
+
+#: The schema of the reference host unless another is named.
+DEFAULT_HOST_SCHEMA = "host"
+
+
+def migrate_reference_host(conn_or_dsn: Conn | str, schema: str = DEFAULT_HOST_SCHEMA) -> list[str]:
+    """Create or update the reference host's tables in ``schema`` (see `notify_pg.migrate`)."""
+    return migrate(conn_or_dsn, schema, package="notify_pg.reference_host")
+
+
+class ReferenceHost:
+    """The ports of `notify_pg.ports` on the reference host's tables, plus writes for tests.
+
+    Args:
+        schema: the reference host's schema.
+    """
+
+    def __init__(self, schema: str = DEFAULT_HOST_SCHEMA) -> None:
+        self.schema = schema
+        self._seam = Seam("notify_pg.reference_host", schema)
+
+    # -- ports -----------------------------------------------------------------------------
+
+    def notification_path(
+        self, conn: Conn, target: Target, *, lock: bool = False
+    ) -> NotificationPath | None:
+        """Return the path of a target; with ``lock``, FOR SHARE on thread, channel, space."""
+        seam = self._seam
+        if target.kind is TargetKind.THREAD and not lock:
+            row = seam.one(conn, "thread_path", {"id": target.id})
+            if row is None:
+                return None
+            channel_id, space_id, kind, default, archived = row
+            return NotificationPath(
+                kind=target.kind,
+                space_id=space_id,
+                channel_id=channel_id,
+                thread_id=target.id,
+                channel_kind=kind,
+                channel_default=default,
+                archived=archived,
+            )
+        thread_id = channel_id = space_id = channel_kind = default = None
+        archived = False
+        if target.kind is TargetKind.THREAD:
+            row = seam.one(conn, "lock_thread", {"id": target.id})
+            if row is None:
+                return None
+            thread_id, channel_id = target.id, row[0]
+        elif target.kind is TargetKind.CHANNEL:
+            channel_id = target.id
+        if channel_id is not None:
+            row = seam.one(conn, "lock_channel" if lock else "get_channel", {"id": channel_id})
+            if row is None:
+                return None
+            space_id, channel_kind, default, archived = row
+        else:
+            space_id = target.id
+        if space_id is not None:
+            row = seam.one(conn, "lock_space" if lock else "get_space", {"id": space_id})
+            if row is None:
+                return None
+            archived = archived or row[0]
+        return NotificationPath(
+            kind=target.kind,
+            space_id=space_id,
+            channel_id=channel_id,
+            thread_id=thread_id,
+            channel_kind=channel_kind,
+            channel_default=default,
+            archived=archived,
+        )
+
+    def channel_ids_of_space(self, conn: Conn, space_id: str) -> list[str]:
+        """Return every channel of the space, archived ones included, ascending."""
+        return [r[0] for r in self._seam.all(conn, "channel_ids_of_space", {"space_id": space_id})]
+
+    def thread_ids_of_channels(self, conn: Conn, channel_ids: Sequence[str]) -> list[str]:
+        """Return every thread of the channels, ascending."""
+        rows = self._seam.all(conn, "thread_ids_of_channels", {"channel_ids": list(channel_ids)})
+        return [r[0] for r in rows]
+
+    def readable(self, conn: Conn, user_id: str, targets: Sequence[Target]) -> frozenset[Target]:
+        """Return the targets the person may read, answered in one query."""
+        if not targets:
+            return frozenset()
+        rows = self._seam.all(
+            conn,
+            "readable_targets",
+            {
+                "user_id": user_id,
+                "kinds": [t.kind.value for t in targets],
+                "ids": [t.id for t in targets],
+            },
+        )
+        return frozenset(Target(kind=kind, id=target_id) for kind, target_id in rows)
+
+    def time_zones(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, str]:
+        """Return the stored zone of each person who has one."""
+        rows = self._seam.all(conn, "time_zones", {"user_ids": list(user_ids)})
+        return {user_id: zone for user_id, zone in rows}
+
+    def settings(
+        self, conn: Conn, user_ids: Sequence[str], keys: Sequence[str]
+    ) -> dict[str, dict[str, object]]:
+        """Return the stored values of ``keys`` per person."""
+        rows = self._seam.all(conn, "settings", {"user_ids": list(user_ids), "keys": list(keys)})
+        out: dict[str, dict[str, object]] = {}
+        for user_id, key, value in rows:
+            out.setdefault(user_id, {})[key] = value
+        return out
+
+    # -- writes for tests and the demo -------------------------------------------------------
+
+    def add_user(
+        self,
+        conn: Conn,
+        user_id: str,
+        *,
+        kind: str = "human",
+        time_zone: str | None = None,
+        active: bool = True,
+        owner: bool = False,
+    ) -> None:
+        """Create a person."""
+        params = {
+            "id": user_id,
+            "kind": kind,
+            "time_zone": time_zone,
+            "active": active,
+            "owner": owner,
+        }
+        self._seam.run(conn, "add_user", params)
+
+    def set_time_zone(self, conn: Conn, user_id: str, time_zone: str | None) -> None:
+        """Set or clear a person's zone (stored as given, not validated, like a legacy row)."""
+        self._seam.run(conn, "set_time_zone", {"id": user_id, "time_zone": time_zone})
+
+    def delete_user(self, conn: Conn, user_id: str, store: NotifyStore | None = None) -> None:
+        """Remove a person; with ``store`` also what notify keeps about them (one transaction)."""
+        with self._seam.transaction(conn):
+            self._seam.run(conn, "delete_user", {"id": user_id})
+            if store is not None:
+                store.forget_person(conn, user_id)
+
+    def add_space(self, conn: Conn, space_id: str) -> None:
+        """Create a space."""
+        self._seam.run(conn, "add_space", {"id": space_id})
+
+    def add_channel(
+        self,
+        conn: Conn,
+        channel_id: str,
+        space_id: str | None,
+        *,
+        kind: str = "text",
+        default_level: Level | str | None = None,
+    ) -> None:
+        """Create a channel; a direct-message channel (``kind="dm"``) has no space."""
+        params = {
+            "id": channel_id,
+            "space_id": space_id,
+            "kind": kind,
+            "default_level": None if default_level is None else str(default_level),
+        }
+        self._seam.run(conn, "add_channel", params)
+
+    def set_channel_default(
+        self, conn: Conn, channel_id: str, default_level: Level | str | None
+    ) -> None:
+        """Set or clear (``None``) a channel's default level."""
+        value = None if default_level is None else str(default_level)
+        self._seam.run(conn, "set_channel_default", {"id": channel_id, "default_level": value})
+
+    def add_thread(
+        self, conn: Conn, thread_id: str, channel_id: str, *, main: bool = False
+    ) -> None:
+        """Create a thread."""
+        self._seam.run(
+            conn, "add_thread", {"id": thread_id, "channel_id": channel_id, "main": main}
+        )
+
+    def grant(self, conn: Conn, user_id: str, target: Target) -> None:
+        """Give a person the read right on a space or channel."""
+        self._seam.run(conn, "grant", _grant_params(user_id, target))
+
+    def revoke(self, conn: Conn, user_id: str, target: Target) -> None:
+        """Take a read right away."""
+        self._seam.run(conn, "revoke", _grant_params(user_id, target))
+
+    def add_dm_participant(self, conn: Conn, channel_id: str, user_id: str) -> None:
+        """Make a person a participant of a direct-message channel."""
+        self._seam.run(conn, "add_dm_participant", {"channel_id": channel_id, "user_id": user_id})
+
+    def set_setting(self, conn: Conn, user_id: str, key: str, value: object) -> None:
+        """Store a personal setting (any JSON value)."""
+        self._seam.run(conn, "set_setting", {"user_id": user_id, "key": key, "value": Jsonb(value)})
+
+    def delete_setting(self, conn: Conn, user_id: str, key: str) -> None:
+        """Remove a personal setting."""
+        self._seam.run(conn, "delete_setting", {"user_id": user_id, "key": key})
+
+    def archive_channel(
+        self, conn: Conn, channel_id: str, *, store: NotifyStore, actor: str | None = None
+    ) -> list[StoredPreference]:
+        """Archive a channel and remove its preferences in the same transaction.
+
+        Returns:
+            The removed preference rows (one event each).
+
+        Raises:
+            NotFound: no such channel, or it is archived already.
+        """
+        return self._archive(conn, "archive_channel", TargetKind.CHANNEL, channel_id, store, actor)
+
+    def archive_space(
+        self, conn: Conn, space_id: str, *, store: NotifyStore, actor: str | None = None
+    ) -> list[StoredPreference]:
+        """Archive a space and remove the preferences of it and everything below it.
+
+        Raises:
+            NotFound: no such space, or it is archived already.
+        """
+        return self._archive(conn, "archive_space", TargetKind.SPACE, space_id, store, actor)
+
+    def _archive(
+        self,
+        conn: Conn,
+        query: str,
+        kind: TargetKind,
+        target_id: str,
+        store: NotifyStore,
+        actor: str | None,
+    ) -> list[StoredPreference]:
+        with self._seam.transaction(conn):
+            if self._seam.one(conn, query, {"id": target_id}) is None:
+                raise NotFound()
+            return store.remove_preferences_on_archive(
+                conn, Target(kind=kind, id=target_id), actor=actor
+            )
+
+
+def _grant_params(user_id: str, target: Target) -> Mapping[str, str]:
+    if target.kind is TargetKind.THREAD:
+        raise ValueError("grants name a space or a channel")
+    return {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}

@@ -1,0 +1,219 @@
+"""Migrations, the schema file, forget_person and the query files (architecture.md, seed 000
+note 2, style.md "PostgreSQL")."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from collections.abc import Callable
+from importlib import resources
+from typing import Any
+
+import attrs
+import psycopg
+import pytest
+from pgworld import ALEX, SAM, SCHEMA, T, channel, events, thread
+
+from notify_core.levels import Preference
+from notify_core.quiet import QuietRule
+from notify_pg import MigrationError, NotifyStore, forget_person, migrate, migrations
+from notify_pg.migrate import render
+from notify_pg.seam import load_queries, parse_queries
+
+Connect = Callable[[], psycopg.Connection[Any]]
+
+
+def catalog(conn: psycopg.Connection[Any], schema: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Columns, constraints, indexes and sequences of a schema, with the schema name removed."""
+
+    def strip(text: str) -> str:
+        return text.replace(f'"{schema}".', "").replace(f"{schema}.", "")
+
+    columns = conn.execute(
+        """SELECT table_name, ordinal_position, column_name, data_type, is_nullable,
+                  column_default, collation_name, is_identity, identity_generation
+           FROM information_schema.columns
+           WHERE table_schema = %s AND table_name <> 'schema_migrations'
+           ORDER BY table_name, ordinal_position""",
+        [schema],
+    ).fetchall()
+    constraints = conn.execute(
+        """SELECT c.relname, k.conname, k.contype, pg_get_constraintdef(k.oid)
+           FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = %s AND c.relname <> 'schema_migrations'
+           ORDER BY 1, 2""",
+        [schema],
+    ).fetchall()
+    indexes = conn.execute(
+        """SELECT tablename, indexname, indexdef FROM pg_indexes
+           WHERE schemaname = %s AND tablename <> 'schema_migrations' ORDER BY 1, 2""",
+        [schema],
+    ).fetchall()
+    sequences = conn.execute(
+        """SELECT sequence_name, data_type FROM information_schema.sequences
+           WHERE sequence_schema = %s ORDER BY 1""",
+        [schema],
+    ).fetchall()
+    return {
+        "columns": [tuple(strip(v) if isinstance(v, str) else v for v in r) for r in columns],
+        "constraints": [tuple(strip(v) for v in r) for r in constraints],
+        "indexes": [tuple(strip(v) for v in r) for r in indexes],
+        "sequences": list(sequences),
+    }
+
+
+def test_migrations_give_the_schema_file(new_database: Callable[[str | None], str]) -> None:
+    """style.md: applying all migrations gives the same schema as notify_pg/schema.sql."""
+    with psycopg.connect(new_database(None), autocommit=True) as a:
+        assert migrate(a, "notify") == [m.name for m in migrations()]
+        migrated = catalog(a, "notify")
+    with psycopg.connect(new_database(None), autocommit=True) as b:
+        b.execute("CREATE SCHEMA notify")
+        text = resources.files("notify_pg").joinpath("schema.sql").read_text("utf-8")
+        b.execute(render(text, "notify"))
+        from_file = catalog(b, "notify")
+    assert migrated == from_file
+    assert {t for t, *_ in migrated["columns"]} == {
+        "notification_preferences",
+        "quiet_hours",
+        "event_log",
+    }
+
+
+def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
+    """architecture.md and seed 000 note 2: keys, checks, indexes; no foreign key into the host."""
+    cat = catalog(conn, SCHEMA)
+    defs = {name: d for _t, name, _k, d in cat["constraints"]}
+    assert defs["notification_preferences_pkey"] == "PRIMARY KEY (user_id, target_kind, target_id)"
+    assert "'space'::text, 'channel'::text, 'thread'::text" in defs[
+        "notification_preferences_target_kind_check"
+    ]
+    assert "'all'::text, 'mentions'::text, 'mute'::text" in defs[
+        "notification_preferences_level_check"
+    ]
+    assert defs["quiet_hours_pkey"] == "PRIMARY KEY (id)"
+    assert defs["quiet_hours_weekdays_check"] == (
+        "CHECK (((weekdays >= 1) AND (weekdays <= 127)))"
+    )
+    assert not [k for _t, _n, k, _d in cat["constraints"] if k == "f"]
+    indexes = {name: d for _t, name, d in cat["indexes"]}
+    assert indexes["notification_preferences_target_idx"].endswith("(target_kind, target_id)")
+    assert indexes["quiet_hours_user_enabled_idx"].endswith("(user_id) WHERE enabled")
+    columns = {(t, c): (dt, null) for t, _p, c, dt, null, *_ in cat["columns"]}
+    assert columns["notification_preferences", "muted_until"] == (
+        "timestamp with time zone",
+        "YES",
+    )
+    assert columns["quiet_hours", "start_local"] == ("time without time zone", "NO")
+    assert columns["event_log", "payload"] == ("jsonb", "NO")
+    assert columns["event_log", "scope"] == ("jsonb", "YES")
+
+
+def test_migrate_twice_changes_nothing(conn: psycopg.Connection[Any]) -> None:
+    """architecture.md: applying twice changes nothing."""
+    before = catalog(conn, SCHEMA)
+    applied = conn.execute(f"SELECT * FROM {SCHEMA}.schema_migrations ORDER BY 1").fetchall()
+    assert migrate(conn, SCHEMA) == []
+    assert catalog(conn, SCHEMA) == before
+    assert conn.execute(f"SELECT * FROM {SCHEMA}.schema_migrations ORDER BY 1").fetchall() == (
+        applied
+    )
+
+
+def test_changed_migration_is_refused(
+    conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """architecture.md: a changed applied file is refused with a clear error, nothing applied."""
+    shipped = migrations()
+    changed = attrs.evolve(shipped[0], checksum="0" * 64)
+    module = importlib.import_module("notify_pg.migrate")
+    monkeypatch.setattr(module, "migrations", lambda package: (changed, *shipped[1:]))
+    with pytest.raises(MigrationError) as info:
+        migrate(conn, SCHEMA)
+    assert info.value.code == "migration_changed"
+    assert shipped[0].name in str(info.value)
+
+
+def test_unknown_applied_migration_is_refused(conn: psycopg.Connection[Any]) -> None:
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.schema_migrations (version, name, checksum) "
+        "VALUES (9999, '9999_future', 'x')"
+    )
+    with pytest.raises(MigrationError) as info:
+        migrate(conn, SCHEMA)
+    assert info.value.code == "migration_unknown"
+
+
+def test_parallel_migrations_apply_each_file_once(
+    new_database: Callable[[str | None], str],
+) -> None:
+    """Two hosts starting at once: the advisory lock lets one apply, the other sees it done."""
+    dsn = new_database(None)
+    results: list[list[str]] = []
+    barrier = threading.Barrier(3)
+
+    def run() -> None:
+        barrier.wait()
+        results.append(migrate(dsn, "notify"))
+
+    workers = [threading.Thread(target=run) for _ in range(3)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(results, key=len) == [[], [], [m.name for m in migrations()]]
+
+
+def test_any_schema_name_is_quoted(
+    new_database: Callable[[str | None], str], pg_template: str
+) -> None:
+    """The schema is configurable and only ever an identifier (style.md)."""
+    from notify_pg.reference_host import ReferenceHost
+
+    odd = 'Notify "Test"; DROP'
+    with psycopg.connect(new_database(pg_template), autocommit=True) as conn:
+        migrate(conn, odd)
+        host = ReferenceHost("host")
+        host.add_user(conn, ALEX)
+        host.add_space(conn, "s")
+        host.add_channel(conn, "c", "s")
+        host.grant(conn, ALEX, channel("c"))
+        store = NotifyStore(host, schema=odd)
+        assert store.preferences.put(conn, ALEX, channel("c"), Preference(level="all")).changed
+        count = conn.execute(f'SELECT count(*) FROM "{odd.replace(chr(34), 2 * chr(34))}".event_log')
+        assert count.fetchone() == (1,)
+
+
+def test_forget_person_removes_the_persons_rows(
+    conn: psycopg.Connection[Any], store: NotifyStore, world: None
+) -> None:
+    """Documented in docs/postgresql.md: no foreign keys, so the host calls forget_person."""
+    store.preferences.put(conn, ALEX, thread(T), Preference(level="mute"))
+    store.preferences.put(conn, SAM, thread(T), Preference(level="all"))
+    rule = QuietRule(weekdays=1, start_local="22:00", end_local="07:00")
+    store.quiet_hours.create(conn, ALEX, rule)
+    store.quiet_hours.create(conn, SAM, rule)
+    forget_person(conn, ALEX, SCHEMA)
+    assert store.preferences.list(conn, ALEX) == []
+    assert store.quiet_hours.list(conn, ALEX) == []
+    assert [p.user_id for p in store.preferences.list(conn, SAM)] == [SAM]
+    assert len(store.quiet_hours.list(conn, SAM)) == 1
+    assert {e.get("audience") for e in events(conn)} == {SAM}
+
+
+def test_query_files_are_named_and_described() -> None:
+    """style.md: one named block per query with a one-line description; schema as identifier."""
+    for package in ("notify_pg", "notify_pg.reference_host"):
+        queries = load_queries(package)
+        assert queries
+        for name, text in queries.items():
+            assert "{schema}" in text or name == "lock_migrations" or "pg_advisory" in text, name
+            # Values are parameters: no quoted literal other than fixed kinds, levels and keys.
+            for literal in re.findall(r"'([^']*)'", text):
+                assert re.fullmatch(r"[a-z_.:-]*|-infinity", literal), (name, literal)
+    with pytest.raises(ValueError, match="description"):
+        parse_queries("-- name: x\nSELECT 1\n")
+    with pytest.raises(ValueError, match="twice"):
+        parse_queries("-- name: x\n-- d\nSELECT 1\n-- name: x\n-- d\nSELECT 2\n")
