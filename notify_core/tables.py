@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime
-from typing import Final
+from datetime import datetime, timedelta
+from typing import Any, Final
 
 import attrs
 
+from notify_core.badge import ThreadBadgeFacts, badge_count
 from notify_core.decide import (
     Collect,
     Connection,
@@ -31,6 +32,7 @@ from notify_core.decide import (
     flush,
     release_delayed,
 )
+from notify_core.delivery import RegistrationState, SendResult, apply_result, retry_delay
 from notify_core.errors import InvalidInput, NotifyError
 from notify_core.instants import format_instant, parse_instant, seconds
 from notify_core.kinds import kind_code, kind_from_code
@@ -369,6 +371,100 @@ def _kind_from_code(inp: JsonObject) -> dict[str, Json]:
     return {"kind": kind_from_code(_member(inp, "code", "")).value}
 
 
+# --- delivery and badge -------------------------------------------------------------------
+
+
+def _registration_state(value: Json) -> RegistrationState:
+    obj = _object(value, "/state")
+    reason = _member(obj, "disabled_reason", "/state", required=False)
+    return RegistrationState(
+        failure_count=_int(_member(obj, "failure_count", "/state"), "/state/failure_count"),
+        created_at=_instant(obj, "created_at", "/state"),
+        last_success_at=_instant(obj, "last_success_at", "/state", required=False),
+        disabled_at=_instant(obj, "disabled_at", "/state", required=False),
+        disabled_reason=reason,
+    )
+
+
+def _registration_json(state: RegistrationState) -> dict[str, Json]:
+    out: dict[str, Json] = {
+        "failure_count": state.failure_count,
+        "created_at": format_instant(state.created_at),
+    }
+    if state.last_success_at is not None:
+        out["last_success_at"] = format_instant(state.last_success_at)
+    if state.disabled_at is not None:
+        out["disabled_at"] = format_instant(state.disabled_at)
+    if state.disabled_reason is not None:
+        out["disabled_reason"] = state.disabled_reason.value
+    return out
+
+
+def _apply_result(inp: JsonObject) -> dict[str, Json]:
+    now = _now(inp)
+    state = _registration_state(_member(inp, "state", ""))
+    raw = _object(_member(inp, "result", ""), "/result")
+    retry_after = _member(raw, "retry_after_s", "/result", required=False)
+    result = SendResult(
+        result_class=_member(raw, "class", "/result"),
+        disable_reason=_member(raw, "disable_reason", "/result", required=False),
+        invalid_since=_instant(raw, "invalid_since", "/result", required=False),
+        retry_after=timedelta(0)
+        if retry_after is None
+        else seconds(retry_after, "/result/retry_after_s"),
+    )
+    change = apply_result(state, result, now, _member(inp, "max_failures", ""))  # type: ignore[arg-type]
+    return {
+        "state": _registration_json(change.state),
+        "outcome": change.outcome.value,
+        "action": change.action.value,
+    }
+
+
+def _duration_or_raw(value: Json) -> Any:
+    # Numbers become durations (negative ones too, so retry_delay reports its codes in order);
+    # anything else goes through unchanged for retry_delay to refuse.
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return timedelta(seconds=value)
+    return value
+
+
+def _retry_delay(inp: JsonObject) -> dict[str, Json]:
+    delay = retry_delay(
+        _member(inp, "attempt", ""),  # type: ignore[arg-type]
+        _duration_or_raw(_member(inp, "base_s", "")),
+        _duration_or_raw(_member(inp, "cap_s", "")),
+        _duration_or_raw(_member(inp, "retry_after_s", "")),
+        _member(inp, "jitter", ""),  # type: ignore[arg-type]
+    )
+    return {"delay_s": delay.total_seconds()}
+
+
+def _badge_count(inp: JsonObject) -> dict[str, Json]:
+    threads = []
+    for i, raw in enumerate(_list(_member(inp, "threads", ""), "/threads")):
+        at = f"/threads/{i}"
+        obj = _object(raw, at)
+        fields = {
+            name: _member(obj, name, at)
+            for name in (
+                "thread",
+                "readable",
+                "dm",
+                "level",
+                "last_message_seq",
+                "unread_floor_seq",
+                "read_seq",
+                "unread_mentions",
+            )
+        }
+        try:
+            threads.append(ThreadBadgeFacts(**fields))  # type: ignore[arg-type]
+        except NotifyError as error:
+            raise error.at(at) from None
+    return {"badge": badge_count(threads)}
+
+
 #: Every function a table may name, with the function that answers it.
 FUNCTIONS: Final[dict[str, TableFunction]] = {
     "resolve_level": _resolve_level,
@@ -380,6 +476,9 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "release_delayed": _release_delayed,
     "kind_code": _kind_code,
     "kind_from_code": _kind_from_code,
+    "apply_result": _apply_result,
+    "retry_delay": _retry_delay,
+    "badge_count": _badge_count,
 }
 
 
