@@ -13,7 +13,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime, time, timedelta, tzinfo
+from datetime import UTC, datetime, time, timedelta, timezone, tzinfo
 from typing import Final, Literal
 from zoneinfo import ZoneInfo, available_timezones
 
@@ -180,17 +180,6 @@ class QuietRule:
         zone = None if self.time_zone is None else load_zone(self.time_zone)
         object.__setattr__(self, "_zone", zone)
 
-    def covers_local(self, weekday: int, minute: int) -> bool:
-        """Tell whether the rule covers a local weekday (0 = Monday) and minute of day (Q4)."""
-        if not self.enabled:
-            return False
-        start, end, days = self._start, self._end, self.weekdays
-        if start < end:
-            return bool(days >> weekday & 1) and start <= minute < end
-        return bool(days >> weekday & 1 and minute >= start) or bool(
-            days >> (weekday - 1) % 7 & 1 and minute < end
-        )
-
 
 def rule_unchanged(a: QuietRule, b: QuietRule) -> bool:
     """Tell whether two rules are the same in all five fields (Q7)."""
@@ -233,6 +222,8 @@ def rule_to_json(rule: QuietRule) -> dict[str, object]:
 
 
 LocalCache = dict[tzinfo, tuple[int, int]]
+# Zone types whose utcoffset() is never None: an instant in one of them is aware for sure.
+_PLAIN_ZONES: Final = (timezone, ZoneInfo)
 
 
 def covered(
@@ -247,17 +238,29 @@ def covered(
         cache: local (weekday, minute) per zone at ``now``; pass one dict for many people
             judged at the same instant so that each zone is converted once.
     """
-    if cache is None:
-        cache = {}
+    # Q4 inlined: this runs once per recipient of every fan-out.
+    last: tzinfo | None = None
+    weekday = minute = 0
     for rule in rules:
         if not rule.enabled:
             continue
         zone = rule._zone or user_zone
-        local = cache.get(zone)
-        if local is None:
-            wall = now.astimezone(zone)
-            local = cache[zone] = (wall.weekday(), wall.hour * 60 + wall.minute)
-        if rule.covers_local(*local):
+        if zone is not last:
+            local = None if cache is None else cache.get(zone)
+            if local is None:
+                wall = now.astimezone(zone)
+                local = (wall.weekday(), wall.hour * 60 + wall.minute)
+                if cache is not None:
+                    cache[zone] = local
+            weekday, minute = local
+            last = zone
+        start, end, days = rule._start, rule._end, rule.weekdays
+        if start < end:
+            if days >> weekday & 1 and start <= minute < end:
+                return True
+        elif (days >> weekday & 1 and minute >= start) or (
+            days >> (weekday - 1) % 7 & 1 and minute < end
+        ):
             return True
     return False
 
@@ -280,8 +283,9 @@ def in_quiet_hours(rules: Sequence[QuietRule], now: datetime, user_zone: str | N
         >>> in_quiet_hours([rule], datetime(2026, 10, 23, 21, 30, tzinfo=UTC), None)
         True
     """
-    require_instant(now, "now")
-    return covered(rules, now, zone_or_utc(user_zone))
+    if type(now) is not datetime or type(now.tzinfo) not in _PLAIN_ZONES:
+        require_instant(now, "now")  # the slow, complete check, when the fast one is unsure
+    return covered(rules, now, UTC if user_zone is None else zone_or_utc(user_zone))
 
 
 def quiet_until(

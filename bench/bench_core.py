@@ -1,0 +1,144 @@
+"""Speed of the core's hot paths, printed as JSON.
+
+- ``decide``: one event fanned out to 10,000 recipients with realistic facts, through
+  ``decide_all`` and through a plain loop over ``decide``; goal >= 400,000 decisions/s.
+- ``in_quiet_hours``: one or two rules whose zones are loaded; goal >= 1,000,000 /s.
+
+Every figure comes with a baseline measured in the same process: the same loop calling a
+trivial function, so the ratio survives a noisy machine. Run: ``python bench/bench_core.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from notify_core import (
+    Connection,
+    Device,
+    EventFacts,
+    LevelFacts,
+    Policy,
+    Preference,
+    QuietRule,
+    RecipientFacts,
+    decide,
+    decide_all,
+    in_quiet_hours,
+)
+
+NOW = datetime(2026, 10, 23, 21, 30, tzinfo=UTC)
+ZONES = ["Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe", "UTC"]
+PLATFORMS = ["ios", "android", "desktop", "web"]
+
+
+def recipients(n: int, seed: int = 7) -> list[RecipientFacts]:
+    """Realistic facts: rows at three depths for a third, quiet rules in a few zones."""
+    rng = random.Random(seed)
+    people = []
+    levels = ["all", "mentions", "mute"]
+    for i in range(n):
+        if i % 3 == 0:
+            facts = LevelFacts(
+                thread=Preference(level=rng.choice(levels)) if rng.random() < 0.5 else None,
+                channel=Preference(level=rng.choice(levels)) if rng.random() < 0.5 else None,
+                space=Preference(level=rng.choice(levels)),
+                instance_default="mentions",
+            )
+        else:
+            facts = LevelFacts(channel_default="all", instance_default="mentions")
+        rules = []
+        if rng.random() < 0.6:
+            for _ in range(rng.randint(1, 2)):
+                rules.append(
+                    QuietRule(
+                        weekdays=rng.randint(1, 127),
+                        start_local=f"{rng.randint(18, 23):02d}:00",
+                        end_local=f"{rng.randint(5, 8):02d}:30",
+                        time_zone=rng.choice([None, *ZONES]),
+                    )
+                )
+        devices = [
+            Device(id=f"d-{i}-{k}", platform=rng.choice(PLATFORMS))
+            for k in range(rng.randint(1, 3))
+        ]
+        connections = []
+        if rng.random() < 0.05:
+            connections.append(
+                Connection(device=devices[0].id, focus={"t-other"}, idle=rng.random() < 0.5)
+            )
+        people.append(
+            RecipientFacts(
+                allowed=rng.random() < 0.98,
+                level=facts,
+                user_time_zone=rng.choice(ZONES),
+                quiet_rules=rules,
+                devices=devices,
+                connections=connections,
+            )
+        )
+    return people
+
+
+def best_of(fn: Callable[[], object], repeat: int = 7) -> float:
+    """Best wall time of ``repeat`` runs (the least disturbed one)."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def trivial(event: object, person: object) -> object:
+    return person
+
+
+def main() -> None:
+    n = 10_000
+    people = recipients(n)
+    event = EventFacts(now=NOW, kind="message", thread="t-1", policy=Policy())
+    decide_all(event, people)  # warm zone caches
+
+    t_all = best_of(lambda: decide_all(event, people))
+    t_loop = best_of(lambda: [decide(event, p) for p in people])
+    t_base = best_of(lambda: [trivial(event, p) for p in people])
+
+    rule1 = [
+        QuietRule(weekdays=16, start_local="22:00", end_local="07:00", time_zone="Europe/Berlin")
+    ]
+    rule2 = [*rule1, QuietRule(weekdays=127, start_local="12:00", end_local="13:00")]
+    m = 200_000
+    t_q1 = best_of(lambda: [in_quiet_hours(rule1, NOW, None) for _ in range(m)], 3)
+    t_q2 = best_of(lambda: [in_quiet_hours(rule2, NOW, "America/New_York") for _ in range(m)], 3)
+    t_qb = best_of(lambda: [trivial(rule1, NOW) for _ in range(m)], 3)
+
+    report = {
+        "python": sys.version.split()[0],
+        "decide": {
+            "recipients": n,
+            "decide_all_per_s": round(n / t_all),
+            "decide_loop_per_s": round(n / t_loop),
+            "us_per_decision": round(t_all / n * 1e6, 3),
+            "baseline_trivial_loop_per_s": round(n / t_base),
+            "ratio_to_baseline": round(t_all / t_base, 2),
+            "goal_per_s": 400_000,
+        },
+        "in_quiet_hours": {
+            "one_rule_per_s": round(m / t_q1),
+            "two_rules_per_s": round(m / t_q2),
+            "baseline_trivial_per_s": round(m / t_qb),
+            "ratio_to_baseline_one_rule": round(t_q1 / t_qb, 2),
+            "goal_per_s": 1_000_000,
+        },
+    }
+    json.dump(report, sys.stdout, indent=2)
+    print()
+
+
+if __name__ == "__main__":
+    main()
