@@ -134,7 +134,7 @@ def new_database(pg_server: str) -> Iterator[Callable[[str | None], str]]:
 
     def make(template: str | None = None) -> str:
         name = f"notify_t_{os.getpid()}_{next(_counter)}"
-        clause = f' TEMPLATE "{template}"' if template else ""
+        clause = f' TEMPLATE "{template}" STRATEGY FILE_COPY' if template else ""
         with psycopg.connect(pg_server, autocommit=True) as admin:
             admin.execute(f'CREATE DATABASE "{name}"{clause}'.encode())
         made.append(name)

@@ -87,16 +87,16 @@ def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
     cat = catalog(conn, SCHEMA)
     defs = {name: d for _t, name, _k, d in cat["constraints"]}
     assert defs["notification_preferences_pkey"] == "PRIMARY KEY (user_id, target_kind, target_id)"
-    assert "'space'::text, 'channel'::text, 'thread'::text" in defs[
-        "notification_preferences_target_kind_check"
-    ]
-    assert "'all'::text, 'mentions'::text, 'mute'::text" in defs[
-        "notification_preferences_level_check"
-    ]
-    assert defs["quiet_hours_pkey"] == "PRIMARY KEY (id)"
-    assert defs["quiet_hours_weekdays_check"] == (
-        "CHECK (((weekdays >= 1) AND (weekdays <= 127)))"
+    assert (
+        "'space'::text, 'channel'::text, 'thread'::text"
+        in defs["notification_preferences_target_kind_check"]
     )
+    assert (
+        "'all'::text, 'mentions'::text, 'mute'::text"
+        in defs["notification_preferences_level_check"]
+    )
+    assert defs["quiet_hours_pkey"] == "PRIMARY KEY (id)"
+    assert defs["quiet_hours_weekdays_check"] == ("CHECK (((weekdays >= 1) AND (weekdays <= 127)))")
     assert not [k for _t, _n, k, _d in cat["constraints"] if k == "f"]
     indexes = {name: d for _t, name, d in cat["indexes"]}
     assert indexes["notification_preferences_target_idx"].endswith("(target_kind, target_id)")
@@ -182,7 +182,9 @@ def test_any_schema_name_is_quoted(
         host.grant(conn, ALEX, channel("c"))
         store = NotifyStore(host, schema=odd)
         assert store.preferences.put(conn, ALEX, channel("c"), Preference(level="all")).changed
-        count = conn.execute(f'SELECT count(*) FROM "{odd.replace(chr(34), 2 * chr(34))}".event_log')
+        count = conn.execute(
+            f'SELECT count(*) FROM "{odd.replace(chr(34), 2 * chr(34))}".event_log'
+        )
         assert count.fetchone() == (1,)
 
 

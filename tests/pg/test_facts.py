@@ -1,0 +1,142 @@
+"""The batched level facts through resolve_level (seed 000 notes 12, rules L3-L5)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from pgworld import (
+    ALEX,
+    ALLGEMEIN,
+    DM,
+    OWNER,
+    ROBIN,
+    SAM,
+    SUPPORT,
+    T,
+    T_DM,
+    channel,
+    space,
+    thread,
+)
+
+from notify_core.levels import LevelFacts, Preference, resolve_level
+from notify_pg import DEFAULT_LEVEL_KEY, NotFound, NotifyStore
+from notify_pg.reference_host import ReferenceHost
+
+pytestmark = pytest.mark.usefixtures("world")
+
+Conn = psycopg.Connection[Any]
+NOW = datetime(2026, 10, 23, 12, 0, tzinfo=UTC)
+
+
+class CountingCursor(psycopg.Cursor[Any]):
+    """Counts the statements sent through a connection."""
+
+    count = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        CountingCursor.count += 1
+        return super().execute(*args, **kwargs)
+
+
+def level(store: NotifyStore, conn: Conn, user: str, thread_id: str = T) -> tuple[str, str]:
+    effective = resolve_level(store.level_facts(conn, thread_id, [user])[user], NOW)
+    return effective.level.value, effective.source.value
+
+
+def test_effective_level_order(conn: Conn, store: NotifyStore, host: ReferenceHost) -> None:
+    """Seed 000 TestEffectiveLevelOrder (13 3.1, L3): each removal uncovers the next fact."""
+    store.preferences.put(conn, ALEX, thread(T), Preference(level="mute"))
+    store.preferences.put(conn, ALEX, channel(ALLGEMEIN), Preference(level="all"))
+    store.preferences.put(conn, ALEX, space(SUPPORT), Preference(level="mentions"))
+    host.set_channel_default(conn, ALLGEMEIN, "mute")
+    host.set_setting(conn, ALEX, DEFAULT_LEVEL_KEY, "all")
+    assert level(store, conn, ALEX) == ("mute", "thread")
+    store.preferences.delete(conn, ALEX, thread(T))
+    assert level(store, conn, ALEX) == ("all", "channel")
+    store.preferences.delete(conn, ALEX, channel(ALLGEMEIN))
+    assert level(store, conn, ALEX) == ("mentions", "space")
+    store.preferences.delete(conn, ALEX, space(SUPPORT))
+    assert level(store, conn, ALEX) == ("mute", "channel_default")
+    host.set_channel_default(conn, ALLGEMEIN, None)
+    assert level(store, conn, ALEX) == ("all", "personal_default")
+    host.delete_setting(conn, ALEX, DEFAULT_LEVEL_KEY)
+    assert level(store, conn, ALEX) == ("mentions", "instance_default")
+
+
+def test_direct_message_step(conn: Conn, store: NotifyStore, host: ReferenceHost) -> None:
+    """Seed 000 TestEffectiveLevelOrder, DM step: all from direct_message; a channel default
+    wins (step 4 before step 5)."""
+    host.set_setting(conn, ALEX, DEFAULT_LEVEL_KEY, "mute")
+    assert level(store, conn, ALEX, T_DM) == ("all", "direct_message")
+    host.set_channel_default(conn, DM, "mentions")
+    assert level(store, conn, ALEX, T_DM) == ("mentions", "channel_default")
+
+
+def test_one_call_answers_every_candidate_with_its_own_sources(
+    conn: Conn, store: NotifyStore, host: ReferenceHost
+) -> None:
+    """Seed 000 TestEffectiveLevelOrder last sentence and TestLevelFacts_OneQueryForAllCandidates
+    (13 12 point 2): the number of statements does not grow with the candidates."""
+    store.preferences.put(conn, ALEX, thread(T), Preference(level="mute"))
+    store.preferences.put(conn, SAM, channel(ALLGEMEIN), Preference(level="all"))
+    host.set_setting(conn, ROBIN, DEFAULT_LEVEL_KEY, "mute")
+    conn.cursor_factory = CountingCursor
+    CountingCursor.count = 0
+    facts = store.level_facts(conn, T, [ALEX, SAM, ROBIN])
+    three = CountingCursor.count
+    many = [ALEX, SAM, ROBIN, *(f"u-nobody-{i}" for i in range(500))]
+    CountingCursor.count = 0
+    more = store.level_facts(conn, T, many)
+    assert CountingCursor.count == three == 3  # path, own rows, personal defaults
+    assert {u: resolve_level(f, NOW).source.value for u, f in facts.items()} == {
+        ALEX: "thread",
+        SAM: "channel",
+        ROBIN: "personal_default",
+    }
+    assert more[ALEX] == facts[ALEX] and len(more) == len(many)
+    assert more["u-nobody-1"] is more["u-nobody-2"]  # equal facts are shared values
+    assert more["u-nobody-1"] == LevelFacts(instance_default="mentions")
+
+
+def test_muted_until_of_the_selected_row_only(conn: Conn, store: NotifyStore) -> None:
+    """Seed 000 TestEffectiveLevel_MutedUntil (L4)."""
+    until = NOW + timedelta(hours=1)
+    store.preferences.put(conn, ALEX, thread(T), Preference(level="all", muted_until=until))
+    facts = store.level_facts(conn, T, [ALEX])[ALEX]
+    muted = resolve_level(facts, NOW)
+    assert (muted.level.value, muted.source.value, muted.muted_until) == ("mute", "thread", until)
+    later = resolve_level(facts, until + timedelta(seconds=1))
+    assert (later.level.value, later.muted_until) == ("all", None)
+    store.preferences.put(
+        conn, ALEX, space(SUPPORT), Preference(level="all", muted_until=NOW + timedelta(days=1))
+    )
+    store.preferences.put(conn, ALEX, thread(T), Preference(level="mentions"))
+    assert level(store, conn, ALEX) == ("mentions", "thread")
+
+
+def test_unknown_thread_and_people(conn: Conn, store: NotifyStore) -> None:
+    """Seed 000 note 12: an unknown thread is not_found; unknown people get facts without rows."""
+    with pytest.raises(NotFound):
+        store.level_facts(conn, "t-unknown", [ALEX])
+    assert store.level_facts(conn, T, []) == {}
+    assert store.level_facts(conn, T, ["u-ghost"])["u-ghost"] == LevelFacts(
+        instance_default="mentions"
+    )
+
+
+def test_unknown_personal_default_counts_as_unset(
+    conn: Conn, store: NotifyStore, host: ReferenceHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Seed 000 TestLevelFacts (L5): "loud" is unset; one warning without value and IDs."""
+    host.set_setting(conn, ALEX, DEFAULT_LEVEL_KEY, "loud")
+    host.set_setting(conn, SAM, DEFAULT_LEVEL_KEY, 7)
+    with caplog.at_level(logging.WARNING, logger="notify_pg"):
+        facts = store.level_facts(conn, T, [ALEX, SAM, OWNER])
+    assert facts[ALEX].personal_default is None and facts[SAM].personal_default is None
+    [record] = [r for r in caplog.records if r.name == "notify_pg"]
+    assert "loud" not in record.getMessage() and ALEX not in record.getMessage()

@@ -1,0 +1,210 @@
+"""Quiet-hour rules: lifecycle, validation, the payload bound and the batched read
+(seed 000 notes 9 and 13, rules Q1-Q7, formats.md section 2 ``quiet_hours.updated``)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from pgworld import ALEX, ROBIN, SAM, SCHEMA, events, last_seq
+
+from notify_core.errors import InvalidRule
+from notify_core.quiet import QuietRule, in_quiet_hours, validate_time_zone
+from notify_pg import LimitReached, NotFound, NotifyStore, StoreConfig, payload_size
+from notify_pg.reference_host import ReferenceHost
+
+pytestmark = pytest.mark.usefixtures("world")
+
+Conn = psycopg.Connection[Any]
+FRIDAY = 16
+
+
+def rule(**kw: Any) -> QuietRule:
+    values: dict[str, Any] = {
+        "weekdays": 31,
+        "start_local": "19:00",
+        "end_local": "07:00",
+        "time_zone": "Europe/Berlin",
+        "enabled": True,
+    }
+    values.update(kw)
+    return QuietRule(**values)
+
+
+def test_lifecycle(conn: Conn, store: NotifyStore) -> None:
+    """Seed 000 TestQuietHours_Lifecycle, notes 9d and 9e."""
+    first = store.quiet_hours.create(conn, ALEX, rule())
+    assert first.version == 1 and first.time_zone == "Europe/Berlin"
+    [event] = events(conn)
+    assert event["type"] == "quiet_hours.updated"
+    assert event["actor"] == ALEX and event["audience"] == ALEX and "scope" not in event
+    assert event["payload"] == {
+        "rules": [
+            {
+                "id": first.id,
+                "weekdays": 31,
+                "start_local": "19:00",
+                "end_local": "07:00",
+                "time_zone": "Europe/Berlin",
+                "enabled": True,
+                "version": 1,
+            }
+        ]
+    }
+    second = store.quiet_hours.create(conn, ALEX, rule(weekdays=96, end_local="19:00"))
+    assert [r["id"] for r in events(conn)[-1]["payload"]["rules"]] == sorted(  # type: ignore[index]
+        [first.id, second.id]
+    )
+
+    seq = last_seq(conn)
+    same = store.quiet_hours.put(conn, ALEX, first.id, rule())
+    assert not same.changed and same.rule == first and last_seq(conn) == seq
+
+    cleared = store.quiet_hours.put(conn, ALEX, first.id, rule(time_zone=None))
+    assert cleared.changed and cleared.rule.version == 2 and cleared.rule.time_zone is None
+    item = next(r for r in events(conn)[-1]["payload"]["rules"] if r["id"] == first.id)  # type: ignore[union-attr,index]
+    assert "time_zone" not in item and item["version"] == 2
+
+    store.quiet_hours.delete(conn, ALEX, first.id)
+    assert events(conn)[-1]["payload"] == {"rules": [second.to_json()]}
+    with pytest.raises(NotFound):
+        store.quiet_hours.delete(conn, ALEX, first.id)
+    assert [r.id for r in store.quiet_hours.list(conn, ALEX)] == [second.id]
+
+
+def test_foreign_and_unknown_rules_are_not_found(conn: Conn, store: NotifyStore) -> None:
+    """Seed 000 TestQuietHours_Lifecycle and TestPersonalDataNotRetrievable: identical 404."""
+    mine = store.quiet_hours.create(conn, ALEX, rule())
+    seq = last_seq(conn)
+    errors = []
+    for rule_id in (mine.id, "00000000-0000-7000-8000-000000000000"):
+        with pytest.raises(NotFound) as put:
+            store.quiet_hours.put(conn, SAM, rule_id, rule(weekdays=1))
+        with pytest.raises(NotFound) as delete:
+            store.quiet_hours.delete(conn, SAM, rule_id)
+        errors += [str(put.value), str(delete.value)]
+    assert len(set(errors)) == 1
+    assert store.quiet_hours.list(conn, SAM) == []
+    assert last_seq(conn) == seq
+    assert store.quiet_hours.list(conn, ALEX) == [mine]
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "Local", "", "posix/Europe/Berlin"])
+def test_unknown_time_zone(zone: str) -> None:
+    """Seed 000 TestQuietHours_Validation (Q3): unknown_time_zone at /time_zone."""
+    with pytest.raises(InvalidRule) as info:
+        rule(time_zone=zone)
+    assert info.value.as_json() == {"code": "unknown_time_zone", "pointer": "/time_zone"}
+
+
+def test_whole_day_rule_is_stored(conn: Conn, store: NotifyStore) -> None:
+    """Seed 000 TestQuietHours_Validation: 00:00 to 00:00 is a whole day and is stored."""
+    stored = store.quiet_hours.create(conn, ALEX, rule(start_local="00:00", end_local="00:00"))
+    assert store.quiet_hours.list(conn, ALEX) == [stored]
+
+
+def test_list_is_bound_by_payload_size(conn: Conn, host: ReferenceHost) -> None:
+    """Seed 000 TestQuietHours_ListBoundByPayloadSize, note 9c: limit_reached, nothing stored."""
+    item_size = payload_size({"rules": [_item()]}) - payload_size({"rules": []})
+    bound = payload_size({"rules": []}) + 3 * item_size + 2  # three rules and their commas fit
+    store = NotifyStore(host, schema=SCHEMA, config=StoreConfig(event_payload_max_bytes=bound))
+    created = [store.quiet_hours.create(conn, ALEX, rule()) for _ in range(3)]
+    seq = last_seq(conn)
+    with pytest.raises(LimitReached) as info:
+        store.quiet_hours.create(conn, ALEX, rule())
+    assert info.value.as_json() == {"code": "limit_reached", "pointer": ""}
+    assert len(store.quiet_hours.list(conn, ALEX)) == 3 and last_seq(conn) == seq
+    kept = store.quiet_hours.put(conn, ALEX, created[0].id, rule(start_local="20:00"))
+    assert kept.changed
+    with pytest.raises(LimitReached):
+        store.quiet_hours.put(
+            conn, ALEX, created[0].id, rule(time_zone="America/Argentina/Buenos_Aires")
+        )
+    assert store.quiet_hours.list(conn, ALEX)[0].start_local.hour == 20
+
+
+def _item() -> dict[str, object]:
+    """An item of the size a stored rule() has (a UUIDv7 id is 36 characters)."""
+    return {
+        "id": "019a0000-0000-7000-8000-000000000000",
+        "weekdays": 31,
+        "start_local": "19:00",
+        "end_local": "07:00",
+        "time_zone": "Europe/Berlin",
+        "enabled": True,
+        "version": 1,
+    }
+
+
+def test_berlin_case_through_quiet_rules(
+    conn: Conn, store: NotifyStore, host: ReferenceHost
+) -> None:
+    """Seed 000 TestQuietRules_UserTimeZone (13 3.4, Q1, Q4): the person's zone applies."""
+    host.set_time_zone(conn, ALEX, "Europe/Berlin")
+    created = store.quiet_hours.create(
+        conn, ALEX, rule(weekdays=FRIDAY, start_local="22:00", time_zone=None)
+    )
+    facts = store.quiet_rules(conn, [ALEX])[ALEX]
+    assert facts.user_zone == "Europe/Berlin"
+    assert in_quiet_hours(facts.rules, datetime(2026, 10, 23, 21, 30, tzinfo=UTC), facts.user_zone)
+    assert not in_quiet_hours(
+        facts.rules, datetime(2026, 10, 23, 19, 30, tzinfo=UTC), facts.user_zone
+    )
+    store.quiet_hours.put(
+        conn, ALEX, created.id, rule(weekdays=FRIDAY, start_local="22:00", time_zone="UTC")
+    )
+    facts = store.quiet_rules(conn, [ALEX])[ALEX]
+    assert not in_quiet_hours(
+        facts.rules, datetime(2026, 10, 23, 21, 30, tzinfo=UTC), facts.user_zone
+    )
+    assert in_quiet_hours(facts.rules, datetime(2026, 10, 23, 22, 30, tzinfo=UTC), facts.user_zone)
+
+
+def test_quiet_rules_batch_zone_sources_and_fallback(
+    conn: Conn,
+    store: NotifyStore,
+    host: ReferenceHost,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Seed 000 TestQuietRules_ZoneSources (note 13, Q7, docs/decisions.md first row)."""
+    host.set_time_zone(conn, SAM, "Atlantis/Capital")
+    host.set_time_zone(conn, ALEX, "Europe/Berlin")
+    store.quiet_hours.create(conn, ALEX, rule(time_zone="Europe/Lisbon"))
+    store.quiet_hours.create(conn, ALEX, rule(time_zone=None))
+    store.quiet_hours.create(conn, ALEX, rule(enabled=False))
+    store.quiet_hours.create(conn, SAM, rule(time_zone=None))
+    store.quiet_hours.create(conn, SAM, rule(time_zone="Europe/Berlin"))
+    # A zone that no longer loads, written the way an old row would look.
+    conn.execute(
+        f"UPDATE {SCHEMA}.quiet_hours SET time_zone = 'Atlantis/Capital' "
+        "WHERE user_id = %s AND time_zone = 'Europe/Berlin'",
+        [SAM],
+    )
+    facts_module = importlib.import_module("notify_pg.facts")
+    loads: list[str] = []
+
+    def counting(name: object, pointer: str = "/time_zone") -> str:
+        loads.append(str(name))
+        return validate_time_zone(name, pointer)
+
+    monkeypatch.setattr(facts_module, "validate_time_zone", counting)
+    with caplog.at_level(logging.WARNING, logger="notify_pg"):
+        facts = store.quiet_rules(conn, [ALEX, SAM, ROBIN, ALEX])
+    assert set(facts) == {ALEX, SAM, ROBIN}
+    assert [r.time_zone for r in facts[ALEX].rules] == ["Europe/Lisbon", None]
+    assert facts[ALEX].user_zone == "Europe/Berlin"
+    assert [r.time_zone for r in facts[SAM].rules] == [None, "UTC"]
+    assert facts[SAM].user_zone == "UTC"
+    assert facts[ROBIN].user_zone is None and facts[ROBIN].rules == ()
+    assert sorted(loads) == sorted(set(loads))  # each zone name once per call
+    warnings = [r for r in caplog.records if r.name == "notify_pg"]
+    assert len(warnings) == 1
+    text = warnings[0].getMessage()
+    assert "Atlantis" not in text and SAM not in text and ALEX not in text
+    # The listed rule keeps its stored zone; only evaluation falls back.
+    assert {r.time_zone for r in store.quiet_hours.list(conn, SAM)} == {None, "Atlantis/Capital"}
