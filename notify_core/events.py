@@ -1,0 +1,352 @@
+"""The event log of formats.md section 2: one JSON object per line, checked on the way in.
+
+`parse_event` turns a decoded JSON object into an `Event` or raises `EventError` with the
+pointer of the member at fault; `EventLogReader` adds the line rules (``seq`` strictly
+increasing, ``occurred_at`` never decreasing) and the line number. Payload checks are a
+table (`PAYLOADS`): the member, whether it is required, and what it must be.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Final
+
+import attrs
+
+from notify_core.errors import InvalidInput
+from notify_core.instants import parse_instant
+
+__all__ = ["PAYLOADS", "Event", "EventError", "EventLogReader", "Scope", "parse_event"]
+
+
+class EventError(InvalidInput):
+    """A line of an event log that cannot be used; carries its line number when known."""
+
+    def __init__(self, code: str, message: str, pointer: str | None = None, *, line: int = 0):
+        super().__init__(code, message, pointer)
+        self.line = line
+
+    def at(self, prefix: str) -> EventError:
+        """Return the same error with ``prefix`` in front of its pointer."""
+        return EventError(self.code, self.message, prefix + (self.pointer or ""), line=self.line)
+
+
+@attrs.frozen(kw_only=True)
+class Scope:
+    """Where an event happened: space, channel and thread, each optional."""
+
+    space: str | None = None
+    channel: str | None = None
+    thread: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Event:
+    """One event of the log.
+
+    Args:
+        seq: commit order, strictly increasing in a log.
+        type: the event type, e.g. ``message.created``.
+        occurred_at: the replay clock (an aware instant).
+        actor: who caused it.
+        audience: the one person a personal event is for.
+        scope: where it happened.
+        payload: the type's members (checked against `PAYLOADS` for known types).
+    """
+
+    seq: int
+    type: str
+    occurred_at: datetime
+    actor: str | None = None
+    audience: str | None = None
+    scope: Scope = Scope()
+    payload: Mapping[str, object] = attrs.field(factory=dict)
+
+
+Check = Callable[[object], bool]
+
+
+def _str(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _bool(value: object) -> bool:
+    return isinstance(value, bool)
+
+
+def _seq(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _strs(value: object) -> bool:
+    return isinstance(value, list) and all(_str(item) for item in value)
+
+
+def _one_of(*allowed: str) -> Check:
+    return lambda value: value in allowed
+
+
+def _target(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and value.get("kind") in ("space", "channel", "thread")
+        and _str(value.get("id"))
+    )
+
+
+def _object(value: object) -> bool:
+    return isinstance(value, dict)
+
+
+def _list_of_objects(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
+
+
+def _anything(value: object) -> bool:
+    return True
+
+
+_LEVEL = _one_of("all", "mentions", "mute")
+
+#: Per event type: member -> (required, check, what it must be). Unknown types are not here.
+PAYLOADS: Final[dict[str, dict[str, tuple[bool, Check, str]]]] = {
+    "user.created": {
+        "user": (True, _str, "an ID"),
+        "kind": (True, _one_of("human", "agent", "app"), "human, agent or app"),
+        "time_zone": (False, _str, "a zone name"),
+        "active": (False, _bool, "a boolean"),
+        "owner": (False, _bool, "a boolean"),
+    },
+    "space.created": {"space": (True, _str, "an ID")},
+    "space.archived": {"space": (True, _str, "an ID")},
+    "channel.created": {
+        "channel": (True, _str, "an ID"),
+        "space": (False, _str, "an ID"),
+        "kind": (True, _one_of("text", "forum", "dm"), "text, forum or dm"),
+        "participants": (False, _strs, "a list of IDs"),
+        "default_notification_level": (False, _LEVEL, "all, mentions or mute"),
+    },
+    "channel.updated": {
+        "channel": (True, _str, "an ID"),
+        "default_notification_level": (False, _LEVEL, "all, mentions or mute"),
+        "clear_default_notification_level": (False, _bool, "a boolean"),
+    },
+    "channel.archived": {"channel": (True, _str, "an ID")},
+    "thread.created": {
+        "thread": (True, _str, "an ID"),
+        "channel": (True, _str, "an ID"),
+        "main": (True, _bool, "a boolean"),
+    },
+    "access.granted": {
+        "user": (True, _str, "an ID"),
+        "target": (True, _target, "a target {kind, id}"),
+    },
+    "device.registered": {
+        "device": (True, _str, "an ID"),
+        "user": (True, _str, "an ID"),
+        "platform": (True, _one_of("ios", "android", "desktop", "web"), "a platform"),
+        "state": (True, _one_of("active", "pending"), "active or pending"),
+    },
+    "device.approved": {"device": (True, _str, "an ID")},
+    "device.revoked": {"device": (True, _str, "an ID")},
+    "push.registered": {
+        "registration": (True, _str, "an ID"),
+        "device": (True, _str, "an ID"),
+        "provider": (True, _str, "a provider name"),
+    },
+    "push.unregistered": {"registration": (True, _str, "an ID")},
+    "presence.changed": {
+        "device": (True, _str, "an ID"),
+        "connected": (True, _bool, "a boolean"),
+        "focus": (False, _strs, "a list of thread IDs"),
+        "idle": (False, _bool, "a boolean"),
+    },
+    "notification_pref.updated": {
+        "preference": (True, _object, "an object"),
+        "deleted": (False, _bool, "a boolean"),
+    },
+    "quiet_hours.updated": {"rules": (True, _list_of_objects, "a list of rules")},
+    "settings.updated": {
+        "key": (True, _str, "a setting name"),
+        "value": (False, _anything, "a value"),
+        "deleted": (False, _bool, "a boolean"),
+    },
+    "message.created": {
+        "message": (True, _str, "an ID"),
+        "thread": (True, _str, "an ID"),
+        "thread_seq": (True, _seq, "an integer >= 0"),
+        "author": (True, _str, "an ID"),
+        "origin": (True, _one_of("human", "agent", "import", "system"), "an origin"),
+        "kind": (True, _one_of("text", "voice", "card", "run", "system"), "a message kind"),
+        "silent": (False, _bool, "a boolean"),
+        "mention_ids": (False, _strs, "a list of IDs"),
+        "run": (False, _str, "a run ID"),
+    },
+    "run.state_changed": {
+        "run": (True, _str, "an ID"),
+        "triggered_by": (True, _str, "an ID"),
+        "agent": (True, _str, "an ID"),
+        "thread": (True, _str, "an ID"),
+        "channel": (True, _str, "an ID"),
+        "state": (
+            True,
+            _one_of("queued", "running", "waiting_input", "completed", "failed", "cancelled"),
+            "a run state",
+        ),
+    },
+    "access.expiring": {
+        "kind": (True, _one_of("grant", "group_membership"), "grant or group_membership"),
+        "target": (True, _str, "an ID"),
+    },
+    "device.pending": {
+        "device": (True, _str, "an ID"),
+        "platform": (True, _one_of("ios", "android", "desktop", "web"), "a platform"),
+    },
+    "read_state.updated": {
+        "thread": (True, _str, "an ID"),
+        "last_read_seq": (True, _seq, "an integer >= 0"),
+    },
+}
+PAYLOADS["user.updated"] = {**PAYLOADS["user.created"]}
+PAYLOADS["access.revoked"] = PAYLOADS["access.granted"]
+#: Events that are about one person and must name them in ``audience``.
+PERSONAL: Final = frozenset(
+    {
+        "notification_pref.updated",
+        "quiet_hours.updated",
+        "settings.updated",
+        "access.expiring",
+        "device.pending",
+        "read_state.updated",
+    }
+)
+
+
+def _find_null(value: object, pointer: str) -> str | None:
+    if value is None:
+        return pointer
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _find_null(item, f"{pointer}/{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _find_null(item, f"{pointer}/{index}")
+            if found is not None:
+                return found
+    return None
+
+
+def parse_event(obj: object) -> Event:
+    """Check a decoded JSON object against formats.md section 2 and return the `Event`.
+
+    Raises:
+        EventError: the first fault found, with the pointer of its member (``null`` anywhere,
+            a missing or ill-typed envelope member, a payload member of a known type).
+    """
+    if not isinstance(obj, dict):
+        raise EventError("invalid_event", "an event must be a JSON object")
+    null = _find_null(obj, "")
+    if null is not None:
+        raise EventError("null_value", "null is not allowed: omit the member", null)
+    seq = obj.get("seq")
+    if type(seq) is not int or seq < 0:
+        raise EventError("invalid_event", "seq must be an integer >= 0", "/seq")
+    kind = obj.get("type")
+    if not _str(kind):
+        raise EventError("invalid_event", "type must be a string", "/type")
+    assert isinstance(kind, str)
+    if "occurred_at" not in obj:
+        raise EventError("invalid_event", "occurred_at is missing", "/occurred_at")
+    try:
+        occurred_at = parse_instant(obj["occurred_at"], "/occurred_at")
+    except InvalidInput as error:
+        raise EventError(error.code, error.message, error.pointer) from None
+    for name in ("actor", "audience"):
+        if name in obj and not _str(obj[name]):
+            raise EventError("invalid_event", f"{name} must be an ID", f"/{name}")
+    raw_scope = obj.get("scope", {})
+    if not isinstance(raw_scope, dict) or not all(
+        key in ("space", "channel", "thread") and _str(value) for key, value in raw_scope.items()
+    ):
+        raise EventError("invalid_event", "scope must be {space?, channel?, thread?}", "/scope")
+    payload = obj.get("payload", {})
+    if not isinstance(payload, dict):
+        raise EventError("invalid_event", "payload must be an object", "/payload")
+    schema = PAYLOADS.get(kind)
+    if schema is not None:
+        for name, (required, check, what) in schema.items():
+            if name not in payload:
+                if required:
+                    raise EventError(
+                        "missing_member", f"{kind} needs payload.{name}", f"/payload/{name}"
+                    )
+            elif not check(payload[name]):
+                raise EventError(
+                    "invalid_member", f"payload.{name} must be {what}", f"/payload/{name}"
+                )
+        if kind in PERSONAL and "audience" not in obj:
+            raise EventError("missing_member", f"{kind} needs an audience", "/audience")
+    return Event(
+        seq=seq,
+        type=kind,
+        occurred_at=occurred_at,
+        actor=obj.get("actor"),
+        audience=obj.get("audience"),
+        scope=Scope(**raw_scope),
+        payload=payload,
+    )
+
+
+@attrs.define
+class EventLogReader:
+    """Reads log lines in order and enforces the rules between lines.
+
+    Feed it one line at a time; it remembers only the last ``seq`` and ``occurred_at``, so a
+    log of any length streams in constant memory.
+    """
+
+    last_seq: int = -1
+    last_at: datetime | None = None
+
+    def read(self, text: str, line: int) -> Event | None:
+        """Return the event on a line, ``None`` for a blank line.
+
+        Raises:
+            EventError: a bad line, with ``line`` set; the reader's position is unchanged,
+                so the next good line is still checked against the last good one.
+        """
+        if not text.strip():
+            return None
+        try:
+            obj = json.loads(text, parse_constant=_refuse)
+        except ValueError as exc:
+            raise EventError("invalid_json", f"not JSON: {exc}", line=line) from None
+        try:
+            event = parse_event(obj)
+        except EventError as error:
+            error.line = line
+            raise
+        if event.seq <= self.last_seq:
+            raise EventError(
+                "seq_not_increasing",
+                f"seq {event.seq} does not follow {self.last_seq}",
+                "/seq",
+                line=line,
+            )
+        if self.last_at is not None and event.occurred_at < self.last_at:
+            raise EventError(
+                "clock_went_back",
+                f"occurred_at goes back from {self.last_at.isoformat()}",
+                "/occurred_at",
+                line=line,
+            )
+        self.last_seq, self.last_at = event.seq, event.occurred_at
+        return event
+
+
+def _refuse(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")

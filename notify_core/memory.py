@@ -1,0 +1,456 @@
+"""The in-memory store: every port of the pipeline on plain dictionaries.
+
+It is the embedded default behind ``notify replay`` and the reference the PostgreSQL adapter
+must agree with. It learns the world from the event log itself (`MemoryStore.record`), so
+its size is bounded by the world's state (people, channels, threads, rows), never by the
+log's length.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import attrs
+
+from notify_core.decide import Connection, Device, Switches
+from notify_core.events import Event, EventError
+from notify_core.instants import parse_instant
+from notify_core.kinds import RunState, run_active
+from notify_core.levels import Level, LevelFacts, Preference, parse_level
+from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
+from notify_core.quiet import QuietRule, rule_from_json
+
+__all__ = ["MemoryStore"]
+
+_MOBILE = ("ios", "android")
+
+
+@attrs.define
+class _Run:
+    agent: str = ""
+    state: RunState | None = None
+    anchor_seq: int = 0
+    thread: str = ""
+
+
+@attrs.define
+class MemoryStore:
+    """World facts, preferences and the schedule of one replay, in memory.
+
+    Args:
+        instance_default: the last fact of the L3 chain for everyone.
+    """
+
+    instance_default: Level = Level.MENTIONS
+    users: dict[str, UserInfo] = attrs.field(factory=dict)
+    owners: set[str] = attrs.field(factory=set)
+    spaces_archived: set[str] = attrs.field(factory=set)
+    channels: dict[str, ChannelInfo] = attrs.field(factory=dict)
+    channels_of_space: dict[str, list[str]] = attrs.field(factory=lambda: defaultdict(list))
+    threads: dict[str, ThreadInfo] = attrs.field(factory=dict)
+    threads_of_channel: dict[str, list[str]] = attrs.field(factory=lambda: defaultdict(list))
+    grants: dict[tuple[str, str], set[str]] = attrs.field(factory=lambda: defaultdict(set))
+    devices_by_id: dict[str, tuple[str, Device, bool]] = attrs.field(factory=dict)
+    user_devices: dict[str, tuple[Device, ...]] = attrs.field(factory=dict)
+    registrations: dict[str, str] = attrs.field(factory=dict)
+    presence: dict[str, Connection] = attrs.field(factory=dict)
+    read: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    mentions: dict[tuple[str, str], list[int]] = attrs.field(factory=dict)
+    rows: dict[tuple[str, str, str], Preference] = attrs.field(factory=dict)
+    rules: dict[str, tuple[QuietRule, ...]] = attrs.field(factory=dict)
+    settings: dict[tuple[str, str], object] = attrs.field(factory=dict)
+    anchors: dict[str, str] = attrs.field(factory=dict)
+    runs: dict[str, _Run] = attrs.field(factory=dict)
+    agent_messages: dict[tuple[str, str], tuple[str, int]] = attrs.field(factory=dict)
+    windows: dict[tuple[str, str], Window] = attrs.field(factory=dict)
+    queue: list[tuple[Due, int]] = attrs.field(factory=list)
+    queued: int = 0
+    syncs: dict[str, tuple[datetime | None, bool]] = attrs.field(factory=dict)
+
+    # --- WorldFacts -------------------------------------------------------------------------
+
+    def user(self, user: str) -> UserInfo | None:
+        """Return a person, or ``None`` when unknown."""
+        return self.users.get(user)
+
+    def thread(self, thread: str) -> ThreadInfo | None:
+        """Return a thread, or ``None`` when unknown."""
+        return self.threads.get(thread)
+
+    def channel(self, channel: str) -> ChannelInfo | None:
+        """Return a channel, or ``None`` when unknown."""
+        return self.channels.get(channel)
+
+    def readers(self, channel: str) -> Sequence[str]:
+        """Return who can read a channel: DM participants, grantees and owners."""
+        info = self.channels.get(channel)
+        if info is None:
+            return ()
+        if info.direct:
+            return tuple(sorted(info.participants))
+        people = set(self.grants.get(("channel", channel), ()))
+        if info.space is not None:
+            people |= self.grants.get(("space", info.space), set())
+        people |= self.owners
+        return tuple(sorted(people))
+
+    def _can_read_channel(self, user: str, info: ChannelInfo) -> bool:
+        if info.archived or (info.space is not None and info.space in self.spaces_archived):
+            return False
+        if info.direct:
+            return user in info.participants
+        return (
+            user in self.owners
+            or user in self.grants.get(("channel", info.id), ())
+            or (info.space is not None and user in self.grants.get(("space", info.space), ()))
+        )
+
+    def allowed(self, user: str, thread: str) -> bool:
+        """Tell whether a person may read a thread now (D2)."""
+        info = self.threads.get(thread)
+        channel = self.channels.get(info.channel) if info is not None else None
+        person = self.users.get(user)
+        if channel is None or person is None or not person.active:
+            return False
+        return self._can_read_channel(user, channel)
+
+    def read_seq(self, user: str, thread: str) -> int:
+        """Return a person's read position in a thread (0 when never read)."""
+        return self.read.get((user, thread), 0)
+
+    def unread_mentions(self, user: str, thread: str) -> int:
+        """Return how many mentions of a person in a thread lie after the read position."""
+        seqs = self.mentions.get((user, thread))
+        if not seqs:
+            return 0
+        info = self.threads.get(thread)
+        floor = max(self.read_seq(user, thread), info.unread_floor_seq if info else 0)
+        return len(seqs) - bisect.bisect_right(seqs, floor)
+
+    def badge_threads(self, user: str) -> Iterable[str]:
+        """Return the threads of the channels a person can read that hold messages."""
+        for channel in self.channels.values():
+            if self._can_read_channel(user, channel):
+                for thread in self.threads_of_channel.get(channel.id, ()):
+                    if self.threads[thread].last_message_seq > 0:
+                        yield thread
+
+    def devices(self, user: str) -> tuple[Device, ...]:
+        """Return a person's active devices."""
+        return self.user_devices.get(user, ())
+
+    def connections(self, user: str) -> tuple[Connection, ...]:
+        """Return a person's live connections."""
+        return tuple(
+            self.presence[device.id] for device in self.devices(user) if device.id in self.presence
+        )
+
+    def push_devices(self, user: str) -> tuple[str, ...]:
+        """Return the active mobile devices of a person with a push registration."""
+        registered = set(self.registrations.values())
+        return tuple(
+            d.id for d in self.devices(user) if d.platform in _MOBILE and d.id in registered
+        )
+
+    def during_run(self, thread: str, agent: str) -> bool:
+        """S2: the newest anchor in the thread is a run of this agent, last seen active."""
+        run = self.runs.get(self.anchors.get(thread, ""))
+        return (
+            run is not None
+            and run.agent == agent
+            and run.state is not None
+            and run_active(run.state)
+        )
+
+    def last_agent_message(self, run: str) -> tuple[str, int] | None:
+        """S3: the run agent's newest message in the run's thread after the anchor."""
+        info = self.runs.get(run)
+        if info is None:
+            return None
+        last = self.agent_messages.get((info.thread, info.agent))
+        return last if last is not None and last[1] > info.anchor_seq else None
+
+    # --- PreferenceFacts --------------------------------------------------------------------
+
+    def level_facts(self, thread: str, users: Sequence[str]) -> dict[str, LevelFacts]:
+        """Return the L3 facts of many people for one thread."""
+        info = self.threads.get(thread)
+        channel = self.channels.get(info.channel) if info is not None else None
+        channel_id = channel.id if channel is not None else ""
+        space = channel.space if channel is not None and channel.space else ""
+        default = channel.default_level if channel is not None else None
+        direct = channel is not None and channel.direct
+        rows = self.rows
+        out = {}
+        for user in users:
+            personal = self.settings.get((user, "notify.default_level"))
+            out[user] = LevelFacts(
+                thread=rows.get((user, "thread", thread)),
+                channel=rows.get((user, "channel", channel_id)),
+                space=rows.get((user, "space", space)),
+                channel_default=default,
+                direct_message=direct,
+                personal_default=personal,
+                instance_default=self.instance_default,
+            )
+        return out
+
+    def quiet_rules(self, users: Sequence[str]) -> dict[str, tuple[QuietRule, ...]]:
+        """Return the quiet rules of many people."""
+        return {user: self.rules[user] for user in users if user in self.rules}
+
+    def switches(self, users: Sequence[str]) -> dict[str, Switches]:
+        """Return the switches of many people; a stored non-boolean counts as unset."""
+        out = {}
+        for user in users:
+            admin = self.settings.get((user, "notify.admin_enabled"))
+            breaks = self.settings.get((user, "notify.input_needed_breaks_quiet_hours"))
+            if admin is not None or breaks is not None:
+                out[user] = Switches(
+                    admin_enabled=admin if isinstance(admin, bool) else None,
+                    input_needed_breaks_quiet_hours=breaks if isinstance(breaks, bool) else None,
+                )
+        return out
+
+    def follow(self, user: str, thread: str) -> bool:
+        """S5: insert a row ``all`` for the thread unless the person has one."""
+        key = (user, "thread", thread)
+        if key in self.rows:
+            return False
+        self.rows[key] = Preference(level=Level.ALL)
+        return True
+
+    # --- Schedule ---------------------------------------------------------------------------
+
+    def window(self, user: str, thread: str) -> Window | None:
+        """Return a person's window on a thread."""
+        return self.windows.get((user, thread))
+
+    def open_window(self, user: str, thread: str, end: datetime) -> None:
+        """Open a window and schedule its flush at ``end``."""
+        self.windows[(user, thread)] = Window(end=end)
+        self.schedule(Due(at=end, recipient=user, thread=thread, what="flush"))
+
+    def collect(self, user: str, thread: str) -> None:
+        """Count one more collected message."""
+        window = self.windows[(user, thread)]
+        self.windows[(user, thread)] = Window(end=window.end, collected=window.collected + 1)
+
+    def close_window(self, user: str, thread: str) -> None:
+        """Forget a window."""
+        self.windows.pop((user, thread), None)
+
+    def schedule(self, due: Due) -> None:
+        """Schedule work; equal keys keep their scheduling order."""
+        self.queued += 1
+        heapq.heappush(self.queue, (due, self.queued))
+
+    def pop_due(self, until: datetime) -> Due | None:
+        """Take the first work due at or before ``until``."""
+        if self.queue and self.queue[0][0].at <= until:
+            return heapq.heappop(self.queue)[0]
+        return None
+
+    def next_due(self) -> datetime | None:
+        """Return when the first pending work comes due."""
+        return self.queue[0][0].at if self.queue else None
+
+    def badge_sync(self, user: str) -> tuple[datetime | None, bool]:
+        """Return the last badge sync of a person and whether one is pending."""
+        return self.syncs.get(user, (None, False))
+
+    def set_badge_sync(self, user: str, last: datetime | None, pending: bool) -> None:
+        """Record a person's last badge sync and whether one is pending."""
+        self.syncs[user] = (last, pending)
+
+    # --- recording the world ----------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Apply what an event changes in the world.
+
+        Raises:
+            EventError: the event contradicts the spec's formats (a malformed quiet rule, a
+                preference of an unknown level); nothing was changed.
+        """
+        handler = getattr(self, "_on_" + event.type.replace(".", "_"), None)
+        if handler is not None:
+            handler(event, event.payload)
+
+    def _on_user_created(self, event: Event, p: dict[str, object]) -> None:
+        user = str(p["user"])
+        old = self.users.get(user)
+        self.users[user] = UserInfo(
+            id=user,
+            kind=str(p.get("kind", old.kind if old else "human")),
+            active=bool(p.get("active", old.active if old else True)),
+            time_zone=str(p["time_zone"]) if "time_zone" in p else (old.time_zone if old else None),
+        )
+        if p.get("owner") is True:
+            self.owners.add(user)
+        elif p.get("owner") is False:
+            self.owners.discard(user)
+
+    _on_user_updated = _on_user_created
+
+    def _on_space_archived(self, event: Event, p: dict[str, object]) -> None:
+        self.spaces_archived.add(str(p["space"]))
+
+    def _on_channel_created(self, event: Event, p: dict[str, object]) -> None:
+        channel = str(p["channel"])
+        space = str(p["space"]) if "space" in p else None
+        self.channels[channel] = ChannelInfo(
+            id=channel,
+            kind=str(p["kind"]),
+            space=space,
+            participants=tuple(str(x) for x in p.get("participants", ())),  # type: ignore[attr-defined]
+            default_level=str(p["default_notification_level"])
+            if "default_notification_level" in p
+            else None,
+        )
+        if space is not None:
+            self.channels_of_space[space].append(channel)
+
+    def _on_channel_updated(self, event: Event, p: dict[str, object]) -> None:
+        channel = self.channels.get(str(p["channel"]))
+        if channel is None:
+            return
+        if p.get("clear_default_notification_level"):
+            channel = attrs.evolve(channel, default_level=None)
+        if "default_notification_level" in p:
+            channel = attrs.evolve(channel, default_level=str(p["default_notification_level"]))
+        self.channels[channel.id] = channel
+
+    def _on_channel_archived(self, event: Event, p: dict[str, object]) -> None:
+        channel = self.channels.get(str(p["channel"]))
+        if channel is not None:
+            self.channels[channel.id] = attrs.evolve(channel, archived=True)
+
+    def _on_thread_created(self, event: Event, p: dict[str, object]) -> None:
+        thread, channel = str(p["thread"]), str(p["channel"])
+        self.threads[thread] = ThreadInfo(id=thread, channel=channel, main=bool(p["main"]))
+        self.threads_of_channel[channel].append(thread)
+
+    def _on_access_granted(self, event: Event, p: dict[str, object]) -> None:
+        target = p["target"]
+        assert isinstance(target, dict)
+        self.grants[(str(target["kind"]), str(target["id"]))].add(str(p["user"]))
+
+    def _on_access_revoked(self, event: Event, p: dict[str, object]) -> None:
+        target = p["target"]
+        assert isinstance(target, dict)
+        self.grants[(str(target["kind"]), str(target["id"]))].discard(str(p["user"]))
+
+    def _set_device(self, device_id: str, user: str, device: Device, active: bool) -> None:
+        self.devices_by_id[device_id] = (user, device, active)
+        mine = [d for d in self.user_devices.get(user, ()) if d.id != device_id]
+        if active:
+            mine.append(device)
+        self.user_devices[user] = tuple(sorted(mine, key=lambda d: d.id))
+
+    def _on_device_registered(self, event: Event, p: dict[str, object]) -> None:
+        device = Device(id=str(p["device"]), platform=str(p["platform"]))
+        self._set_device(device.id, str(p["user"]), device, p["state"] == "active")
+
+    def _on_device_approved(self, event: Event, p: dict[str, object]) -> None:
+        known = self.devices_by_id.get(str(p["device"]))
+        if known is not None:
+            self._set_device(known[1].id, known[0], known[1], True)
+
+    def _on_device_revoked(self, event: Event, p: dict[str, object]) -> None:
+        known = self.devices_by_id.get(str(p["device"]))
+        if known is not None:
+            self._set_device(known[1].id, known[0], known[1], False)
+            self.presence.pop(known[1].id, None)
+
+    def _on_push_registered(self, event: Event, p: dict[str, object]) -> None:
+        self.registrations[str(p["registration"])] = str(p["device"])
+
+    def _on_push_unregistered(self, event: Event, p: dict[str, object]) -> None:
+        self.registrations.pop(str(p["registration"]), None)
+
+    def _on_presence_changed(self, event: Event, p: dict[str, object]) -> None:
+        device = str(p["device"])
+        if p["connected"]:
+            self.presence[device] = Connection(
+                device=device,
+                focus=frozenset(str(t) for t in p.get("focus", ())),  # type: ignore[attr-defined]
+                idle=bool(p.get("idle", False)),
+            )
+        else:
+            self.presence.pop(device, None)
+
+    def _on_notification_pref_updated(self, event: Event, p: dict[str, object]) -> None:
+        pref = p["preference"]
+        assert isinstance(pref, dict)
+        target = pref.get("target")
+        if not isinstance(target, dict) or target.get("kind") not in ("space", "channel", "thread"):
+            raise EventError(
+                "invalid_member", "preference.target must be {kind, id}", "/payload/preference"
+            )
+        key = (str(event.audience), str(target["kind"]), str(target.get("id")))
+        if p.get("deleted"):
+            self.rows.pop(key, None)
+            return
+        try:
+            level = parse_level(pref.get("level"), "/payload/preference/level")
+            until = pref.get("muted_until")
+            muted = (
+                None if until is None else parse_instant(until, "/payload/preference/muted_until")
+            )
+        except EventError:
+            raise
+        except Exception as error:  # NotifyError: re-raised as an event error below
+            code = getattr(error, "code", "invalid_member")
+            raise EventError(code, str(error), getattr(error, "pointer", None)) from None
+        self.rows[key] = Preference(level=level, muted_until=muted)
+
+    def _on_quiet_hours_updated(self, event: Event, p: dict[str, object]) -> None:
+        raw = p["rules"]
+        assert isinstance(raw, list)
+        rules = []
+        for index, rule in enumerate(raw):
+            try:
+                rules.append(rule_from_json(rule))
+            except Exception as error:
+                code = getattr(error, "code", "invalid_member")
+                pointer = f"/payload/rules/{index}" + (getattr(error, "pointer", None) or "")
+                raise EventError(code, str(error), pointer) from None
+        self.rules[str(event.audience)] = tuple(rules)
+
+    def _on_settings_updated(self, event: Event, p: dict[str, object]) -> None:
+        key = (str(event.audience), str(p["key"]))
+        if p.get("deleted") or "value" not in p:
+            self.settings.pop(key, None)
+        else:
+            self.settings[key] = p["value"]
+
+    def _on_message_created(self, event: Event, p: dict[str, object]) -> None:
+        thread_id, seq = str(p["thread"]), int(p["thread_seq"])  # type: ignore[call-overload]
+        info = self.threads.get(thread_id)
+        if info is not None and seq >= info.last_message_seq and p["kind"] not in ("run", "system"):
+            self.threads[thread_id] = attrs.evolve(
+                info, last_message_seq=seq, newest_message=str(p["message"])
+            )
+        author = str(p["author"])
+        if p["kind"] == "run" and "run" in p:
+            run = self.runs.setdefault(str(p["run"]), _Run())
+            run.anchor_seq, run.thread = seq, thread_id
+            self.anchors[thread_id] = str(p["run"])
+        elif p["origin"] == "agent" and p["kind"] in ("text", "voice", "card"):
+            self.agent_messages[(thread_id, author)] = (str(p["message"]), seq)
+        for person in p.get("mention_ids", ()):  # type: ignore[attr-defined]
+            if person != author:
+                bisect.insort(self.mentions.setdefault((str(person), thread_id), []), seq)
+
+    def _on_run_state_changed(self, event: Event, p: dict[str, object]) -> None:
+        run = self.runs.setdefault(str(p["run"]), _Run(thread=str(p["thread"])))
+        run.agent, run.state = str(p["agent"]), RunState(str(p["state"]))
+        if not run.thread:
+            run.thread = str(p["thread"])
+
+    def _on_read_state_updated(self, event: Event, p: dict[str, object]) -> None:
+        self.read[(str(event.audience), str(p["thread"]))] = int(p["last_read_seq"])  # type: ignore[call-overload]

@@ -1,0 +1,476 @@
+"""The one path from an event to hints (behaviour.md sections 4, 5 and 7).
+
+classify -> gather facts in batches -> decide per recipient -> windows, delayed releases,
+badge syncs. Written against the ports of `notify_core.ports`, so the same code runs on the
+in-memory store (``notify replay``) and on PostgreSQL. The clock is the event time, handed in;
+work that comes due between two events runs first (`Pipeline.advance`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Final
+
+import attrs
+
+from notify_core.badge import ThreadBadgeFacts, counts_for_badge, read_lowers_badge
+from notify_core.decide import (
+    Collect,
+    Decision,
+    EventFacts,
+    Explanation,
+    FlushState,
+    Policy,
+    RecipientFacts,
+    Route,
+    Send,
+    Skip,
+    SkipReason,
+    Switches,
+    Via,
+    decide_all,
+    explain,
+    flush,
+    release_delayed,
+)
+from notify_core.events import Event
+from notify_core.kinds import Kind, RunState
+from notify_core.levels import LevelFacts, effective
+from notify_core.ports import Due, PreferenceFacts, Schedule, WorldFacts
+
+__all__ = ["Candidate", "Hint", "Pipeline", "Trigger", "classify"]
+
+
+class Trigger(enum.StrEnum):
+    """What made a hint decision happen (formats.md section 3)."""
+
+    EVENT = "event"
+    FLUSH = "flush"
+    RELEASE = "release"
+    BADGE_SYNC = "badge_sync"
+
+
+@attrs.frozen(kw_only=True)
+class Hint:
+    """One hint decision for one recipient: the unit of replay output."""
+
+    trigger: Trigger
+    at: datetime
+    recipient: str
+    kind: Kind
+    decision: Decision
+    seq: int | None = None
+    thread: str | None = None
+    message: str | None = None
+    target: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Candidate:
+    """The hints one source event gives: a kind, whom, and what it points at (S1-S4)."""
+
+    kind: Kind
+    recipients: tuple[str, ...]
+    thread: str | None = None
+    message: str | None = None
+    message_seq: int = 0
+    target: str | None = None
+    exclude_device: str | None = None
+    run_starter: str | None = None
+
+
+_RUN_KIND: Final = {
+    RunState.WAITING_INPUT: Kind.INPUT_NEEDED,
+    RunState.COMPLETED: Kind.RUN_DONE,
+    RunState.FAILED: Kind.RUN_FAILED,
+}
+_RUN_ENDS: Final = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
+
+
+def classify(event: Event, world: WorldFacts) -> list[Candidate]:
+    """Map a source event to its candidates and kinds (S1-S4), by the facts before it.
+
+    One hint per person and event: precedence dm, mention, message. Only active humans are
+    candidates; the author never is.
+    """
+    p = event.payload
+    if event.type == "message.created":
+        return _classify_message(event, world)
+    if event.type == "run.state_changed":
+        return _classify_run(event, world)
+    if event.type in ("access.expiring", "device.pending"):
+        person = world.user(event.audience or "")
+        if person is None or not person.active_human:
+            return []
+        if event.type == "access.expiring":
+            return [Candidate(kind=Kind.ADMIN, recipients=(person.id,), target=str(p["target"]))]
+        device = str(p["device"])
+        return [
+            Candidate(
+                kind=Kind.SECURITY, recipients=(person.id,), target=device, exclude_device=device
+            )
+        ]
+    return []
+
+
+def _humans(world: WorldFacts, people: Sequence[str], but: set[str]) -> tuple[str, ...]:
+    out = []
+    for person in people:
+        if person in but:
+            continue
+        info = world.user(person)
+        if info is not None and info.active_human:
+            out.append(person)
+    return tuple(sorted(set(out)))
+
+
+def _classify_message(event: Event, world: WorldFacts) -> list[Candidate]:
+    p = event.payload
+    if p.get("silent") or p["origin"] in ("import", "system") or p["kind"] in ("run", "system"):
+        return []
+    thread_id, author = str(p["thread"]), str(p["author"])
+    thread = world.thread(thread_id)
+    channel = world.channel(thread.channel) if thread is not None else None
+    if thread is None or channel is None:
+        return []
+    base = Candidate(
+        kind=Kind.MESSAGE,
+        recipients=(),
+        thread=thread_id,
+        message=str(p["message"]),
+        message_seq=int(p["thread_seq"]),  # type: ignore[call-overload]
+    )
+    if channel.direct:
+        dm = _humans(world, channel.participants, {author})
+        return [attrs.evolve(base, kind=Kind.DM, recipients=dm)] if dm else []
+    mentioned = _humans(world, [str(m) for m in p.get("mention_ids", [])], {author})  # type: ignore[attr-defined]
+    out = []
+    if mentioned:
+        out.append(attrs.evolve(base, kind=Kind.MENTION, recipients=mentioned))
+    if p["origin"] == "agent" and world.during_run(thread_id, author):
+        return out  # S2: no message hints during a run; its end gives one
+    readers = _humans(world, world.readers(channel.id), {author, *mentioned})
+    if readers:
+        out.append(attrs.evolve(base, recipients=readers))
+    return out
+
+
+def _classify_run(event: Event, world: WorldFacts) -> list[Candidate]:
+    p = event.payload
+    state = RunState(str(p["state"]))
+    run, thread, starter = str(p["run"]), str(p["thread"]), str(p["triggered_by"])
+    last = world.last_agent_message(run)
+    message, message_seq = last if last is not None else (None, 0)
+    out = []
+    kind = _RUN_KIND.get(state)
+    starter_info = world.user(starter)
+    if kind is not None and starter_info is not None and starter_info.active_human:
+        out.append(
+            Candidate(
+                kind=kind,
+                recipients=(starter,),
+                thread=thread,
+                message=message,
+                message_seq=message_seq,
+                run_starter=starter,
+            )
+        )
+    if state in _RUN_ENDS and message is not None:
+        but = {str(p["agent"])} | ({starter} if state is not RunState.CANCELLED else set())
+        readers = _humans(world, world.readers(str(p["channel"])), but)
+        if readers:
+            out.append(
+                Candidate(
+                    kind=Kind.MESSAGE,
+                    recipients=readers,
+                    thread=thread,
+                    message=message,
+                    message_seq=message_seq,
+                )
+            )
+    return out
+
+
+@attrs.define
+class Pipeline:
+    """Runs events through classification, facts, decisions and due work.
+
+    Args:
+        policy: the instance's policy.
+        world: host facts (and, for the in-memory store, the recorder of world events).
+        prefs: preference facts.
+        schedule: windows and due work.
+    """
+
+    policy: Policy
+    world: WorldFacts
+    prefs: PreferenceFacts
+    schedule: Schedule
+
+    def handle(self, event: Event) -> list[Hint]:
+        """Run due work up to the event's time, then the event itself; return the hints.
+
+        Hints of one event are ordered by kind precedence, then recipient.
+        """
+        hints = self.advance(event.occurred_at)
+        hints.extend(self._event_hints(event))
+        self._after(event, hints)
+        self.world.record(event)
+        return hints
+
+    def advance(self, until: datetime) -> list[Hint]:
+        """Run every piece of due work at or before ``until``, in due order."""
+        hints: list[Hint] = []
+        while (due := self.schedule.pop_due(until)) is not None:
+            hint = self._run_due(due)
+            if hint is not None:
+                hints.append(hint)
+        return hints
+
+    def finish(self) -> list[Hint]:
+        """Let the clock run on until nothing is pending (the end of a log)."""
+        hints: list[Hint] = []
+        while (at := self.schedule.next_due()) is not None:
+            hints.extend(self.advance(at))
+        return hints
+
+    # --- event hints ------------------------------------------------------------------------
+
+    def _event_hints(self, event: Event) -> list[Hint]:
+        hints: list[Hint] = []
+        for candidate in classify(event, self.world):
+            facts = self._event_facts(event.occurred_at, candidate)
+            people = self._recipient_facts(facts, candidate, candidate.recipients)
+            decisions = decide_all(facts, people)
+            for person, decision in zip(candidate.recipients, decisions, strict=True):
+                hints.append(self._apply(event.seq, event.occurred_at, person, candidate, decision))
+        return hints
+
+    def explain(self, event: Event, recipient: str) -> Explanation | None:
+        """Explain the decision of ``event`` for ``recipient`` (D11); ``None`` if not a candidate.
+
+        Call it instead of `handle` for that event (the facts are those before the event).
+        """
+        self.advance(event.occurred_at)
+        for candidate in classify(event, self.world):
+            if recipient in candidate.recipients:
+                facts = self._event_facts(event.occurred_at, candidate)
+                (person,) = self._recipient_facts(facts, candidate, (recipient,))
+                return explain(facts, person)
+        return None
+
+    def _event_facts(self, now: datetime, candidate: Candidate) -> EventFacts:
+        return EventFacts(
+            now=now,
+            kind=candidate.kind,
+            thread=candidate.thread,
+            policy=self.policy,
+            exclude_device=candidate.exclude_device,
+        )
+
+    def _recipient_facts(
+        self, facts: EventFacts, candidate: Candidate, people: Sequence[str]
+    ) -> list[RecipientFacts]:
+        world, thread = self.world, candidate.thread
+        levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+        rules = self.prefs.quiet_rules(people)
+        switches = self.prefs.switches(people)
+        out = []
+        for person in people:
+            info = world.user(person)
+            if thread is not None:
+                allowed = world.allowed(person, thread)
+                window = self.schedule.window(person, thread)
+                window_end = window.end if window is not None else None
+            else:
+                allowed, window_end = info is not None and info.active_human, None
+            out.append(
+                RecipientFacts(
+                    allowed=allowed,
+                    run_starter=person == candidate.run_starter,
+                    level=levels.get(person),
+                    user_time_zone=info.time_zone if info is not None else None,
+                    quiet_rules=rules.get(person, ()),
+                    switches=switches.get(person, _NO_SWITCHES),
+                    devices=world.devices(person),
+                    connections=world.connections(person),
+                    window_end=window_end,
+                )
+            )
+        return out
+
+    def _apply(
+        self, seq: int | None, at: datetime, person: str, candidate: Candidate, decision: Decision
+    ) -> Hint:
+        """Carry out a decision: collect into a window, open one, schedule delayed pushes."""
+        thread = candidate.thread
+        if isinstance(decision, Collect):
+            assert thread is not None
+            self.schedule.collect(person, thread)
+        elif isinstance(decision, Send):
+            if decision.opens_window_until is not None and thread is not None:
+                self.schedule.open_window(person, thread, decision.opens_window_until)
+            self._schedule_releases(seq, person, candidate, decision)
+        return Hint(
+            trigger=Trigger.EVENT,
+            at=at,
+            recipient=person,
+            kind=candidate.kind,
+            decision=decision,
+            seq=seq,
+            thread=thread,
+            message=candidate.message,
+            target=candidate.target,
+        )
+
+    def _schedule_releases(
+        self, seq: int | None, person: str, candidate: Candidate, decision: Send
+    ) -> None:
+        for route in decision.routes:
+            if route.via is Via.PUSH_DELAYED and route.due is not None:
+                self.schedule.schedule(
+                    Due(
+                        at=route.due,
+                        recipient=person,
+                        thread=candidate.thread or "",
+                        device=route.device,
+                        what="release",
+                        kind=candidate.kind,
+                        message=candidate.message,
+                        message_seq=candidate.message_seq,
+                        target=candidate.target,
+                        seq=seq,
+                    )
+                )
+
+    # --- after the event: following and badge syncs ----------------------------------------
+
+    def _after(self, event: Event, hints: list[Hint]) -> None:
+        p = event.payload
+        if event.type == "message.created" and p["origin"] == "human":
+            thread = self.world.thread(str(p["thread"]))
+            author = self.world.user(str(p["author"]))
+            if thread is not None and not thread.main and author and author.active_human:
+                self.prefs.follow(author.id, thread.id)  # S5
+        elif event.type == "read_state.updated" and event.audience is not None:
+            self._badge_on_read(event, event.audience, str(p["thread"]), int(p["last_read_seq"]))  # type: ignore[call-overload]
+
+    def _badge_facts(self, user: str, thread: str, now: datetime) -> ThreadBadgeFacts | None:
+        info = self.world.thread(thread)
+        if info is None:
+            return None
+        channel = self.world.channel(info.channel)
+        levels = self.prefs.level_facts(thread, [user]).get(user, _DEFAULT_LEVELS)
+        return ThreadBadgeFacts(
+            thread=thread,
+            readable=self.world.allowed(user, thread),
+            dm=channel is not None and channel.direct,
+            level=effective(levels, now),
+            last_message_seq=info.last_message_seq,
+            unread_floor_seq=info.unread_floor_seq,
+            read_seq=self.world.read_seq(user, thread),
+            unread_mentions=self.world.unread_mentions(user, thread),
+        )
+
+    def _badge_on_read(self, event: Event, user: str, thread: str, new_seq: int) -> None:
+        """B2: a read that lowers the badge schedules one sync, at most one per interval."""
+        facts = self._badge_facts(user, thread, event.occurred_at)
+        if facts is None or not read_lowers_badge(facts, facts.read_seq, new_seq):
+            return
+        last, pending = self.schedule.badge_sync(user)
+        if pending:
+            return  # the pending sync will carry this read
+        at = event.occurred_at
+        if last is not None and last + self.policy.badge_sync_min_interval > at:
+            at = last + self.policy.badge_sync_min_interval
+        self.schedule.set_badge_sync(user, last, True)
+        self.schedule.schedule(Due(at=at, recipient=user, what="badge_sync", kind=Kind.SYNC))
+
+    # --- due work ---------------------------------------------------------------------------
+
+    def _run_due(self, due: Due) -> Hint | None:
+        if due.what == "flush":
+            return self._flush(due)
+        if due.what == "release":
+            return self._release(due)
+        return self._badge_sync(due)
+
+    def _flush(self, due: Due) -> Hint | None:
+        window = self.schedule.window(due.recipient, due.thread)
+        self.schedule.close_window(due.recipient, due.thread)
+        if window is None or window.collected == 0:
+            return None  # nothing_collected: no hint existed, nothing to report (D8, D10)
+        info = self.world.thread(due.thread)
+        if info is None:
+            return None
+        read = max(self.world.read_seq(due.recipient, due.thread), info.unread_floor_seq)
+        state = FlushState(collected=window.collected, unread=max(0, info.last_message_seq - read))
+        candidate = Candidate(
+            kind=Kind.MESSAGE,
+            recipients=(due.recipient,),
+            thread=due.thread,
+            message=info.newest_message,
+            message_seq=info.last_message_seq,
+        )
+        facts = self._event_facts(due.at, candidate)
+        (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
+        decision = flush(state, facts, person)
+        hint = self._apply(None, due.at, due.recipient, candidate, decision)
+        return attrs.evolve(hint, trigger=Trigger.FLUSH)
+
+    def _release(self, due: Due) -> Hint:
+        candidate = Candidate(
+            kind=due.kind,
+            recipients=(due.recipient,),
+            thread=due.thread or None,
+            message=due.message,
+            message_seq=due.message_seq,
+            target=due.target,
+            run_starter=due.recipient if due.kind in _STARTER_KINDS else None,
+        )
+        read = bool(due.thread) and due.message is not None
+        read = read and self.world.read_seq(due.recipient, due.thread) >= due.message_seq
+        facts = self._event_facts(due.at, candidate)
+        (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
+        decision = release_delayed(facts, person, due.device, read)
+        return Hint(
+            trigger=Trigger.RELEASE,
+            at=due.at,
+            recipient=due.recipient,
+            kind=due.kind,
+            decision=decision,
+            seq=due.seq,
+            thread=candidate.thread,
+            message=due.message,
+            target=due.target,
+        )
+
+    def _badge_sync(self, due: Due) -> Hint | None:
+        user = due.recipient
+        self.schedule.set_badge_sync(user, due.at, False)
+        info = self.world.user(user)
+        if info is None or not info.active_human:
+            decision: Decision = _NOT_ALLOWED
+        else:
+            devices = self.world.push_devices(user)
+            if not devices:
+                decision = _NO_ROUTE
+            else:
+                badge = 0
+                for thread in self.world.badge_threads(user):
+                    facts = self._badge_facts(user, thread, due.at)
+                    badge += facts is not None and counts_for_badge(facts)
+                routes = tuple(Route(device=d, via=Via.PUSH) for d in devices)
+                decision = Send(routes=routes, quiet=False, count=badge)
+        return Hint(
+            trigger=Trigger.BADGE_SYNC, at=due.at, recipient=user, kind=Kind.SYNC, decision=decision
+        )
+
+
+_STARTER_KINDS: Final = frozenset({Kind.RUN_DONE, Kind.RUN_FAILED, Kind.INPUT_NEEDED})
+_NOT_ALLOWED: Final = Skip(reason=SkipReason.NOT_ALLOWED)
+_NO_ROUTE: Final = Skip(reason=SkipReason.NO_ROUTE)
+_DEFAULT_LEVELS: Final = LevelFacts()
+_NO_SWITCHES: Final = Switches()
