@@ -110,9 +110,10 @@ def translate(exc: psycopg.Error) -> NotifyError:
         )
     if isinstance(exc, pg_errors.UniqueViolation):
         return Conflict("already_exists", f"the key exists already ({state})")
-    if isinstance(exc, psycopg.OperationalError):
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, psycopg.OperationalError) and not state:
         return StorageError("storage_unavailable", f"cannot reach PostgreSQL: {reason}")
     if isinstance(exc, psycopg.ProgrammingError) and not state:
-        return StorageError("storage_unavailable", f"invalid connection or call: {exc}")
-    return StorageError("storage_failure", f"PostgreSQL error {state or type(exc).__name__}")
+        # Raised before any statement ran: a malformed connection string, a closed connection.
+        return StorageError("storage_unavailable", f"invalid connection or call: {reason}")
+    return StorageError("storage_failure", f"PostgreSQL error {type(exc).__name__} ({state})")

@@ -17,6 +17,7 @@ from importlib import resources
 import attrs
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 
 from notify_pg.errors import MigrationError, translate
 from notify_pg.seam import Conn, Seam, trusted_sql
@@ -26,6 +27,7 @@ __all__ = ["DEFAULT_SCHEMA", "Migration", "migrate", "migrations", "render"]
 #: The schema the library owns unless the host names another.
 DEFAULT_SCHEMA = "notify"
 
+_CONNECT_TIMEOUT_S = 10
 _FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 
 
@@ -103,7 +105,11 @@ def migrate(
     """
     if isinstance(conn_or_dsn, str):
         try:
-            conn = psycopg.connect(conn_or_dsn)
+            # A wrong host must not hang a deploy: give up after a while unless the DSN says.
+            if "connect_timeout" in conninfo_to_dict(conn_or_dsn):
+                conn = psycopg.connect(conn_or_dsn)
+            else:
+                conn = psycopg.connect(conn_or_dsn, connect_timeout=_CONNECT_TIMEOUT_S)
         except psycopg.Error as exc:
             raise translate(exc) from exc
         with conn:

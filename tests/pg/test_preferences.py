@@ -3,7 +3,7 @@ formats.md section 2 ``notification_pref.updated``, G5)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -12,7 +12,6 @@ from pgworld import (
     ALEX,
     ALLGEMEIN,
     ESKALATION,
-    M,
     OTHER,
     OTHER_CHANNEL,
     OWNER,
@@ -20,9 +19,10 @@ from pgworld import (
     SAM,
     SCHEMA,
     SUPPORT,
-    T,
     T_ESK,
     T_OTHER,
+    M,
+    T,
     channel,
     events,
     last_seq,
