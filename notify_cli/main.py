@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from notify_cli.db import db
 from notify_cli.table import table
 
 
@@ -14,3 +15,4 @@ def cli() -> None:
 
 
 cli.add_command(table)
+cli.add_command(db)
