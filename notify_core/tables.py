@@ -38,6 +38,7 @@ from notify_core.instants import format_instant, parse_instant, seconds
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
 from notify_core.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_until, rule_from_json
+from notify_core.records_tables import RECORD_FUNCTIONS
 
 __all__ = [
     "FUNCTIONS",
@@ -479,6 +480,7 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "apply_result": _apply_result,
     "retry_delay": _retry_delay,
     "badge_count": _badge_count,
+    **RECORD_FUNCTIONS,
 }
 
 

@@ -1,0 +1,259 @@
+"""``notify replay`` and ``notify explain``: the event log through the pipeline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from notify_cli.options import EXIT_BAD_INPUT, BadInput, lines_of, read_policy
+from notify_core.decide import Policy
+from notify_core.events import EventError
+from notify_core.instants import format_instant
+from notify_core.replay import Replay, Summary, compare, dumps_hint
+
+_stderr = Console(stderr=True)
+
+
+def _report(path: str, error: EventError) -> None:
+    pointer = f" at {error.pointer}" if error.pointer else ""
+    click.echo(f"{path}:{error.line}: bad event{pointer}: {error.message} ({error.code})", err=True)
+
+
+def _progress_lines(path: str, lines: Iterable[str]) -> Iterator[str]:
+    """Show a spinner-style progress on stderr when it is a terminal; data stays on stdout."""
+    if not sys.stderr.isatty():
+        yield from lines
+        return
+    with Progress(
+        TextColumn("replaying"),
+        BarColumn(bar_width=None),
+        TextColumn("{task.completed:,} lines"),
+        TimeElapsedColumn(),
+        console=_stderr,
+        transient=True,
+    ) as progress:
+        task = progress.add_task(path, total=None)
+        for count, line in enumerate(lines, start=1):
+            if count % 10_000 == 0:
+                progress.update(task, completed=count)
+            yield line
+
+
+def _replay(
+    path: str, policy: Policy, include_skips: bool, out: IO[str] | None
+) -> tuple[Summary, bool]:
+    replay = Replay(policy=policy, include_skips=include_skips)
+    bad = False
+    write = out.write if out is not None else None
+    for item in replay.run(_progress_lines(path, lines_of(path))):
+        if isinstance(item, EventError):
+            _report(path, item)
+            bad = True
+        elif write is not None:
+            write(dumps_hint(item) + "\n")
+    return replay.summary, bad
+
+
+def _summary_table(summary: Summary) -> Table:
+    data = summary.to_json()
+    table = Table(title="replay summary", show_header=True, header_style="bold")
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for name, count in data["events"].items():  # type: ignore[attr-defined]
+        table.add_row(f"events {name}", f"{count:,}")
+    for name, count in data["unknown_event_types"].items():  # type: ignore[attr-defined]
+        table.add_row(f"ignored unknown type {name}", f"{count:,}")
+    for kind, routes in data["routes_by_kind"].items():  # type: ignore[attr-defined]
+        for via, count in routes.items():
+            table.add_row(f"routes {kind} {via}", f"{count:,}")
+    for name, count in data["decisions"].items():  # type: ignore[attr-defined]
+        table.add_row(f"decisions {name}", f"{count:,}")
+    for reason, count in data["skips_by_reason"].items():  # type: ignore[attr-defined]
+        table.add_row(f"skips {reason}", f"{count:,}")
+    table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
+    volume = data["push_volume_per_recipient"]
+    assert isinstance(volume, dict)
+    table.add_row(
+        "pushes per recipient p50/p90/p99/max",
+        f"{volume['p50']}/{volume['p90']}/{volume['p99']}/{volume['max']}",
+    )
+    if summary.bad_lines:
+        table.add_row("bad lines", f"{summary.bad_lines:,}")
+    return table
+
+
+def _compare_table(diff: dict[str, object]) -> Table:
+    table = Table(title="policy A -> policy B", header_style="bold")
+    for column in ("what", "A", "B", "change"):
+        table.add_column(column, justify="left" if column == "what" else "right")
+    by_kind = diff["sends_by_kind"]
+    assert isinstance(by_kind, dict)
+    for kind, row in by_kind.items():
+        table.add_row(f"sends {kind}", str(row["a"]), str(row["b"]), f"{row['change']:+d}")
+    pushes = diff["pushes"]
+    assert isinstance(pushes, dict)
+    table.add_row("pushes", str(pushes["a"]), str(pushes["b"]), f"{pushes['change']:+d}")
+    people = diff["recipients_changed"]
+    assert isinstance(people, list)
+    for row in people[:10]:
+        table.add_row(
+            f"pushes to {row['recipient']}", str(row["a"]), str(row["b"]), f"{row['change']:+d}"
+        )
+    return table
+
+
+@click.command()
+@click.argument("log")
+@click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
+@click.option("--out", "out_file", metavar="FILE", help="Write hints here instead of stdout.")
+@click.option("--include-skips", is_flag=True, help="Also write skip decisions.")
+@click.option("--summary-json", metavar="FILE", help="Write the summary as JSON to FILE.")
+@click.option(
+    "--compare", "compare_file", metavar="POLICY_B", help="Replay twice and report the difference."
+)
+def replay(
+    log: str,
+    policy_file: str | None,
+    out_file: str | None,
+    include_skips: bool,
+    summary_json: str | None,
+    compare_file: str | None,
+) -> None:
+    """Replay the event log LOG and write one JSON line per hint decision.
+
+    The same log and options give byte-identical output. A summary table goes to stderr.
+    Bad lines are reported with file, line and reason, the replay goes on, and the exit code
+    is 2. With --compare, the log is replayed under --policy (A) and POLICY_B (B) and the
+    difference is written as JSON (to --out or stdout) and as a table on stderr.
+    """
+    policy = read_policy(policy_file)
+    if compare_file is not None:
+        policy_b = read_policy(compare_file)
+        summary_a, bad_a = _replay(log, policy, include_skips, None)
+        summary_b, bad_b = _replay(log, policy_b, include_skips, None)
+        diff = compare(summary_a, summary_b)
+        text = json.dumps(diff, ensure_ascii=False, indent=2) + "\n"
+        if out_file is not None:
+            _write_file(out_file, text)
+        else:
+            click.echo(text, nl=False)
+        _stderr.print(_compare_table(diff))
+        if bad_a or bad_b:
+            sys.exit(EXIT_BAD_INPUT)
+        return
+    if out_file is None:
+        summary, bad = _replay(log, policy, include_skips, sys.stdout)
+    else:
+        with _open_out(out_file) as out:
+            summary, bad = _replay(log, policy, include_skips, out)
+    _stderr.print(_summary_table(summary))
+    if summary_json is not None:
+        _write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+    if bad:
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _open_out(path: str) -> IO[str]:
+    try:
+        return open(path, "w", encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _write_file(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
+
+
+@click.command(name="explain")
+@click.argument("log")
+@click.option("--seq", type=int, required=True, help="The event to explain.")
+@click.option("--recipient", required=True, help="The person whose decision to explain.")
+@click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
+@click.option("--json", "as_json", is_flag=True, help="Print the steps as JSON.")
+def explain_command(
+    log: str, seq: int, recipient: str, policy_file: str | None, as_json: bool
+) -> None:
+    """Explain the decision of event SEQ for RECIPIENT, step by step (D1-D7, D11).
+
+    The log is replayed up to the event, so the facts are those the decision saw.
+    """
+    policy = read_policy(policy_file)
+    replay = Replay(policy=policy)
+    for number, text in enumerate(lines_of(log), start=1):
+        try:
+            event = replay.reader.read(text, number)
+        except EventError as error:
+            _report(log, error)
+            continue
+        if event is None:
+            continue
+        if event.seq == seq:
+            explanation = replay.pipeline.explain(event, recipient)
+            if explanation is None:
+                raise BadInput(
+                    f"{log}:{number}: {recipient} is no candidate of event {seq} ({event.type})"
+                )
+            _print_explanation(event.type, event.seq, recipient, explanation, as_json)
+            return
+        if event.seq > seq:
+            break
+        try:
+            for _ in replay.pipeline.handle(event):
+                pass
+        except EventError as error:
+            error.line = number
+            _report(log, error)
+    raise BadInput(f"{log}: no event with seq {seq}")
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return format_instant(value)  # type: ignore[arg-type]
+    return value
+
+
+def _print_explanation(
+    kind: str, seq: int, recipient: str, explanation: object, as_json: bool
+) -> None:
+    from notify_core.decide import Explanation
+    from notify_core.tables import decision_to_json
+
+    assert isinstance(explanation, Explanation)
+    steps = [
+        {"rule": s.rule, "title": s.title, "ended": s.ended, "read": _plain(dict(s.read))}
+        for s in explanation.steps
+    ]
+    decision = decision_to_json(explanation.decision)
+    if as_json:
+        obj = {
+            "seq": seq,
+            "type": kind,
+            "recipient": recipient,
+            "steps": steps,
+            "decision": decision,
+        }
+        click.echo(json.dumps(obj, ensure_ascii=False, indent=2))
+        return
+    click.echo(f"event {seq} ({kind}), recipient {recipient}")
+    for step in steps:
+        mark = "ends here" if step["ended"] else "passes"
+        facts = step["read"]
+        assert isinstance(facts, dict)
+        read = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in facts.items())
+        click.echo(f"  {step['rule']} {step['title']}: {mark}  [{read}]")
+    click.echo("decision: " + json.dumps(decision, ensure_ascii=False))

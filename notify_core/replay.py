@@ -1,0 +1,277 @@
+"""Replay an event log through the pipeline: hints out, a summary, and policy comparison.
+
+No I/O: `Replay` takes text lines and yields hints; the CLI reads files and writes JSON. The
+output of the same lines and policy is the same, byte for byte (formats.md section 3).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import timedelta
+from typing import Final
+
+import attrs
+
+from notify_core.decide import Collect, Policy, Skip, SkipReason, Via
+from notify_core.errors import InvalidInput
+from notify_core.events import PAYLOADS, Event, EventError, EventLogReader
+from notify_core.instants import format_instant
+from notify_core.levels import parse_level
+from notify_core.memory import MemoryStore
+from notify_core.pipeline import Hint, Pipeline
+from notify_core.tables import decision_to_json
+
+__all__ = [
+    "POLICY_KEYS",
+    "Replay",
+    "Summary",
+    "compare",
+    "dumps_hint",
+    "hint_to_json",
+    "policy_from_mapping",
+]
+
+#: The keys of a policy file (formats.md section 3) and their defaults.
+POLICY_KEYS: Final[Mapping[str, object]] = {
+    "coalesce_window_s": 90,
+    "mobile_delay_when_desktop_active_s": 60,
+    "instance_default_level": "mentions",
+    "default_admin_enabled": True,
+    "default_input_needed_breaks_quiet_hours": False,
+    "badge_sync_min_interval_s": 60,
+}
+
+
+def policy_from_mapping(values: Mapping[str, object]) -> Policy:
+    """Build a `Policy` from the keys of a policy file; absent keys take their defaults.
+
+    Raises:
+        InvalidInput: an unknown key (``unknown_key``) or a value of the wrong type, with the
+            key as pointer.
+    """
+    for key in values:
+        if key not in POLICY_KEYS:
+            known = ", ".join(POLICY_KEYS)
+            raise InvalidInput(
+                "unknown_key", f"unknown policy key {key!r} (known: {known})", f"/{key}"
+            )
+    merged = {**POLICY_KEYS, **values}
+
+    def duration(key: str) -> timedelta:
+        value = merged[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise InvalidInput(
+                "invalid_duration", f"{key} must be a number of seconds >= 0", f"/{key}"
+            )
+        return timedelta(seconds=value)
+
+    def flag(key: str) -> bool:
+        value = merged[key]
+        if not isinstance(value, bool):
+            raise InvalidInput("invalid_type", f"{key} must be true or false", f"/{key}")
+        return value
+
+    return Policy(
+        coalesce_window=duration("coalesce_window_s"),
+        mobile_delay_when_desktop_active=duration("mobile_delay_when_desktop_active_s"),
+        instance_default_level=parse_level(
+            merged["instance_default_level"], "/instance_default_level"
+        ),
+        default_admin_enabled=flag("default_admin_enabled"),
+        default_input_needed_breaks_quiet_hours=flag("default_input_needed_breaks_quiet_hours"),
+        badge_sync_min_interval=duration("badge_sync_min_interval_s"),
+    )
+
+
+def hint_to_json(hint: Hint) -> dict[str, object]:
+    """Return the replay output object of a hint (formats.md section 3), members in order."""
+    out: dict[str, object] = {}
+    if hint.seq is not None:
+        out["seq"] = hint.seq
+    out["trigger"] = hint.trigger.value
+    out["at"] = format_instant(hint.at)
+    out["recipient"] = hint.recipient
+    out["kind"] = hint.kind.value
+    if hint.thread is not None:
+        out["thread"] = hint.thread
+    if hint.message is not None:
+        out["message"] = hint.message
+    if hint.target is not None:
+        out["target"] = hint.target
+    out.update(decision_to_json(hint.decision))
+    return out
+
+
+def dumps_hint(hint: Hint) -> str:
+    """Return the JSON line of a hint: compact, members in format order, no ``null``."""
+    return json.dumps(hint_to_json(hint), ensure_ascii=False, separators=(",", ":"))
+
+
+def _percentile(sorted_values: list[int], q: float) -> int:
+    if not sorted_values:
+        return 0
+    index = min(len(sorted_values) - 1, int(q * len(sorted_values)))
+    return sorted_values[index]
+
+
+@attrs.define
+class Summary:
+    """Counts of one replay: events by type, hints by kind and route, skips by reason."""
+
+    events: Counter[str] = attrs.field(factory=Counter)
+    unknown_types: Counter[str] = attrs.field(factory=Counter)
+    bad_lines: int = 0
+    decisions: Counter[str] = attrs.field(factory=Counter)
+    sends_by_kind: Counter[str] = attrs.field(factory=Counter)
+    routes: Counter[tuple[str, str]] = attrs.field(factory=Counter)
+    skips: Counter[str] = attrs.field(factory=Counter)
+    quiet: int = 0
+    pushes: Counter[str] = attrs.field(factory=Counter)
+
+    def add_event(self, event: Event) -> None:
+        """Count an event by type; unknown types are named apart."""
+        self.events[event.type] += 1
+        if event.type not in PAYLOADS:
+            self.unknown_types[event.type] += 1
+
+    def add_hint(self, hint: Hint) -> None:
+        """Count a hint decision."""
+        decision = hint.decision
+        if isinstance(decision, Skip):
+            self.decisions["skip"] += 1
+            self.skips[decision.reason.value] += 1
+        elif isinstance(decision, Collect):
+            self.decisions["collect"] += 1
+        else:
+            self.decisions["send"] += 1
+            self.sends_by_kind[hint.kind.value] += 1
+            self.quiet += decision.quiet
+            for route in decision.routes:
+                self.routes[(hint.kind.value, route.via.value)] += 1
+                if route.via is Via.PUSH:
+                    self.pushes[hint.recipient] += 1
+
+    def to_json(self) -> dict[str, object]:
+        """Return the summary as JSON (the ``--summary-json`` file)."""
+        volumes = sorted(self.pushes.values())
+        sends = self.decisions["send"]
+        routes: dict[str, dict[str, int]] = {}
+        for (kind, via), count in sorted(self.routes.items()):
+            routes.setdefault(kind, {})[via] = count
+        return {
+            "format": 1,
+            "events": dict(sorted(self.events.items())),
+            "unknown_event_types": dict(sorted(self.unknown_types.items())),
+            "bad_lines": self.bad_lines,
+            "decisions": dict(sorted(self.decisions.items())),
+            "sends_by_kind": dict(sorted(self.sends_by_kind.items())),
+            "routes_by_kind": routes,
+            "skips_by_reason": dict(sorted(self.skips.items())),
+            "quiet_share": round(self.quiet / sends, 4) if sends else 0.0,
+            "pushes": sum(volumes),
+            "push_volume_per_recipient": {
+                "recipients": len(volumes),
+                "p50": _percentile(volumes, 0.5),
+                "p90": _percentile(volumes, 0.9),
+                "p99": _percentile(volumes, 0.99),
+                "max": volumes[-1] if volumes else 0,
+            },
+        }
+
+
+@attrs.define
+class Replay:
+    """One replay of a log under one policy, fed line by line.
+
+    Args:
+        policy: the policy to decide under.
+        include_skips: also yield skip decisions (except ``not_allowed``; see below).
+
+    Skips with reason ``not_allowed`` are counted but never yielded: the output would tell
+    that someone was mentioned where they cannot read (docs/decisions.md).
+    """
+
+    policy: Policy = attrs.field(factory=Policy)
+    include_skips: bool = False
+    summary: Summary = attrs.field(factory=Summary)
+    store: MemoryStore = attrs.field(init=False)
+    pipeline: Pipeline = attrs.field(init=False)
+    reader: EventLogReader = attrs.field(factory=EventLogReader)
+
+    def __attrs_post_init__(self) -> None:
+        self.store = MemoryStore(instance_default=self.policy.instance_default_level)
+        self.pipeline = Pipeline(
+            policy=self.policy, world=self.store, prefs=self.store, schedule=self.store
+        )
+
+    def feed(self, text: str, line: int) -> Iterator[Hint]:
+        """Read one line and yield the hints it causes (due work first).
+
+        Raises:
+            EventError: a bad line (with its number); the replay can go on with the next.
+        """
+        event = self.reader.read(text, line)
+        if event is None:
+            return
+        self.summary.add_event(event)
+        try:
+            hints = self.pipeline.handle(event)
+        except EventError as error:
+            error.line = line
+            raise
+        yield from self._out(hints)
+
+    def finish(self) -> Iterator[Hint]:
+        """Run the clock on until nothing is pending; yield what that decides."""
+        yield from self._out(self.pipeline.finish())
+
+    def _out(self, hints: Iterable[Hint]) -> Iterator[Hint]:
+        for hint in hints:
+            self.summary.add_hint(hint)
+            decision = hint.decision
+            if isinstance(decision, Skip) and (
+                not self.include_skips or decision.reason is SkipReason.NOT_ALLOWED
+            ):
+                continue
+            yield hint
+
+    def run(self, lines: Iterable[str]) -> Iterator[Hint | EventError]:
+        """Replay all lines; bad lines come out as `EventError` values, in place."""
+        for number, text in enumerate(lines, start=1):
+            try:
+                yield from self.feed(text, number)
+            except EventError as error:
+                self.summary.bad_lines += 1
+                yield error
+        yield from self.finish()
+
+
+def compare(a: Summary, b: Summary) -> dict[str, object]:
+    """Return what changes from policy A to policy B: sends per kind, pushes per recipient."""
+    kinds = sorted(a.sends_by_kind.keys() | b.sends_by_kind.keys())
+    people = sorted(a.pushes.keys() | b.pushes.keys())
+    changed = [
+        {"recipient": p, "a": a.pushes[p], "b": b.pushes[p], "change": b.pushes[p] - a.pushes[p]}
+        for p in people
+        if a.pushes[p] != b.pushes[p]
+    ]
+    changed.sort(key=lambda row: (-abs(int(row["change"])), str(row["recipient"])))  # type: ignore[call-overload]
+    pushes_a, pushes_b = sum(a.pushes.values()), sum(b.pushes.values())
+    return {
+        "format": 1,
+        "sends_by_kind": {
+            k: {
+                "a": a.sends_by_kind[k],
+                "b": b.sends_by_kind[k],
+                "change": b.sends_by_kind[k] - a.sends_by_kind[k],
+            }
+            for k in kinds
+        },
+        "pushes": {"a": pushes_a, "b": pushes_b, "change": pushes_b - pushes_a},
+        "pushes_saved": max(0, pushes_a - pushes_b),
+        "pushes_added": max(0, pushes_b - pushes_a),
+        "quiet_share": {"a": a.to_json()["quiet_share"], "b": b.to_json()["quiet_share"]},
+        "recipients_changed": changed,
+    }
