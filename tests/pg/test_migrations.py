@@ -205,6 +205,21 @@ def test_forget_person_removes_the_persons_rows(
     assert {e.get("audience") for e in events(conn)} == {SAM}
 
 
+def test_host_deleting_a_person_forgets_them(
+    conn: psycopg.Connection[Any], store: NotifyStore, world: None
+) -> None:
+    """Seed 000 TestMigrationNotifyTables, last clause: deleting a users row removes the
+    person's rows (here through forget_person in the host's transaction, not a foreign key)."""
+    from notify_pg.reference_host import ReferenceHost
+
+    store.preferences.put(conn, SAM, thread(T), Preference(level="all"))
+    ReferenceHost("host").delete_user(conn, SAM, store)
+    assert conn.execute(f"SELECT count(*) FROM {SCHEMA}.notification_preferences").fetchone() == (
+        0,
+    )
+    assert events(conn) == []
+
+
 def test_query_files_are_named_and_described() -> None:
     """style.md: one named block per query with a one-line description; schema as identifier."""
     for package in ("notify_pg", "notify_pg.reference_host"):

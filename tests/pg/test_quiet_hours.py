@@ -101,6 +101,24 @@ def test_unknown_time_zone(zone: str) -> None:
     assert info.value.as_json() == {"code": "unknown_time_zone", "pointer": "/time_zone"}
 
 
+@pytest.mark.parametrize(
+    ("fields", "code", "pointer"),
+    [
+        ({"weekdays": 0}, "invalid_weekdays", "/weekdays"),
+        ({"weekdays": 128}, "invalid_weekdays", "/weekdays"),
+        ({"start_local": "24:00"}, "invalid_local_time", "/start_local"),
+        ({"end_local": "7:00"}, "invalid_local_time", "/end_local"),
+    ],
+)
+def test_malformed_rules_never_reach_the_store(
+    fields: dict[str, Any], code: str, pointer: str
+) -> None:
+    """Seed 000 TestQuietHours_Validation (Q2, Q3): the repository takes only valid rules."""
+    with pytest.raises(InvalidRule) as info:
+        rule(**fields)
+    assert info.value.as_json() == {"code": code, "pointer": pointer}
+
+
 def test_whole_day_rule_is_stored(conn: Conn, store: NotifyStore) -> None:
     """Seed 000 TestQuietHours_Validation: 00:00 to 00:00 is a whole day and is stored."""
     stored = store.quiet_hours.create(conn, ALEX, rule(start_local="00:00", end_local="00:00"))
