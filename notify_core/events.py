@@ -15,7 +15,7 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidInput
+from notify_core.errors import InvalidInput, NotifyError
 from notify_core.instants import parse_instant
 
 __all__ = ["PAYLOADS", "Event", "EventError", "EventLogReader", "Scope", "parse_event"]
@@ -263,7 +263,7 @@ def parse_event(obj: object) -> Event:
         raise EventError("invalid_event", "occurred_at is missing", "/occurred_at")
     try:
         occurred_at = parse_instant(obj["occurred_at"], "/occurred_at")
-    except InvalidInput as error:
+    except NotifyError as error:  # a naive instant too: in a log line it is bad data
         raise EventError(error.code, error.message, error.pointer) from None
     for name in ("actor", "audience"):
         if name in obj and not _str(obj[name]):

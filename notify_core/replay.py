@@ -20,7 +20,7 @@ from notify_core.events import PAYLOADS, Event, EventError, EventLogReader
 from notify_core.instants import format_instant
 from notify_core.levels import parse_level
 from notify_core.memory import MemoryStore
-from notify_core.pipeline import Hint, Pipeline
+from notify_core.pipeline import Hint, Pipeline, Trigger
 from notify_core.tables import decision_to_json
 
 __all__ = [
@@ -187,10 +187,11 @@ class Replay:
 
     Args:
         policy: the policy to decide under.
-        include_skips: also yield skip decisions (except ``not_allowed``; see below).
+        include_skips: also yield skip decisions (but see below).
 
-    Skips with reason ``not_allowed`` are counted but never yielded: the output would tell
-    that someone was mentioned where they cannot read (docs/decisions.md).
+    A ``not_allowed`` skip of an event's own candidates is counted but never yielded: the
+    output would tell that someone was mentioned where they cannot read (docs/decisions.md).
+    At a flush or release the person was a recipient before, so nothing new is told.
     """
 
     policy: Policy = attrs.field(factory=Policy)
@@ -232,7 +233,8 @@ class Replay:
             self.summary.add_hint(hint)
             decision = hint.decision
             if isinstance(decision, Skip) and (
-                not self.include_skips or decision.reason is SkipReason.NOT_ALLOWED
+                not self.include_skips
+                or (decision.reason is SkipReason.NOT_ALLOWED and hint.trigger is Trigger.EVENT)
             ):
                 continue
             yield hint
