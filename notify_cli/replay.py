@@ -46,13 +46,41 @@ def _progress_lines(path: str, lines: Iterable[str]) -> Iterator[str]:
             yield line
 
 
+def _source(path: str | None, dsn: str | None, schema: str) -> tuple[str, Iterable[str]]:
+    """Return a label for messages and the lines of the log: a file or ``event_log``."""
+    if dsn is None:
+        assert path is not None
+        return path, lines_of(path)
+    return f"postgresql {schema}.event_log", _pg_lines(dsn, schema)
+
+
+def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
+    """Yield ``event_log`` rows in seq order as log lines (the same replay as a file)."""
+    try:
+        import psycopg
+
+        from notify_pg.events import read_event_log
+    except ImportError:
+        raise BadInput(
+            "--from-pg needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
+        ) from None
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            for event in read_event_log(conn, schema):
+                yield json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"cannot read {schema}.event_log: {reason}") from None
+
+
 def _replay(
-    path: str, policy: Policy, include_skips: bool, out: IO[str] | None
+    source: tuple[str, Iterable[str]], policy: Policy, include_skips: bool, out: IO[str] | None
 ) -> tuple[Summary, bool]:
+    path, lines = source
     replay = Replay(policy=policy, include_skips=include_skips)
     bad = False
     write = out.write if out is not None else None
-    for item in replay.run(_progress_lines(path, lines_of(path))):
+    for item in replay.run(_progress_lines(path, lines)):
         if isinstance(item, EventError):
             _report(path, item)
             bad = True
@@ -110,7 +138,9 @@ def _compare_table(diff: dict[str, object]) -> Table:
 
 
 @click.command()
-@click.argument("log")
+@click.argument("log", required=False)
+@click.option("--from-pg", "dsn", metavar="DSN", help="Read the event log from PostgreSQL.")
+@click.option("--schema", default="notify", show_default=True, help="Schema of --from-pg.")
 @click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
 @click.option("--out", "out_file", metavar="FILE", help="Write hints here instead of stdout.")
 @click.option("--include-skips", is_flag=True, help="Also write skip decisions.")
@@ -119,7 +149,9 @@ def _compare_table(diff: dict[str, object]) -> Table:
     "--compare", "compare_file", metavar="POLICY_B", help="Replay twice and report the difference."
 )
 def replay(
-    log: str,
+    log: str | None,
+    dsn: str | None,
+    schema: str,
     policy_file: str | None,
     out_file: str | None,
     include_skips: bool,
@@ -131,13 +163,16 @@ def replay(
     The same log and options give byte-identical output. A summary table goes to stderr.
     Bad lines are reported with file, line and reason, the replay goes on, and the exit code
     is 2. With --compare, the log is replayed under --policy (A) and POLICY_B (B) and the
-    difference is written as JSON (to --out or stdout) and as a table on stderr.
+    difference is written as JSON (to --out or stdout) and as a table on stderr. With
+    --from-pg DSN the log is the table event_log of --schema, read in seq order.
     """
+    if (log is None) == (dsn is None):
+        raise BadInput("give either LOG or --from-pg DSN")
     policy = read_policy(policy_file)
     if compare_file is not None:
         policy_b = read_policy(compare_file)
-        summary_a, bad_a = _replay(log, policy, include_skips, None)
-        summary_b, bad_b = _replay(log, policy_b, include_skips, None)
+        summary_a, bad_a = _replay(_source(log, dsn, schema), policy, include_skips, None)
+        summary_b, bad_b = _replay(_source(log, dsn, schema), policy_b, include_skips, None)
         diff = compare(summary_a, summary_b)
         text = json.dumps(diff, ensure_ascii=False, indent=2) + "\n"
         if out_file is not None:
@@ -149,10 +184,10 @@ def replay(
             sys.exit(EXIT_BAD_INPUT)
         return
     if out_file is None:
-        summary, bad = _replay(log, policy, include_skips, sys.stdout)
+        summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, sys.stdout)
     else:
         with _open_out(out_file) as out:
-            summary, bad = _replay(log, policy, include_skips, out)
+            summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, out)
     _stderr.print(_summary_table(summary))
     if summary_json is not None:
         _write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
