@@ -155,12 +155,19 @@ class Policy:
     )
 
 
+def _platform(value: object) -> Platform:
+    try:
+        return Platform(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise InvalidFacts("invalid_platform", f"unknown platform {value!r}", "/platform") from None
+
+
 @attrs.frozen(kw_only=True)
 class Device:
     """One of a person's active devices."""
 
     id: str
-    platform: Platform = attrs.field(converter=Platform)
+    platform: Platform = attrs.field(converter=_platform)
 
 
 def _frozen_ids(ids: Iterable[str]) -> frozenset[str]:
@@ -279,15 +286,26 @@ class EventFacts:
 
 
 def _sorted_devices(devices: Iterable[Device]) -> tuple[Device, ...]:
+    # Fast path: a store hands in a tuple that is already ordered (one per recipient).
+    if type(devices) is tuple:
+        if len(devices) < 2:
+            return devices
+        previous = devices[0].id
+        for device in devices[1:]:
+            if device.id < previous:
+                break
+            previous = device.id
+        else:
+            return devices
     return tuple(sorted(devices, key=lambda device: device.id))
 
 
 def _rule_tuple(rules: Iterable[QuietRule]) -> tuple[QuietRule, ...]:
-    return tuple(rules)
+    return rules if type(rules) is tuple else tuple(rules)
 
 
 def _connection_tuple(connections: Iterable[Connection]) -> tuple[Connection, ...]:
-    return tuple(connections)
+    return connections if type(connections) is tuple else tuple(connections)
 
 
 @attrs.frozen(kw_only=True)
@@ -319,13 +337,15 @@ class RecipientFacts:
     devices: tuple[Device, ...] = attrs.field(default=(), converter=_sorted_devices)
     connections: tuple[Connection, ...] = attrs.field(default=(), converter=_connection_tuple)
     window_end: datetime | None = attrs.field(default=None, validator=_optional_instant)
-    _zone: tzinfo = attrs.field(init=False, eq=False, repr=False)
-    _push_routes: tuple[Route, ...] = attrs.field(init=False, eq=False, repr=False)
 
-    def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "_zone", zone_or_utc(self.user_time_zone))
-        routes = tuple(Route(device=d.id, via=Via.PUSH) for d in self.devices)
-        object.__setattr__(self, "_push_routes", routes)
+    @property
+    def _zone(self) -> tzinfo:
+        # Derived when a quiet rule needs it: most recipients of a fan-out end before D7.
+        return zone_or_utc(self.user_time_zone)
+
+    @property
+    def _push_routes(self) -> tuple[Route, ...]:
+        return tuple(Route(device=d.id, via=Via.PUSH) for d in self.devices)
 
 
 @attrs.frozen(kw_only=True)

@@ -98,11 +98,20 @@ def _optional_instant(_inst: object, attribute: attrs.Attribute[Any], value: Any
         require_instant(value, attribute.name)
 
 
+def _target_kind(value: object) -> TargetKind:
+    try:
+        return TargetKind(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise InvalidLevel(
+            "invalid_target_kind", f"not a target kind: {value!r}", "/kind"
+        ) from None
+
+
 @attrs.frozen(kw_only=True)
 class Target:
     """The thing a preference row is about: a space, a channel or a thread (L1)."""
 
-    kind: TargetKind = attrs.field(converter=TargetKind)
+    kind: TargetKind = attrs.field(converter=_target_kind)
     id: str
 
 

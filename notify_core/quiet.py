@@ -194,6 +194,8 @@ def rule_from_json(obj: Mapping[str, object]) -> QuietRule:
     Raises:
         InvalidRule: a missing or malformed member, with its pointer.
     """
+    if not isinstance(obj, Mapping):
+        raise InvalidRule("invalid_type", "a rule must be a JSON object")
     for name in ("weekdays", "start_local", "end_local", "enabled"):
         if name not in obj:
             raise InvalidRule("missing_member", f"the rule has no {name!r}", f"/{name}")

@@ -267,11 +267,11 @@ def _devices(inp: JsonObject) -> list[Device]:
         at = f"/devices/{i}"
         obj = _object(raw, at)
         platform = _str(_member(obj, "platform", at), f"{at}/platform")
-        if platform not in ("ios", "android", "desktop", "web"):
-            raise InvalidInput(
-                "invalid_platform", f"unknown platform {platform!r}", f"{at}/platform"
-            )
-        devices.append(Device(id=_str(_member(obj, "id", at), f"{at}/id"), platform=platform))
+        device_id = _str(_member(obj, "id", at), f"{at}/id")
+        try:
+            devices.append(Device(id=device_id, platform=platform))
+        except NotifyError as error:
+            raise error.at(at) from None
     return devices
 
 
@@ -280,7 +280,7 @@ def _connections(inp: JsonObject) -> list[Connection]:
     for i, raw in enumerate(_list(_member(inp, "connections", ""), "/connections")):
         at = f"/connections/{i}"
         obj = _object(raw, at)
-        focus = _list(_member(obj, "focus", at, required=False) or [], f"{at}/focus")
+        focus = _list(_member(obj, "focus", at), f"{at}/focus")
         connections.append(
             Connection(
                 device=_str(_member(obj, "device", at), f"{at}/device"),
@@ -304,7 +304,7 @@ def _facts(inp: JsonObject) -> tuple[EventFacts, RecipientFacts]:
         exclude_device=None if exclude is None else _str(exclude, "/exclude_device"),
     )
     level = _member(inp, "level", "", required=False)
-    raw_rules = _list(_member(inp, "quiet_rules", "", required=False) or [], "/quiet_rules")
+    raw_rules = _list(_member(inp, "quiet_rules", ""), "/quiet_rules")
     person = RecipientFacts(
         author=_bool(_member(inp, "author", ""), "/author"),
         allowed=_bool(_member(inp, "allowed", ""), "/allowed"),
@@ -365,7 +365,11 @@ def _release_delayed(inp: JsonObject) -> dict[str, Json]:
 
 
 def _kind_code(inp: JsonObject) -> dict[str, Json]:
-    return {"code": kind_code(_str(_member(inp, "kind", ""), "/kind"))}
+    kind = _str(_member(inp, "kind", ""), "/kind")
+    try:
+        return {"code": kind_code(kind)}
+    except NotifyError as error:
+        raise error.at("/kind") from None
 
 
 def _kind_from_code(inp: JsonObject) -> dict[str, Json]:

@@ -242,6 +242,11 @@ class TestSteps:
         with pytest.raises(NaiveDatetime):
             EventFacts(now=datetime(2026, 10, 23), kind="security")
 
+    def test_g3_unknown_platform_is_a_documented_error(self) -> None:
+        with pytest.raises(InvalidFacts) as err:
+            Device(id="d", platform="nokia")
+        assert (err.value.code, err.value.pointer) == ("invalid_platform", "/platform")
+
     def test_g4_ids_are_opaque_strings(self) -> None:
         odd = Device(id="🙂/../'; DROP", platform="web")
         decision = decide(event("mention", thread="∅ thread"), person(devices=[odd]))

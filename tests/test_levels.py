@@ -50,8 +50,9 @@ class TestValues:
     def test_l1_target_kinds(self) -> None:
         assert [k.value for k in TargetKind] == ["space", "channel", "thread"]
         assert Target(kind="thread", id="t-1").kind is TargetKind.THREAD  # type: ignore[arg-type]
-        with pytest.raises(ValueError):
+        with pytest.raises(InvalidLevel) as err:
             Target(kind="message", id="m-1")  # type: ignore[arg-type]
+        assert (err.value.code, err.value.pointer) == ("invalid_target_kind", "/kind")
 
     def test_l2_muted_until_must_be_aware(self) -> None:
         with pytest.raises(NaiveDatetime):

@@ -156,6 +156,12 @@ class TestRuleValidation:
         }
         assert rule_from_json(rule_to_json(rule)) == rule
 
+    @pytest.mark.parametrize("raw", [5, "rule", None, [1]])
+    def test_g3_a_rule_must_be_an_object(self, raw: object) -> None:
+        with pytest.raises(InvalidRule) as err:
+            rule_from_json(raw)  # type: ignore[arg-type]
+        assert err.value.code == "invalid_type"
+
     def test_q1_json_refuses_null_zone(self) -> None:
         with pytest.raises(InvalidRule) as err:
             rule_from_json(
