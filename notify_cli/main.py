@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from notify_cli.db import db
+from notify_cli.records import records
 from notify_cli.replay import explain_command, replay
 from notify_cli.table import table
 
@@ -19,3 +20,4 @@ cli.add_command(table)
 cli.add_command(replay)
 cli.add_command(explain_command)
 cli.add_command(db)
+cli.add_command(records)

@@ -79,6 +79,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "notification_preferences",
         "quiet_hours",
         "event_log",
+        "preference_records",
     }
 
 

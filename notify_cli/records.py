@@ -1,0 +1,172 @@
+"""``notify records``: preference records (seed 002) in PostgreSQL (needs the ``pg`` extra)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from notify_cli.options import BadInput
+
+DEFAULT_SCHEMA = "notify"
+_CONNECT_TIMEOUT_S = 10
+
+if TYPE_CHECKING:  # click >= 8.2 types ParamType generically; older ones cannot subscript it
+    _ParamType = click.ParamType[datetime, Any]
+else:
+    _ParamType = click.ParamType
+
+
+class InstantType(_ParamType):
+    """An RFC 3339 instant with an offset (``2026-03-14T00:00:00Z``); bad text exits 2."""
+
+    name = "instant"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse the text; a bad instant is one line on stderr and exit code 2."""
+        if isinstance(value, datetime):
+            return value
+        from notify_core.errors import NotifyError
+        from notify_core.instants import parse_instant
+
+        try:
+            return parse_instant(value)
+        except NotifyError as exc:
+            option = param.opts[0] if param is not None and param.opts else "instant"
+            raise BadInput(f"{option}: {exc.message} (an RFC 3339 instant with offset)") from None
+
+
+@click.group()
+def records() -> None:
+    """Preference records of seed 002 (needs psycopg: pip install 'notify-engine[pg]')."""
+
+
+@records.command()
+@click.option(
+    "--dsn",
+    envvar="NOTIFY_DSN",
+    required=True,
+    metavar="DSN",
+    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
+)
+@click.option(
+    "--principal",
+    "principal_ref",
+    required=True,
+    metavar="P",
+    help="The principal reference, matched exactly (no case folding, no trimming).",
+)
+@click.option(
+    "--at",
+    "at",
+    type=InstantType(),
+    default=None,
+    metavar="INSTANT",
+    help="Reconstruct the record in effect at this RFC 3339 instant [default: now].",
+)
+@click.option(
+    "--schema",
+    default=DEFAULT_SCHEMA,
+    show_default=True,
+    metavar="NAME",
+    help="The schema notify owns in that database.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_json: bool) -> None:
+    """Print a principal's preference history and the record in effect at an instant.
+
+    The history is every record of the principal in recording order, deleted ones included,
+    with status and the set, suspension and deletion instants. The record in effect at INSTANT
+    is reconstructed from the stamps alone, each record governing [set_at, deleted_at)
+    (seed 002 Check 2.1-2.2). A suspended record is in effect (delivery paused).
+
+    --json prints {"principal_ref", "at", "records": [...], "in_effect": {"preference_id",
+    "status_at"} or {"none": true}}, records as in formats.md section 1 (absent members
+    omitted).
+    A bad DSN, an unreachable database or a bad instant: one line on stderr and exit code 2.
+    """
+    try:
+        import psycopg
+        from psycopg.conninfo import conninfo_to_dict
+
+        from notify_core.errors import NotifyError
+        from notify_core.instants import format_instant
+        from notify_core.records_tables import record_to_json
+        from notify_pg.errors import translate
+        from notify_pg.records import PreferenceRecordRepository
+    except ImportError as exc:  # psycopg missing: the pg extra is not installed
+        raise BadInput(
+            f"records needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
+        ) from None
+    if not schema:
+        raise BadInput("--schema must not be empty")
+    instant = at if at is not None else datetime.now(UTC)  # the CLI is the host: it reads now
+    try:
+        # A wrong host must not hang the command: give up after a while unless the DSN says.
+        if "connect_timeout" in conninfo_to_dict(dsn):
+            conn = psycopg.connect(dsn, autocommit=True)
+        else:
+            conn = psycopg.connect(dsn, autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S)
+        with conn:
+            store = PreferenceRecordRepository(schema).store_for(conn, principal_ref)
+    except psycopg.Error as exc:
+        raise BadInput(f"records audit: {translate(exc)}") from None
+    except NotifyError as exc:
+        raise BadInput(f"records audit: {exc}") from None
+    history = store.history(principal_ref)
+    governing = store.in_effect_at(principal_ref, instant)
+    status_at = None if governing is None else governing.status_at(instant)
+
+    if as_json:
+        in_effect: dict[str, object] = {"none": True}
+        if governing is not None and status_at is not None:
+            in_effect = {"preference_id": governing.preference_id, "status_at": status_at.value}
+        out = {
+            "principal_ref": principal_ref,
+            "at": format_instant(instant),
+            "records": [record_to_json(r) for r in history],
+            "in_effect": in_effect,
+        }
+        click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
+        return
+
+    table = Table(title=f"preference records of {principal_ref!r}", header_style="bold")
+    for column in ("#", "preference_id", "status", "set_at", "suspended_at", "deleted_at"):
+        table.add_column(column, justify="right" if column == "#" else "left")
+    table.add_column("declared_channels")
+    table.add_column("preferences and metadata")
+    for number, record in enumerate(history, start=1):
+        data = record_to_json(record)
+        fields: dict[str, object] = {
+            name: data[name]
+            for name in ("channel_preferences", "frequency_limit", "quiet_hours", "format")
+            if name in data
+        }
+        if "metadata" in data:
+            fields["metadata"] = data["metadata"]
+        table.add_row(
+            str(number),
+            Text(record.preference_id),
+            record.status.value,
+            format_instant(record.set_at),
+            "" if record.suspended_at is None else format_instant(record.suspended_at),
+            "" if record.deleted_at is None else format_instant(record.deleted_at),
+            Text(", ".join(sorted(record.declared_channels))),
+            Text(json.dumps(fields, ensure_ascii=False, separators=(",", ":"))),
+        )
+    console = Console(highlight=False)
+    console.print(table)
+    if governing is None or status_at is None:
+        console.print(Text(f"in effect at {format_instant(instant)}: none"))
+    else:
+        console.print(
+            Text(
+                f"in effect at {format_instant(instant)}: {governing.preference_id} "
+                f"({status_at.value})"
+            )
+        )
