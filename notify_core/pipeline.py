@@ -374,6 +374,20 @@ class Pipeline:
             unread_mentions=self.world.unread_mentions(user, thread),
         )
 
+    def counted_threads(self, user: str, now: datetime) -> list[str]:
+        """Return the threads that count for a person's badge at ``now`` (B1).
+
+        The badge number is their count. Adapters call it when a push is sent (every push
+        carries the badge of its recipient at send time) and for the cleared list of a badge
+        sync; the badge sync of the pipeline counts the same way.
+        """
+        counted = []
+        for thread in self.world.badge_threads(user):
+            facts = self._badge_facts(user, thread, now)
+            if facts is not None and counts_for_badge(facts):
+                counted.append(thread)
+        return counted
+
     def _badge_on_read(self, event: Event, user: str, thread: str, new_seq: int) -> None:
         """B2: a read that lowers the badge schedules one sync, at most one per interval."""
         facts = self._badge_facts(user, thread, event.occurred_at)
@@ -458,10 +472,7 @@ class Pipeline:
             if not devices:
                 decision = _NO_ROUTE
             else:
-                badge = 0
-                for thread in self.world.badge_threads(user):
-                    facts = self._badge_facts(user, thread, due.at)
-                    badge += facts is not None and counts_for_badge(facts)
+                badge = len(self.counted_threads(user, due.at))
                 routes = tuple(Route(device=d, via=Via.PUSH) for d in devices)
                 decision = Send(routes=routes, quiet=False, count=badge)
         return Hint(
