@@ -135,11 +135,12 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
         click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
         return
 
-    table = Table(title=f"preference records of {principal_ref!r}", header_style="bold")
+    table = Table(title=Text(f"preference records of {principal_ref!r}"), header_style="bold")
+    # An audit never truncates: long values fold onto further lines.
     for column in ("#", "preference_id", "status", "set_at", "suspended_at", "deleted_at"):
-        table.add_column(column, justify="right" if column == "#" else "left")
-    table.add_column("declared_channels")
-    table.add_column("preferences and metadata")
+        table.add_column(column, justify="right" if column == "#" else "left", overflow="fold")
+    table.add_column("declared_channels", overflow="fold")
+    table.add_column("preferences and metadata", overflow="fold")
     for number, record in enumerate(history, start=1):
         data = record_to_json(record)
         fields: dict[str, object] = {

@@ -1,0 +1,152 @@
+"""``notify records audit`` (seed 002 Check 2.1-2.2; style.md "Command line": data on stdout,
+one line on stderr and exit code 2 for bad input, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from pgworld import SCHEMA
+
+from notify_cli.main import cli
+from notify_core.instants import format_instant, parse_instant
+from notify_pg.records import PreferenceRecordRepository
+
+Conn = psycopg.Connection[Any]
+CHANNELS = ["email", "sms", "push", "in-app"]
+
+
+@pytest.fixture
+def history(conn: Conn) -> None:
+    """user_u: pref_001 (superseded), pref_088 (suspended, then superseded), pref_141 (active)."""
+    repo = PreferenceRecordRepository(SCHEMA)
+
+    def t(text: str) -> datetime:
+        return parse_instant(text)
+
+    seam = dict(declared_channels=CHANNELS)
+    repo.set(
+        conn, "user_u", now=t("2026-03-01T09:00:00Z"), preference_id="pref_001",
+        channel_preferences={"email": "digest", "sms": "opt-out"}, format="plain", **seam,
+    )  # fmt: skip
+    repo.set(
+        conn, "user_u", now=t("2026-03-22T09:15:00Z"), preference_id="pref_088",
+        channel_preferences={"sms": "urgent-only"}, frequency_limit={"per_day": 10},
+        metadata={"form": "v2"}, **seam,
+    )  # fmt: skip
+    repo.suspend(conn, "pref_088", now=t("2026-04-01T08:00:00Z"))
+    repo.set(
+        conn, "user_u", now=t("2026-04-15T18:30:00Z"), preference_id="pref_141",
+        channel_preferences={"sms": "urgent-only"}, frequency_limit={"per_day": 10}, **seam,
+    )  # fmt: skip
+    repo.set(
+        conn, "User_U", now=t("2026-03-01T09:00:00Z"), preference_id="other", format="x", **seam
+    )
+
+
+def audit(db_dsn: str, *args: str) -> Any:
+    runner = CliRunner(env={"COLUMNS": "220"})
+    return runner.invoke(cli, ["records", "audit", "--dsn", db_dsn, "--principal", *args])
+
+
+def test_json_history_and_the_record_in_effect(db_dsn: str, history: None) -> None:
+    result = audit(db_dsn, "user_u", "--at", "2026-04-02T00:00:00+02:00", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["principal_ref"] == "user_u" and out["at"] == "2026-04-01T22:00:00Z"
+    assert [r["preference_id"] for r in out["records"]] == ["pref_001", "pref_088", "pref_141"]
+    assert out["records"][1] == {
+        "preference_id": "pref_088",
+        "principal_ref": "user_u",
+        "status": "deleted",
+        "set_at": "2026-03-22T09:15:00Z",
+        "suspended_at": "2026-04-01T08:00:00Z",
+        "deleted_at": "2026-04-15T18:30:00Z",
+        "declared_channels": ["email", "in-app", "push", "sms"],
+        "channel_preferences": {"sms": "urgent-only"},
+        "frequency_limit": {"per_day": 10},
+        "metadata": {"form": "v2"},
+    }
+    assert out["in_effect"] == {"preference_id": "pref_088", "status_at": "suspended"}
+    # Check 2.2: half-open, at the supersession instant the successor governs.
+    at_supersession = audit(db_dsn, "user_u", "--at", "2026-03-22T09:15:00Z", "--json")
+    assert json.loads(at_supersession.stdout)["in_effect"] == {
+        "preference_id": "pref_088",
+        "status_at": "active",
+    }
+    before = audit(db_dsn, "user_u", "--at", "2026-02-01T00:00:00Z", "--json")
+    assert json.loads(before.stdout)["in_effect"] == {"none": True}
+
+
+def test_default_instant_is_now(db_dsn: str, history: None) -> None:
+    start = datetime.now(UTC).replace(microsecond=0)
+    result = audit(db_dsn, "user_u", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert parse_instant(out["at"]) >= start
+    assert out["in_effect"] == {"preference_id": "pref_141", "status_at": "active"}
+
+
+def test_table_on_stdout(db_dsn: str, history: None) -> None:
+    result = audit(db_dsn, "user_u", "--at", "2026-03-10T00:00:00Z")
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    for expected in ("pref_001", "pref_088", "pref_141", "suspended_at", '"per_day":10'):
+        assert expected in text
+    assert "other" not in text  # User_U is another principal (exact match)
+    assert "…" not in text  # nothing truncated, long values fold
+    assert '"metadata":{"form":"v2"}' in text.replace("│", "").replace("\n", "").replace(" ", "")
+    assert text.rstrip().splitlines()[-1] == "in effect at 2026-03-10T00:00:00Z: pref_001 (active)"
+    assert result.stderr == ""
+
+
+def test_unknown_principal_has_an_empty_history(db_dsn: str, history: None) -> None:
+    result = audit(db_dsn, "[bold]nobody", "--json")
+    assert result.exit_code == 0
+    out = json.loads(result.stdout)
+    assert out["records"] == [] and out["in_effect"] == {"none": True}
+    table = audit(db_dsn, "[bold]nobody")
+    assert "[bold]nobody" in table.stdout and table.stdout.rstrip().endswith(": none")
+
+
+@pytest.mark.parametrize(
+    "instant", ["yesterday", "2026-03-10T00:00:00", "2026-13-01T00:00:00Z", ""]
+)
+def test_bad_instant_exits_2(db_dsn: str, instant: str) -> None:
+    result = audit(db_dsn, "user_u", "--at", instant)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("notify: --at: ")
+
+
+@pytest.mark.parametrize(
+    "dsn", ["not a dsn at all", "postgresql://127.0.0.1:1/x?connect_timeout=2"]
+)
+def test_bad_dsn_exits_2(dsn: str) -> None:
+    result = CliRunner().invoke(cli, ["records", "audit", "--dsn", dsn, "--principal", "u"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("notify: records audit: ")
+
+
+def test_missing_schema_exits_2(db_dsn: str) -> None:
+    result = audit(db_dsn, "u", "--schema", "nope")
+    assert result.exit_code == 2
+    [line] = result.stderr.splitlines()
+    assert "schema_missing" in line and "notify db migrate" in line
+    empty = audit(db_dsn, "u", "--schema", "")
+    assert empty.exit_code == 2 and "--schema" in empty.stderr
+
+
+def test_help_names_the_options() -> None:
+    result = CliRunner().invoke(cli, ["records", "audit", "--help"])
+    assert result.exit_code == 0
+    for option in ("--dsn", "--principal", "--at", "--schema", "--json"):
+        assert option in result.stdout
+    assert format_instant(datetime(2026, 1, 1, tzinfo=UTC)) == "2026-01-01T00:00:00Z"
