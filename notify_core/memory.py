@@ -67,9 +67,23 @@ class MemoryStore:
     runs: dict[str, _Run] = attrs.field(factory=dict)
     agent_messages: dict[tuple[str, str], tuple[str, int]] = attrs.field(factory=dict)
     windows: dict[tuple[str, str], Window] = attrs.field(factory=dict)
-    queue: list[tuple[Due, int]] = attrs.field(factory=list)
+    queue: list[tuple[datetime, str, str, str, str, int, Due]] = attrs.field(factory=list)
     queued: int = 0
     syncs: dict[str, tuple[datetime | None, bool]] = attrs.field(factory=dict)
+    # Derived indexes, kept by `record` only: they make the per-recipient reads O(1).
+    _readers: dict[str, tuple[str, ...]] = attrs.field(factory=dict, init=False, repr=False)
+    _connections: dict[str, tuple[Connection, ...]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
+    _registered: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    _switches: dict[str, Switches] = attrs.field(factory=dict, init=False, repr=False)
+    _grants_of: dict[str, set[tuple[str, str]]] = attrs.field(
+        factory=lambda: defaultdict(set), init=False, repr=False
+    )
+    _dms_of: dict[str, list[str]] = attrs.field(
+        factory=lambda: defaultdict(list), init=False, repr=False
+    )
+    _order: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
 
     # --- WorldFacts -------------------------------------------------------------------------
 
@@ -87,16 +101,21 @@ class MemoryStore:
 
     def readers(self, channel: str) -> Sequence[str]:
         """Return who can read a channel: DM participants, grantees and owners."""
+        cached = self._readers.get(channel)
+        if cached is not None:
+            return cached
         info = self.channels.get(channel)
         if info is None:
             return ()
         if info.direct:
-            return tuple(sorted(info.participants))
-        people = set(self.grants.get(("channel", channel), ()))
-        if info.space is not None:
-            people |= self.grants.get(("space", info.space), set())
-        people |= self.owners
-        return tuple(sorted(people))
+            people = set(info.participants)
+        else:
+            people = set(self.grants.get(("channel", channel), ()))
+            if info.space is not None:
+                people |= self.grants.get(("space", info.space), set())
+            people |= self.owners
+        readers = self._readers[channel] = tuple(sorted(people))
+        return readers
 
     def _can_read_channel(self, user: str, info: ChannelInfo) -> bool:
         if info.archived or (info.space is not None and info.space in self.spaces_archived):
@@ -116,7 +135,18 @@ class MemoryStore:
         person = self.users.get(user)
         if channel is None or person is None or not person.active:
             return False
-        return self._can_read_channel(user, channel)
+        if channel.direct:  # the common cases first: _can_read_channel, inlined
+            return not channel.archived and user in channel.participants
+        if channel.archived or (
+            channel.space is not None and channel.space in self.spaces_archived
+        ):
+            return False
+        grants = self.grants
+        return (
+            user in grants.get(("channel", channel.id), ())
+            or user in self.owners
+            or (channel.space is not None and user in grants.get(("space", channel.space), ()))
+        )
 
     def read_seq(self, user: str, thread: str) -> int:
         """Return a person's read position in a thread (0 when never read)."""
@@ -133,7 +163,19 @@ class MemoryStore:
 
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads of the channels a person can read that hold messages."""
-        for channel in self.channels.values():
+        if user in self.owners:
+            candidates: Iterable[ChannelInfo] = self.channels.values()
+        else:  # only the channels the person has a way into, in creation order
+            ids: set[str] = set(self._dms_of.get(user, ()))
+            for kind, target in self._grants_of.get(user, ()):
+                if kind == "channel":
+                    ids.add(target)
+                elif kind == "space":
+                    ids.update(self.channels_of_space.get(target, ()))
+            order = self._order
+            known = [self.channels[c] for c in ids if c in self.channels]
+            candidates = sorted(known, key=lambda info: order[info.id])
+        for channel in candidates:
             if self._can_read_channel(user, channel):
                 for thread in self.threads_of_channel.get(channel.id, ()):
                     if self.threads[thread].last_message_seq > 0:
@@ -145,15 +187,19 @@ class MemoryStore:
 
     def connections(self, user: str) -> tuple[Connection, ...]:
         """Return a person's live connections."""
-        return tuple(
-            self.presence[device.id] for device in self.devices(user) if device.id in self.presence
-        )
+        cached = self._connections.get(user)
+        if cached is None:
+            presence = self.presence
+            cached = self._connections[user] = tuple(
+                presence[device.id] for device in self.devices(user) if device.id in presence
+            )
+        return cached
 
     def push_devices(self, user: str) -> tuple[str, ...]:
         """Return the active mobile devices of a person with a push registration."""
-        registered = set(self.registrations.values())
+        registered = self._registered
         return tuple(
-            d.id for d in self.devices(user) if d.platform in _MOBILE and d.id in registered
+            d.id for d in self.devices(user) if d.platform in _MOBILE and registered.get(d.id)
         )
 
     def during_run(self, thread: str, agent: str) -> bool:
@@ -184,14 +230,29 @@ class MemoryStore:
         space = channel.space if channel is not None and channel.space else ""
         default = channel.default_level if channel is not None else None
         direct = channel is not None and channel.direct
-        rows = self.rows
+        rows, settings = self.rows, self.settings
+        # Most people have no row and no default of their own: they share one value.
+        shared = LevelFacts(
+            channel_default=default, direct_message=direct, instance_default=self.instance_default
+        )
         out = {}
         for user in users:
-            personal = self.settings.get((user, "notify.default_level"))
+            personal = settings.get((user, "notify.default_level"))
+            row_thread = rows.get((user, "thread", thread))
+            row_channel = rows.get((user, "channel", channel_id))
+            row_space = rows.get((user, "space", space))
+            if (
+                personal is None
+                and row_thread is None
+                and row_channel is None
+                and row_space is None
+            ):
+                out[user] = shared
+                continue
             out[user] = LevelFacts(
-                thread=rows.get((user, "thread", thread)),
-                channel=rows.get((user, "channel", channel_id)),
-                space=rows.get((user, "space", space)),
+                thread=row_thread,
+                channel=row_channel,
+                space=row_space,
                 channel_default=default,
                 direct_message=direct,
                 personal_default=personal,
@@ -205,16 +266,21 @@ class MemoryStore:
 
     def switches(self, users: Sequence[str]) -> dict[str, Switches]:
         """Return the switches of many people; a stored non-boolean counts as unset."""
-        out = {}
-        for user in users:
-            admin = self.settings.get((user, "notify.admin_enabled"))
-            breaks = self.settings.get((user, "notify.input_needed_breaks_quiet_hours"))
-            if admin is not None or breaks is not None:
-                out[user] = Switches(
-                    admin_enabled=admin if isinstance(admin, bool) else None,
-                    input_needed_breaks_quiet_hours=breaks if isinstance(breaks, bool) else None,
-                )
-        return out
+        known = self._switches
+        if not known:
+            return {}
+        return {user: known[user] for user in users if user in known}
+
+    def _update_switches(self, user: str) -> None:
+        admin = self.settings.get((user, "notify.admin_enabled"))
+        breaks = self.settings.get((user, "notify.input_needed_breaks_quiet_hours"))
+        if admin is not None or breaks is not None:
+            self._switches[user] = Switches(
+                admin_enabled=admin if isinstance(admin, bool) else None,
+                input_needed_breaks_quiet_hours=breaks if isinstance(breaks, bool) else None,
+            )
+        else:
+            self._switches.pop(user, None)
 
     def follow(self, user: str, thread: str) -> bool:
         """S5: insert a row ``all`` for the thread unless the person has one."""
@@ -245,19 +311,21 @@ class MemoryStore:
         self.windows.pop((user, thread), None)
 
     def schedule(self, due: Due) -> None:
-        """Schedule work; equal keys keep their scheduling order."""
+        """Schedule work in `Due` order; equal keys keep their scheduling order."""
         self.queued += 1
-        heapq.heappush(self.queue, (due, self.queued))
+        # The key of Due's order as a plain tuple: compared natively, not by attrs' __lt__.
+        key = (due.at, due.recipient, due.thread, due.device, due.what, self.queued, due)
+        heapq.heappush(self.queue, key)
 
     def pop_due(self, until: datetime) -> Due | None:
         """Take the first work due at or before ``until``."""
-        if self.queue and self.queue[0][0].at <= until:
-            return heapq.heappop(self.queue)[0]
+        if self.queue and self.queue[0][0] <= until:
+            return heapq.heappop(self.queue)[-1]
         return None
 
     def next_due(self) -> datetime | None:
         """Return when the first pending work comes due."""
-        return self.queue[0][0].at if self.queue else None
+        return self.queue[0][0] if self.queue else None
 
     def badge_sync(self, user: str) -> tuple[datetime | None, bool]:
         """Return the last badge sync of a person and whether one is pending."""
@@ -291,8 +359,10 @@ class MemoryStore:
         )
         if p.get("owner") is True:
             self.owners.add(user)
+            self._readers.clear()
         elif p.get("owner") is False:
             self.owners.discard(user)
+            self._readers.clear()
 
     _on_user_updated = _on_user_created
 
@@ -313,6 +383,11 @@ class MemoryStore:
         )
         if space is not None:
             self.channels_of_space[space].append(channel)
+        self._order.setdefault(channel, len(self._order))
+        self._readers.pop(channel, None)
+        for person in self.channels[channel].participants:
+            if channel not in self._dms_of[person]:
+                self._dms_of[person].append(channel)
 
     def _on_channel_updated(self, event: Event, p: dict[str, object]) -> None:
         channel = self.channels.get(str(p["channel"]))
@@ -335,16 +410,30 @@ class MemoryStore:
         self.threads_of_channel[channel].append(thread)
 
     def _on_access_granted(self, event: Event, p: dict[str, object]) -> None:
-        target = p["target"]
-        assert isinstance(target, dict)
-        self.grants[(str(target["kind"]), str(target["id"]))].add(str(p["user"]))
+        key, user = self._grant_changed(p)
+        self.grants[key].add(user)
+        self._grants_of[user].add(key)
 
     def _on_access_revoked(self, event: Event, p: dict[str, object]) -> None:
+        key, user = self._grant_changed(p)
+        self.grants[key].discard(user)
+        self._grants_of[user].discard(key)
+
+    def _grant_changed(self, p: dict[str, object]) -> tuple[tuple[str, str], str]:
         target = p["target"]
         assert isinstance(target, dict)
-        self.grants[(str(target["kind"]), str(target["id"]))].discard(str(p["user"]))
+        key = (str(target["kind"]), str(target["id"]))
+        if key[0] == "channel":
+            self._readers.pop(key[1], None)
+        else:
+            self._readers.clear()
+        return key, str(p["user"])
 
     def _set_device(self, device_id: str, user: str, device: Device, active: bool) -> None:
+        old = self.devices_by_id.get(device_id)
+        if old is not None:
+            self._connections.pop(old[0], None)
+        self._connections.pop(user, None)
         self.devices_by_id[device_id] = (user, device, active)
         mine = [d for d in self.user_devices.get(user, ()) if d.id != device_id]
         if active:
@@ -367,13 +456,28 @@ class MemoryStore:
             self.presence.pop(known[1].id, None)
 
     def _on_push_registered(self, event: Event, p: dict[str, object]) -> None:
-        self.registrations[str(p["registration"])] = str(p["device"])
+        registration, device = str(p["registration"]), str(p["device"])
+        self._unregister(registration)
+        self.registrations[registration] = device
+        self._registered[device] = self._registered.get(device, 0) + 1
 
     def _on_push_unregistered(self, event: Event, p: dict[str, object]) -> None:
-        self.registrations.pop(str(p["registration"]), None)
+        self._unregister(str(p["registration"]))
+
+    def _unregister(self, registration: str) -> None:
+        device = self.registrations.pop(registration, None)
+        if device is not None:
+            left = self._registered[device] - 1
+            if left:
+                self._registered[device] = left
+            else:
+                del self._registered[device]
 
     def _on_presence_changed(self, event: Event, p: dict[str, object]) -> None:
         device = str(p["device"])
+        known = self.devices_by_id.get(device)
+        if known is not None:
+            self._connections.pop(known[0], None)
         if p["connected"]:
             self.presence[device] = Connection(
                 device=device,
@@ -427,6 +531,7 @@ class MemoryStore:
             self.settings.pop(key, None)
         else:
             self.settings[key] = p["value"]
+        self._update_switches(key[0])
 
     def _on_message_created(self, event: Event, p: dict[str, object]) -> None:
         thread_id, seq = str(p["thread"]), int(p["thread_seq"])  # type: ignore[call-overload]

@@ -277,25 +277,29 @@ class Pipeline:
         levels = self.prefs.level_facts(thread, people) if thread is not None else {}
         rules = self.prefs.quiet_rules(people)
         switches = self.prefs.switches(people)
+        # Bound methods hoisted out of the loop: it runs once per recipient of every fan-out.
+        user, allowed_to, window_of = world.user, world.allowed, self.schedule.window
+        devices, connections, starter = world.devices, world.connections, candidate.run_starter
+        level_of, rules_of, switches_of = levels.get, rules.get, switches.get
         out = []
         for person in people:
-            info = world.user(person)
+            info = user(person)
             if thread is not None:
-                allowed = world.allowed(person, thread)
-                window = self.schedule.window(person, thread)
+                allowed = allowed_to(person, thread)
+                window = window_of(person, thread)
                 window_end = window.end if window is not None else None
             else:
                 allowed, window_end = info is not None and info.active_human, None
             out.append(
                 RecipientFacts(
                     allowed=allowed,
-                    run_starter=person == candidate.run_starter,
-                    level=levels.get(person),
+                    run_starter=person == starter,
+                    level=level_of(person),
                     user_time_zone=info.time_zone if info is not None else None,
-                    quiet_rules=rules.get(person, ()),
-                    switches=switches.get(person, _NO_SWITCHES),
-                    devices=world.devices(person),
-                    connections=world.connections(person),
+                    quiet_rules=rules_of(person, ()),
+                    switches=switches_of(person, _NO_SWITCHES),
+                    devices=devices(person),
+                    connections=connections(person),
                     window_end=window_end,
                 )
             )
