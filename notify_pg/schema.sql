@@ -130,6 +130,8 @@ CREATE INDEX preference_records_principal_seq_idx
 -- active -> deleted, and a stamp once set never changes.
 CREATE FUNCTION {schema}.preference_records_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    channels json;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         IF cardinality(NEW.declared_channels)
@@ -138,12 +140,18 @@ BEGIN
                 USING ERRCODE = 'check_violation';
         END IF;
         IF NEW.channel_preferences IS NOT NULL THEN
-            IF NOT EXISTS (SELECT FROM json_object_keys(NEW.channel_preferences)) THEN
+            -- json_object_keys cannot turn the escape \u0000 (NUL, in a key or a value) into
+            -- text, so for reading the keys an unescaped \u0000 is escaped once more: a key
+            -- holding NUL reads as the text backslash-u0000 (a declared name cannot hold NUL).
+            channels := regexp_replace(
+                NEW.channel_preferences::text, '(?<!\\)((?:\\\\)*)\\u0000', '\1\\\\u0000', 'g'
+            )::json;
+            IF NOT EXISTS (SELECT FROM json_object_keys(channels)) THEN
                 RAISE EXCEPTION 'preference_records: an empty channel map is stored as absent'
                     USING ERRCODE = 'check_violation';
             END IF;
             IF EXISTS (
-                SELECT FROM json_object_keys(NEW.channel_preferences) AS k
+                SELECT FROM json_object_keys(channels) AS k
                 WHERE NOT k = ANY (NEW.declared_channels)
             ) THEN
                 RAISE EXCEPTION 'preference_records: a channel key is not declared on the record'
