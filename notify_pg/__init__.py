@@ -20,6 +20,7 @@ from notify_pg.ports import (
 )
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.quiet_hours import QuietHoursRepository
+from notify_pg.records import PreferenceRecordRepository
 from notify_pg.store import NotifyStore, forget_person
 from notify_pg.values import (
     PutResult,
@@ -46,6 +47,7 @@ __all__ = [
     "NotFound",
     "NotificationPath",
     "NotifyStore",
+    "PreferenceRecordRepository",
     "PreferenceRepository",
     "PutResult",
     "QuietFacts",
