@@ -16,14 +16,22 @@ from typing import Protocol
 
 import attrs
 
+from notify_core.decide import Connection, Device
 from notify_core.levels import Level, Target, TargetKind, parse_level
+from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo
 from notify_pg.seam import Conn
 
 __all__ = [
     "AccessPort",
+    "DevicesPort",
     "DirectoryPort",
     "HostPorts",
     "NotificationPath",
+    "PeoplePort",
+    "PipelineHostPorts",
+    "PlacesPort",
+    "PresencePort",
+    "ReadStatePort",
     "SettingsPort",
     "StructurePort",
 ]
@@ -126,3 +134,92 @@ class SettingsPort(Protocol):
 
 class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, Protocol):
     """All host facts the adapter reads, in one object."""
+
+
+# --- the facts of the pipeline (part 2: seed 001) ------------------------------------------
+#
+# `notify_pg.pipeline_ports` implements the ports of `notify_core.ports` on these. Every method
+# answers many people or targets with one query; none authorizes anything: the pipeline asks
+# about the candidates it selected, and `PlacesPort.thread_readers` is the exact read check.
+
+
+class PeoplePort(Protocol):
+    """People as the pipeline sees them: kind, active flag and zone (S1, D2)."""
+
+    def users(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, UserInfo]:
+        """Return the people among ``user_ids`` that exist (unknown ones are absent)."""
+        ...
+
+
+class PlacesPort(Protocol):
+    """Threads and channels with what the pipeline reads of them, and who reads them."""
+
+    def threads(self, conn: Conn, thread_ids: Sequence[str]) -> Mapping[str, ThreadInfo]:
+        """Return the known threads among ``thread_ids``, with their positions."""
+        ...
+
+    def channels(self, conn: Conn, channel_ids: Sequence[str]) -> Mapping[str, ChannelInfo]:
+        """Return the known channels among ``channel_ids`` (participants only for DMs)."""
+        ...
+
+    def channel_readers(self, conn: Conn, channel_id: str) -> Sequence[str]:
+        """Return who can read a channel, ascending: a superset that `thread_readers` decides.
+
+        DM participants for a direct-message channel; otherwise the grantees of the channel
+        and of its space and the owners, whether active or not.
+        """
+        ...
+
+    def thread_readers(self, conn: Conn, thread_id: str, user_ids: Sequence[str]) -> frozenset[str]:
+        """Return the people among ``user_ids`` who may read the thread now (D2).
+
+        Only active people; nobody for a thread in an archived channel or space.
+        """
+        ...
+
+    def badge_threads(self, conn: Conn, user_id: str) -> Sequence[str]:
+        """Return the threads with messages that the person can read now, by the rules of
+        `thread_readers` except the active flag (B1): the badge counts only those."""
+        ...
+
+
+class DevicesPort(Protocol):
+    """People's devices (D5)."""
+
+    def active_devices(
+        self, conn: Conn, user_ids: Sequence[str]
+    ) -> Mapping[str, tuple[Device, ...]]:
+        """Return each person's active devices ordered by id (people without any absent)."""
+        ...
+
+
+class PresencePort(Protocol):
+    """Live gateway connections (D4, D5): the host's gateway keeps them."""
+
+    def connections(
+        self, conn: Conn, user_ids: Sequence[str]
+    ) -> Mapping[str, tuple[Connection, ...]]:
+        """Return the live connections of each person's active devices, ordered by device."""
+        ...
+
+
+class ReadStatePort(Protocol):
+    """Read positions and mentions (D8, D9, B1)."""
+
+    def read_positions(
+        self, conn: Conn, user_id: str, thread_ids: Sequence[str]
+    ) -> Mapping[str, int]:
+        """Return the person's read position per thread (threads never read are absent)."""
+        ...
+
+    def unread_mentions(
+        self, conn: Conn, user_id: str, floors: Mapping[str, int]
+    ) -> Mapping[str, int]:
+        """Return per thread how many mentions of the person lie after ``floors[thread]``."""
+        ...
+
+
+class PipelineHostPorts(
+    HostPorts, PeoplePort, PlacesPort, DevicesPort, PresencePort, ReadStatePort, Protocol
+):
+    """All host facts the pipeline on PostgreSQL reads, in one object."""

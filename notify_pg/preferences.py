@@ -5,10 +5,12 @@ Semantics, each write in one transaction with exactly one event per change:
 - `PreferenceRepository.put`: lock the target's path (thread, channel, space ``FOR SHARE``),
   refuse an unknown or unreadable target with `NotFound` and an archived one with `Conflict`
   (``target_archived``), then `PreferenceRepository.upsert`.
-- `PreferenceRepository.upsert`: the single write path of the table (also for automatic
-  following): one statement inserts the row with version 1 or changes it with version + 1
-  when level or ``muted_until`` differ (``IS DISTINCT FROM``); an equal write changes
-  nothing and appends no event.
+- `PreferenceRepository.upsert`: the write path of the table for set levels: one statement
+  inserts the row with version 1 or changes it with version + 1 when level or
+  ``muted_until`` differ (``IS DISTINCT FROM``); an equal write changes nothing and appends
+  no event.
+- `PreferenceRepository.insert_if_absent`: automatic following (S5): insert the row unless
+  one exists, never overwrite; one event only when inserted.
 - `PreferenceRepository.delete`: same path checks (an archived target is allowed); a removed
   row appends ``deleted: true`` with its last version + 1; a later put starts again at 1.
 - `PreferenceRepository.list`: the person's rows in key order, only those on targets the
@@ -23,6 +25,8 @@ import builtins
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
+
+import attrs
 
 from notify_core.errors import UsageError
 from notify_core.levels import Level, Preference, Target, TargetKind
@@ -123,8 +127,8 @@ class PreferenceRepository:
     ) -> PutResult:
         """Write a row without any check: the single write path of the table (seed 000 note 6).
 
-        It neither locks the path nor checks rights or archiving: its callers do (`put`, or
-        the automatic following of a host inside the transaction of a message).
+        It neither locks the path nor checks rights or archiving: its callers do (`put`).
+        Automatic following never overwrites a row and uses `insert_if_absent` instead.
         """
         key = {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}
         with self._seam.transaction(conn):
@@ -150,6 +154,52 @@ class PreferenceRepository:
             if changed:
                 self._events.append(conn, _event(stored, actor or user_id, deleted=False))
         return PutResult(preference=stored, changed=changed)
+
+    def insert_if_absent(
+        self,
+        conn: Conn,
+        user_id: str,
+        target: Target,
+        preference: Preference,
+        *,
+        actor: str | None = None,
+        occurred_at: datetime | None = None,
+    ) -> StoredPreference | None:
+        """Insert a row unless the person has one for the target (automatic following, S5).
+
+        Never overwrites: an existing row (a mute, ``mentions``, anything) stays as it is and
+        nothing is appended. Only an inserted row appends one ``notification_pref.updated``
+        (version 1). Like `upsert` it checks nothing; its caller (the pipeline's following)
+        decided that the person follows the thread.
+
+        Args:
+            occurred_at: the event's time (absent: the database clock), so that an event
+                appended by a consumer carries the time of the message it follows.
+
+        Returns:
+            The inserted row, or ``None`` when a row existed.
+        """
+        key = {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}
+        params: dict[str, Any] = {
+            **key,
+            "level": preference.level.value,
+            "muted_until": preference.muted_until,
+        }
+        with self._seam.transaction(conn):
+            row = self._seam.one(conn, "insert_preference_if_absent", params)
+            if row is None:
+                return None
+            level, muted_until, version = row
+            stored = StoredPreference(
+                user_id=user_id,
+                target=target,
+                level=Level(level),
+                muted_until=_utc(muted_until),
+                version=version,
+            )
+            event = _event(stored, actor or user_id, deleted=False)
+            self._events.append(conn, attrs.evolve(event, occurred_at=occurred_at))
+        return stored
 
     def delete(
         self, conn: Conn, user_id: str, target: Target, *, actor: str | None = None

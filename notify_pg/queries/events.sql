@@ -23,3 +23,66 @@ FROM {schema}.event_log
 WHERE seq > %(after_seq)s
 ORDER BY seq
 LIMIT %(limit)s
+
+-- name: newest_anchor_run
+-- S2: the run of the newest run anchor of a thread before a log position, and that run's last state change before it.
+SELECT s.payload->>'agent', s.payload->>'state'
+FROM (
+    SELECT payload->>'run' AS run FROM {schema}.event_log
+    WHERE type = 'message.created' AND payload->>'kind' = 'run'
+      AND payload->>'thread' = %(thread)s AND seq < %(before)s
+    ORDER BY seq DESC LIMIT 1
+) a
+JOIN LATERAL (
+    SELECT payload FROM {schema}.event_log
+    WHERE type = 'run.state_changed' AND payload->>'run' = a.run AND seq < %(before)s
+    ORDER BY seq DESC LIMIT 1
+) s ON true
+WHERE a.run IS NOT NULL
+
+-- name: run_facts
+-- S3: a run's newest anchor (thread, position), its agent by its last state change and its first state change's thread, before a log position.
+SELECT
+    (SELECT payload->>'thread' FROM {schema}.event_log
+     WHERE type = 'message.created' AND payload->>'kind' = 'run'
+       AND payload->>'run' = %(run)s AND seq < %(before)s
+     ORDER BY seq DESC LIMIT 1),
+    (SELECT (payload->>'thread_seq')::bigint FROM {schema}.event_log
+     WHERE type = 'message.created' AND payload->>'kind' = 'run'
+       AND payload->>'run' = %(run)s AND seq < %(before)s
+     ORDER BY seq DESC LIMIT 1),
+    (SELECT payload->>'agent' FROM {schema}.event_log
+     WHERE type = 'run.state_changed' AND payload->>'run' = %(run)s AND seq < %(before)s
+     ORDER BY seq DESC LIMIT 1),
+    (SELECT payload->>'thread' FROM {schema}.event_log
+     WHERE type = 'run.state_changed' AND payload->>'run' = %(run)s AND seq < %(before)s
+     ORDER BY seq LIMIT 1)
+
+-- name: newest_agent_message
+-- S3: an agent's newest message (text, voice or card) in a thread before a log position.
+SELECT payload->>'message', (payload->>'thread_seq')::bigint
+FROM {schema}.event_log
+WHERE type = 'message.created' AND payload->>'origin' = 'agent'
+  AND payload->>'thread' = %(thread)s AND payload->>'author' = %(agent)s
+  AND payload->>'kind' IN ('text', 'voice', 'card') AND seq < %(before)s
+ORDER BY seq DESC LIMIT 1
+
+-- name: read_position_before
+-- B2: a person's read position in a thread as of a log position (the last read_state.updated before it).
+SELECT (payload->>'last_read_seq')::bigint
+FROM {schema}.event_log
+WHERE type = 'read_state.updated' AND audience = %(user_id)s
+  AND payload->>'thread' = %(thread)s AND seq < %(before)s
+ORDER BY seq DESC LIMIT 1
+
+-- name: threads_read_after
+-- B2: the threads a person read after a log position, in log order (repeats included).
+SELECT payload->>'thread'
+FROM {schema}.event_log
+WHERE audience = %(user_id)s AND audience IS NOT NULL AND type = 'read_state.updated'
+  AND seq > %(after)s
+ORDER BY seq
+
+-- name: head_seq
+-- The newest seq of the log (0 when empty).
+SELECT coalesce(max(seq), 0) FROM {schema}.event_log

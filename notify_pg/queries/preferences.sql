@@ -40,3 +40,11 @@ WHERE (target_kind = 'space' AND target_id = ANY(%(spaces)s::text[]))
    OR (target_kind = 'channel' AND target_id = ANY(%(channels)s::text[]))
    OR (target_kind = 'thread' AND target_id = ANY(%(threads)s::text[]))
 RETURNING user_id, target_kind, target_id, level, muted_until, version
+
+-- name: insert_preference_if_absent
+-- Insert a person's row for a target unless one exists (automatic following, S5); returns no row when it existed.
+INSERT INTO {schema}.notification_preferences AS p
+    (user_id, target_kind, target_id, level, muted_until)
+VALUES (%(user_id)s, %(target_kind)s, %(target_id)s, %(level)s, %(muted_until)s)
+ON CONFLICT (user_id, target_kind, target_id) DO NOTHING
+RETURNING p.level, p.muted_until, p.version

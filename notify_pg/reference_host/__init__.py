@@ -16,7 +16,9 @@ from collections.abc import Mapping, Sequence
 
 from psycopg.types.json import Jsonb
 
+from notify_core.decide import Connection, Device
 from notify_core.levels import Level, Target, TargetKind
+from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo
 from notify_pg.errors import NotFound
 from notify_pg.migrate import migrate
 from notify_pg.ports import NotificationPath
@@ -136,6 +138,100 @@ class ReferenceHost:
         for user_id, key, value in rows:
             out.setdefault(user_id, {})[key] = value
         return out
+
+    # -- pipeline ports (notify_pg.ports.PipelineHostPorts) -----------------------------------
+
+    def users(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, UserInfo]:
+        """Return the known people among ``user_ids``."""
+        rows = self._seam.all(conn, "users_info", {"ids": list(user_ids)})
+        return {
+            user_id: UserInfo(id=user_id, kind=kind, active=active, time_zone=zone)
+            for user_id, kind, active, zone in rows
+        }
+
+    def threads(self, conn: Conn, thread_ids: Sequence[str]) -> dict[str, ThreadInfo]:
+        """Return the known threads among ``thread_ids`` with their positions."""
+        rows = self._seam.all(conn, "threads_info", {"ids": list(thread_ids)})
+        return {
+            thread_id: ThreadInfo(
+                id=thread_id,
+                channel=channel_id,
+                main=main,
+                last_message_seq=last,
+                unread_floor_seq=floor,
+                newest_message=newest,
+            )
+            for thread_id, channel_id, main, last, floor, newest in rows
+        }
+
+    def channels(self, conn: Conn, channel_ids: Sequence[str]) -> dict[str, ChannelInfo]:
+        """Return the known channels among ``channel_ids``."""
+        rows = self._seam.all(conn, "channels_info", {"ids": list(channel_ids)})
+        return {
+            channel_id: ChannelInfo(
+                id=channel_id,
+                kind=kind,
+                space=space_id,
+                participants=tuple(participants),
+                default_level=default,
+                archived=archived,
+            )
+            for channel_id, kind, space_id, default, archived, participants in rows
+        }
+
+    def channel_readers(self, conn: Conn, channel_id: str) -> list[str]:
+        """Return who can read a channel, ascending (DM participants, grantees, owners)."""
+        return [r[0] for r in self._seam.all(conn, "channel_readers", {"channel": channel_id})]
+
+    def thread_readers(self, conn: Conn, thread_id: str, user_ids: Sequence[str]) -> frozenset[str]:
+        """Return the active people among ``user_ids`` who may read the thread now."""
+        rows = self._seam.all(conn, "thread_readers", {"thread": thread_id, "ids": list(user_ids)})
+        return frozenset(r[0] for r in rows)
+
+    def badge_threads(self, conn: Conn, user_id: str) -> list[str]:
+        """Return the threads with messages in the channels the person can read."""
+        return [r[0] for r in self._seam.all(conn, "badge_threads", {"user_id": user_id})]
+
+    def active_devices(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, tuple[Device, ...]]:
+        """Return each person's active devices ordered by id."""
+        out: dict[str, list[Device]] = {}
+        for user_id, device_id, platform in self._seam.all(
+            conn, "active_devices", {"ids": list(user_ids)}
+        ):
+            out.setdefault(user_id, []).append(Device(id=device_id, platform=platform))
+        return {user_id: tuple(devices) for user_id, devices in out.items()}
+
+    def connections(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, tuple[Connection, ...]]:
+        """Return the live connections of each person's active devices."""
+        out: dict[str, list[Connection]] = {}
+        for user_id, device_id, focus, idle in self._seam.all(
+            conn, "connections", {"ids": list(user_ids)}
+        ):
+            out.setdefault(user_id, []).append(
+                Connection(device=device_id, focus=frozenset(focus), idle=idle)
+            )
+        return {user_id: tuple(conns) for user_id, conns in out.items()}
+
+    def read_positions(self, conn: Conn, user_id: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Return the person's read position per thread (absent: never read)."""
+        rows = self._seam.all(
+            conn, "read_positions", {"user_id": user_id, "threads": list(thread_ids)}
+        )
+        return {thread_id: int(seq) for thread_id, seq in rows}
+
+    def unread_mentions(
+        self, conn: Conn, user_id: str, floors: Mapping[str, int]
+    ) -> dict[str, int]:
+        """Return per thread the mentions of the person after the floor position."""
+        if not floors:
+            return {}
+        threads = list(floors)
+        rows = self._seam.all(
+            conn,
+            "unread_mentions",
+            {"user_id": user_id, "threads": threads, "floors": [floors[t] for t in threads]},
+        )
+        return {thread_id: int(count) for thread_id, count in rows}
 
     # -- writes for tests and the demo -------------------------------------------------------
 

@@ -1,0 +1,541 @@
+"""The ports of `notify_core.ports` on PostgreSQL: the same `Pipeline`, other stores.
+
+`notify_core.pipeline.Pipeline` is written once against three small protocols. This module
+implements them for one transaction of a worker (a `Session`):
+
+- `PgWorld` (`WorldFacts`): the host's facts through `notify_pg.ports.PipelineHostPorts`;
+  agent runs (S2, S3) and, while an event is handled, read positions (B2) from ``event_log``
+  by log order, as of just before the event;
+- `PgPreferences` (`PreferenceFacts`): `notify_pg.facts.FactsReader` for levels and quiet
+  rules, the host's settings for the switches, and following (S5) as insert-if-absent that
+  appends one ``notification_pref.updated`` only when it inserted;
+- `PgSchedule` (`Schedule`): the due-work tables ``windows``, ``delayed_releases`` and
+  ``badge_syncs``, claimed with ``FOR UPDATE SKIP LOCKED`` by due-work rounds and with
+  ``FOR UPDATE`` (waiting) by consumer rounds, so due work at or before an event always runs
+  before it, as in a replay.
+
+The pipeline asks per person; the ports answer from caches that they fill for all candidates
+of a fan-out at once (the people of the last batched read), so a fan-out costs a constant
+number of queries. Caches live for one event or one piece of due work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import attrs
+
+from notify_core.decide import MOBILE, Connection, Device, Switches
+from notify_core.events import Event
+from notify_core.kinds import Kind, RunState, run_active
+from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
+from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
+from notify_core.quiet import QuietRule
+from notify_pg.errors import NotFound
+from notify_pg.facts import FactsReader
+from notify_pg.ports import PipelineHostPorts
+from notify_pg.preferences import PreferenceRepository
+from notify_pg.seam import Conn, Seam
+
+__all__ = ["PgPreferences", "PgSchedule", "PgWorld", "Session"]
+
+#: The personal switches the pipeline reads (D3, D7).
+ADMIN_ENABLED_KEY: Final = "notify.admin_enabled"
+INPUT_NEEDED_KEY: Final = "notify.input_needed_breaks_quiet_hours"
+
+#: Due work a round looks at per query; held rows are skipped (other workers run them).
+_CANDIDATE_PAGE: Final = 16
+
+
+@attrs.define
+class Session:
+    """What the ports of one transaction share: the connection, the log position, caches.
+
+    Args:
+        conn: the connection whose transaction the round runs in.
+        position: the ``seq`` of the event being handled; facts read from the log are those
+            before it. ``None`` for due work outside an event: then the host's current facts.
+        now: the event's time (the time of events the pipeline appends while handling it).
+    """
+
+    conn: Conn
+    position: int | None = None
+    now: datetime | None = None
+    batch: tuple[str, ...] = ()
+    users: dict[str, UserInfo | None] = attrs.field(factory=dict)
+    threads: dict[str, ThreadInfo | None] = attrs.field(factory=dict)
+    channels: dict[str, ChannelInfo | None] = attrs.field(factory=dict)
+    allowed: dict[tuple[str, str], bool] = attrs.field(factory=dict)
+    devices: dict[str, tuple[Device, ...]] = attrs.field(factory=dict)
+    connections: dict[str, tuple[Connection, ...]] = attrs.field(factory=dict)
+    windows: dict[tuple[str, str], Window | None] = attrs.field(factory=dict)
+    read: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
+    synced: dict[str, int | None] = attrs.field(factory=dict)
+
+    def at(self, position: int | None, now: datetime | None) -> None:
+        """Move to another event (or to due work) and forget what was cached."""
+        self.position, self.now = position, now
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every cache (host facts may have changed since they were read)."""
+        self.batch = ()
+        for cache in (
+            self.users,
+            self.threads,
+            self.channels,
+            self.allowed,
+            self.devices,
+            self.connections,
+            self.windows,
+            self.read,
+        ):
+            cache.clear()
+
+    def people(self, user: str) -> list[str]:
+        """Return whom to load when ``user`` is asked for: the whole batch if they are in it."""
+        return list(self.batch) if user in self.batch else [user]
+
+
+class PgWorld:
+    """`notify_core.ports.WorldFacts` on the host ports and the event log.
+
+    Args:
+        session: the transaction's session.
+        host: the host's ports.
+        schema: the library's schema (for ``event_log`` and ``push_registrations``).
+    """
+
+    def __init__(self, session: Session, host: PipelineHostPorts, schema: str) -> None:
+        self._s = session
+        self._host = host
+        self._seam = Seam("notify_pg", schema)
+
+    # --- people, places ----------------------------------------------------------------------
+
+    def _load_users(self, people: Iterable[str]) -> None:
+        s = self._s
+        missing = [p for p in dict.fromkeys(people) if p not in s.users]
+        if missing:
+            found = self._host.users(s.conn, missing)
+            for person in missing:
+                s.users[person] = found.get(person)
+
+    def user(self, user: str) -> UserInfo | None:
+        """Return a person, or ``None`` when unknown."""
+        s = self._s
+        if user not in s.users:
+            self._load_users(s.people(user))
+        return s.users.get(user)
+
+    def thread(self, thread: str) -> ThreadInfo | None:
+        """Return a thread with its positions, or ``None`` when unknown."""
+        s = self._s
+        if thread not in s.threads:
+            s.threads[thread] = self._host.threads(s.conn, [thread]).get(thread)
+        return s.threads[thread]
+
+    def channel(self, channel: str) -> ChannelInfo | None:
+        """Return a channel, or ``None`` when unknown."""
+        s = self._s
+        if channel not in s.channels:
+            s.channels[channel] = self._host.channels(s.conn, [channel]).get(channel)
+        return s.channels[channel]
+
+    def readers(self, channel: str) -> Sequence[str]:
+        """Return who can read a channel, ascending; their facts are loaded in one go."""
+        readers = self._host.channel_readers(self._s.conn, channel)
+        self._load_users(readers)
+        return readers
+
+    def allowed(self, user: str, thread: str) -> bool:
+        """Tell whether a person may read a thread now (D2), for the whole batch at once."""
+        s = self._s
+        key = (user, thread)
+        if key not in s.allowed:
+            people = [p for p in s.people(user) if (p, thread) not in s.allowed]
+            readers = self._host.thread_readers(s.conn, thread, people)
+            for person in people:
+                s.allowed[(person, thread)] = person in readers
+        return s.allowed[key]
+
+    # --- positions ---------------------------------------------------------------------------
+
+    def read_seq(self, user: str, thread: str) -> int:
+        """Return a person's read position in a thread (0 when never read).
+
+        While an event is handled: the position of the person's last ``read_state.updated``
+        of the thread before the event (the facts before it, B2). Otherwise the host's.
+        """
+        s = self._s
+        key = (user, thread)
+        if key not in s.read:
+            if s.position is not None:
+                row = self._seam.one(
+                    s.conn,
+                    "read_position_before",
+                    {"user_id": user, "thread": thread, "before": s.position},
+                )
+                s.read[key] = int(row[0]) if row is not None else 0
+            else:
+                s.read[key] = self._host.read_positions(s.conn, user, [thread]).get(thread, 0)
+        return s.read[key]
+
+    def unread_mentions(self, user: str, thread: str) -> int:
+        """Return how many mentions of a person in a thread lie after the read position."""
+        info = self.thread(thread)
+        floor = max(self.read_seq(user, thread), info.unread_floor_seq if info else 0)
+        return self._host.unread_mentions(self._s.conn, user, {thread: floor}).get(thread, 0)
+
+    def badge_threads(self, user: str) -> Iterable[str]:
+        """Return the threads with messages a person can read; their facts are loaded at once."""
+        s = self._s
+        threads = list(self._host.badge_threads(s.conn, user))
+        if not threads:
+            return threads
+        missing = [t for t in threads if t not in s.threads]
+        if missing:
+            found = self._host.threads(s.conn, missing)
+            for thread in missing:
+                s.threads[thread] = found.get(thread)
+        channels = {i.channel for t in threads if (i := s.threads.get(t)) is not None}
+        missing_channels = [c for c in sorted(channels) if c not in s.channels]
+        if missing_channels:
+            found_channels = self._host.channels(s.conn, missing_channels)
+            for channel in missing_channels:
+                s.channels[channel] = found_channels.get(channel)
+        # The port answers the threads the person can read now, so each is allowed exactly
+        # when the person is active (D2); no read check per thread.
+        info = self.user(user)
+        active = info is not None and info.active
+        for thread in threads:
+            s.allowed.setdefault((user, thread), active)
+        return threads
+
+    # --- devices, presence -------------------------------------------------------------------
+
+    def devices(self, user: str) -> tuple[Device, ...]:
+        """Return a person's active devices, ordered by id."""
+        s = self._s
+        if user not in s.devices:
+            people = [p for p in s.people(user) if p not in s.devices]
+            found = self._host.active_devices(s.conn, people)
+            for person in people:
+                s.devices[person] = found.get(person, ())
+        return s.devices[user]
+
+    def connections(self, user: str) -> tuple[Connection, ...]:
+        """Return the live connections of a person's active devices."""
+        s = self._s
+        if user not in s.connections:
+            people = [p for p in s.people(user) if p not in s.connections]
+            found = self._host.connections(s.conn, people)
+            for person in people:
+                s.connections[person] = found.get(person, ())
+        return s.connections[user]
+
+    def push_devices(self, user: str) -> tuple[str, ...]:
+        """Return the active mobile devices of a person with an active push registration."""
+        rows = self._seam.all(self._s.conn, "active_registrations", {"user_ids": [user]})
+        registered = {row[2] for row in rows}
+        return tuple(
+            d.id for d in self.devices(user) if d.platform in MOBILE and d.id in registered
+        )
+
+    # --- runs, by log order (S2, S3) ---------------------------------------------------------
+
+    def _before(self) -> int:
+        if self._s.position is not None:
+            return self._s.position
+        row = self._seam.one(self._s.conn, "head_seq")
+        return int(row[0]) + 1 if row is not None else 1
+
+    def during_run(self, thread: str, agent: str) -> bool:
+        """S2: the newest run anchor of the thread before the event belongs to a run of this
+        agent whose last state change before the event is active."""
+        row = self._seam.one(
+            self._s.conn, "newest_anchor_run", {"thread": thread, "before": self._before()}
+        )
+        if row is None:
+            return False
+        run_agent, state = row
+        return bool(run_agent == agent and run_active(RunState(state)))
+
+    def last_agent_message(self, run: str) -> tuple[str, int] | None:
+        """S3: the run agent's newest message in the run's thread before the event, if it lies
+        after the run's anchor."""
+        before = self._before()
+        row = self._seam.one(self._s.conn, "run_facts", {"run": run, "before": before})
+        if row is None:
+            return None
+        anchor_thread, anchor_seq, agent, first_thread = row
+        thread = anchor_thread if anchor_thread is not None else first_thread
+        if thread is None or agent is None:
+            return None
+        found = self._seam.one(
+            self._s.conn,
+            "newest_agent_message",
+            {"thread": thread, "agent": agent, "before": before},
+        )
+        if found is None:
+            return None
+        message, seq = found
+        return (message, int(seq)) if int(seq) > (anchor_seq or 0) else None
+
+    def record(self, event: Event) -> None:
+        """Nothing to record: the host keeps its facts, the log keeps the history."""
+
+
+class PgPreferences:
+    """`notify_core.ports.PreferenceFacts` on the library's tables and the host's settings.
+
+    Args:
+        session: the transaction's session.
+        host: the host's ports.
+        facts: the batched reader of levels and quiet rules.
+        preferences: the preference repository (for following).
+        instance_default: the instance default level (for threads the host does not know).
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        host: PipelineHostPorts,
+        facts: FactsReader,
+        preferences: PreferenceRepository,
+        instance_default: Level,
+    ) -> None:
+        self._s = session
+        self._host = host
+        self._facts = facts
+        self._preferences = preferences
+        self._instance_default = instance_default
+
+    def level_facts(self, thread: str, users: Sequence[str]) -> dict[str, LevelFacts]:
+        """Return the L3 facts of many people for one thread; they become the current batch."""
+        people = list(dict.fromkeys(users))
+        self._s.batch = tuple(people)
+        try:
+            return self._facts.level_facts(self._s.conn, thread, people)
+        except NotFound:
+            facts = LevelFacts(instance_default=self._instance_default)
+            return dict.fromkeys(people, facts)
+
+    def quiet_rules(self, users: Sequence[str]) -> dict[str, tuple[QuietRule, ...]]:
+        """Return the enabled quiet rules of many people (people without rules are absent).
+
+        The people become the current batch (threadless kinds read no level facts).
+        """
+        self._s.batch = tuple(dict.fromkeys(users))
+        found = self._facts.quiet_rules(self._s.conn, users)
+        return {person: facts.rules for person, facts in found.items() if facts.rules}
+
+    def switches(self, users: Sequence[str]) -> dict[str, Switches]:
+        """Return the switches of many people; a stored non-boolean counts as unset (D3, D7)."""
+        stored = self._host.settings(self._s.conn, users, [ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY])
+        out = {}
+        for person, values in stored.items():
+            admin = values.get(ADMIN_ENABLED_KEY)
+            breaks = values.get(INPUT_NEEDED_KEY)
+            if admin is not None or breaks is not None:
+                out[person] = Switches(
+                    admin_enabled=admin if isinstance(admin, bool) else None,
+                    input_needed_breaks_quiet_hours=breaks if isinstance(breaks, bool) else None,
+                )
+        return out
+
+    def follow(self, user: str, thread: str) -> bool:
+        """S5: a row ``all`` for the thread unless the person has one; True if inserted.
+
+        An inserted row appends one ``notification_pref.updated`` in the round's transaction,
+        with the time of the event being handled.
+        """
+        stored = self._preferences.insert_if_absent(
+            self._s.conn,
+            user,
+            Target(kind=TargetKind.THREAD, id=thread),
+            Preference(level=Level.ALL),
+            actor=user,
+            occurred_at=self._s.now,
+        )
+        return stored is not None
+
+
+class PgSchedule:
+    """`notify_core.ports.Schedule` on the due-work tables.
+
+    Args:
+        session: the transaction's session.
+        schema: the library's schema.
+        wait: claim due work that another worker holds by waiting for it (consumer rounds:
+            due work at or before an event runs first); otherwise skip it (due-work rounds).
+        budget: the most due work `pop_due` hands out in this transaction (then ``None``).
+    """
+
+    def __init__(
+        self, session: Session, schema: str, *, wait: bool = False, budget: int | None = None
+    ) -> None:
+        self._s = session
+        self._seam = Seam("notify_pg", schema)
+        self._wait = wait
+        self.budget = budget
+        self.popped = 0
+
+    # --- windows -----------------------------------------------------------------------------
+
+    def window(self, user: str, thread: str) -> Window | None:
+        """Return a person's window on a thread, for the whole batch at once."""
+        s = self._s
+        key = (user, thread)
+        if key not in s.windows:
+            people = [p for p in s.people(user) if (p, thread) not in s.windows]
+            rows = self._seam.all(s.conn, "windows_of", {"thread": thread, "recipients": people})
+            found = {r: Window(end=_utc(end), collected=n) for r, end, n in rows}
+            for person in people:
+                s.windows[(person, thread)] = found.get(person)
+        return s.windows[key]
+
+    def open_window(self, user: str, thread: str, end: datetime) -> None:
+        """Open a window; its row is its flush, due at ``end``."""
+        params = {"recipient": user, "thread": thread, "end_at": end}
+        self._seam.run(self._s.conn, "open_window", params)
+        self._s.windows[(user, thread)] = Window(end=end)
+
+    def collect(self, user: str, thread: str) -> None:
+        """Count one more collected ``message`` in the open window."""
+        row = self._seam.one(self._s.conn, "collect_window", {"recipient": user, "thread": thread})
+        if row is not None:
+            self._s.windows[(user, thread)] = Window(end=_utc(row[0]), collected=row[1])
+
+    def close_window(self, user: str, thread: str) -> None:
+        """Forget a window (at its flush)."""
+        self._seam.run(self._s.conn, "close_window", {"recipient": user, "thread": thread})
+        self._s.windows[(user, thread)] = None
+
+    # --- due work ----------------------------------------------------------------------------
+
+    def schedule(self, due: Due) -> None:
+        """Schedule a delayed release or the due time of a pending badge sync."""
+        if due.what == "release":
+            self._seam.run(
+                self._s.conn,
+                "insert_release",
+                {
+                    "due_at": due.at,
+                    "recipient": due.recipient,
+                    "thread": due.thread,
+                    "device": due.device,
+                    "kind": due.kind.value,
+                    "message": due.message,
+                    "message_seq": due.message_seq,
+                    "target": due.target,
+                    "seq": due.seq,
+                },
+            )
+        elif due.what == "badge_sync":
+            params = {"recipient": due.recipient, "due_at": due.at}
+            self._seam.run(self._s.conn, "schedule_badge_sync", params)
+        else:
+            raise ValueError(f"cannot schedule {due.what!r} work (windows schedule their flush)")
+
+    def pop_due(self, until: datetime) -> Due | None:
+        """Claim the first due work at or before ``until`` in replay order; ``None`` when none
+        is due (or this transaction's budget is spent)."""
+        if self.budget is not None and self.popped >= self.budget:
+            return None
+        conn, mode = self._s.conn, "wait" if self._wait else "skip"
+        while True:
+            rows = self._seam.all(
+                conn, "due_candidates", {"until": until, "limit": _CANDIDATE_PAGE}
+            )
+            if not rows:
+                return None
+            for at, recipient, thread, device, what, ident in rows:
+                due = self._claim(mode, until, _utc(at), recipient, thread, device, what, ident)
+                if due is not None:
+                    self.popped += 1
+                    self._s.forget()
+                    return due
+                if mode == "wait":
+                    break  # it went while we waited for it: look again from the start
+            else:
+                # Skip mode: the first page is held by other workers; the next round retries.
+                return None
+
+    def _claim(
+        self,
+        mode: str,
+        until: datetime,
+        at: datetime,
+        recipient: str,
+        thread: str,
+        device: str,
+        what: str,
+        ident: int,
+    ) -> Due | None:
+        conn = self._s.conn
+        if what == "flush":
+            params: dict[str, Any] = {"recipient": recipient, "thread": thread, "until": until}
+            row = self._seam.one(conn, f"claim_window_{mode}", params)
+            if row is None:
+                return None
+            return Due(at=_utc(row[0]), recipient=recipient, thread=thread, what="flush")
+        if what == "release":
+            row = self._seam.one(conn, f"claim_release_{mode}", {"id": ident, "until": until})
+            if row is None:
+                return None
+            due_at, recipient, thread, device, kind, message, message_seq, target, seq = row
+            return Due(
+                at=_utc(due_at),
+                recipient=recipient,
+                thread=thread,
+                device=device,
+                what="release",
+                kind=Kind(kind),
+                message=message,
+                message_seq=message_seq,
+                target=target,
+                seq=seq,
+            )
+        row = self._seam.one(
+            conn, f"claim_badge_sync_{mode}", {"recipient": recipient, "until": until}
+        )
+        if row is None:
+            return None
+        due_at, after_seq = row
+        self._s.synced[recipient] = after_seq
+        return Due(at=_utc(due_at), recipient=recipient, what="badge_sync", kind=Kind.SYNC)
+
+    def next_due(self) -> datetime | None:
+        """Return when the first pending work comes due."""
+        row = self._seam.one(self._s.conn, "next_due")
+        return None if row is None or row[0] is None else _utc(row[0])
+
+    def badge_sync(self, user: str) -> tuple[datetime | None, bool]:
+        """Return a person's last badge sync and whether one is pending."""
+        row = self._seam.one(self._s.conn, "get_badge_sync", {"recipient": user})
+        if row is None:
+            return None, False
+        last, pending = row
+        return (None if last is None else _utc(last)), bool(pending)
+
+    def set_badge_sync(self, user: str, last: datetime | None, pending: bool) -> None:
+        """Record a person's last badge sync and whether one is pending.
+
+        A new pending sync remembers the log position before the event that asked for it:
+        the threads read after it are its cleared list.
+        """
+        position = self._s.position
+        after = position - 1 if position is not None else None
+        self._seam.run(
+            self._s.conn,
+            "set_badge_sync",
+            {"recipient": user, "last_sync_at": last, "pending": pending, "after_seq": after},
+        )
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)

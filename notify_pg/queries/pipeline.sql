@@ -1,0 +1,166 @@
+-- The schedule of the pipeline (notify_core.ports.Schedule) and the consumer cursors.
+
+-- name: get_window
+-- A person's window on a thread.
+SELECT end_at, collected FROM {schema}.windows WHERE recipient = %(recipient)s AND thread = %(thread)s
+
+-- name: windows_of
+-- The windows of many people on one thread.
+SELECT recipient, end_at, collected FROM {schema}.windows
+WHERE thread = %(thread)s AND recipient = ANY(%(recipients)s::text[])
+
+-- name: open_window
+-- Open a window until end_at (its flush is due then), replacing any window of the pair.
+INSERT INTO {schema}.windows AS w (recipient, thread, end_at, collected)
+VALUES (%(recipient)s, %(thread)s, %(end_at)s, 0)
+ON CONFLICT (recipient, thread) DO UPDATE SET end_at = EXCLUDED.end_at, collected = 0
+
+-- name: collect_window
+-- Count one more collected message hint.
+UPDATE {schema}.windows SET collected = collected + 1
+WHERE recipient = %(recipient)s AND thread = %(thread)s
+RETURNING end_at, collected
+
+-- name: close_window
+-- Forget a window (at its flush).
+DELETE FROM {schema}.windows WHERE recipient = %(recipient)s AND thread = %(thread)s
+
+-- name: insert_release
+-- Schedule a delayed push of one hint to one device (D5, D9).
+INSERT INTO {schema}.delayed_releases
+    (due_at, recipient, thread, device, kind, message, message_seq, target, seq)
+VALUES (%(due_at)s, %(recipient)s, %(thread)s, %(device)s, %(kind)s, %(message)s,
+        %(message_seq)s, %(target)s, %(seq)s)
+
+-- name: due_candidates
+-- The first due work at or before until in replay order (due time, recipient, thread, device, what, scheduling order).
+SELECT at, recipient, thread, device, what, id FROM (
+    (SELECT end_at AS at, recipient, thread, ''::text COLLATE "C" AS device,
+            'flush'::text COLLATE "C" AS what, 0::bigint AS id
+     FROM {schema}.windows WHERE end_at <= %(until)s
+     ORDER BY end_at, recipient, thread LIMIT %(limit)s)
+    UNION ALL
+    (SELECT due_at, recipient, thread, device, 'release'::text COLLATE "C", id
+     FROM {schema}.delayed_releases WHERE due_at <= %(until)s
+     ORDER BY due_at, recipient, thread, device, id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT due_at, recipient, ''::text COLLATE "C", ''::text COLLATE "C",
+            'badge_sync'::text COLLATE "C", 0::bigint
+     FROM {schema}.badge_syncs WHERE pending AND due_at <= %(until)s
+     ORDER BY due_at, recipient LIMIT %(limit)s)
+) d
+ORDER BY at, recipient, thread, device, what, id
+LIMIT %(limit)s
+
+-- name: next_due
+-- When the first pending work comes due (NULL when none).
+SELECT min(at) FROM (
+    SELECT min(end_at) AS at FROM {schema}.windows
+    UNION ALL SELECT min(due_at) FROM {schema}.delayed_releases
+    UNION ALL SELECT min(due_at) FROM {schema}.badge_syncs WHERE pending
+) d
+
+-- name: claim_window_skip
+-- Claim a window that has ended, unless another worker holds it.
+SELECT end_at FROM {schema}.windows
+WHERE recipient = %(recipient)s AND thread = %(thread)s AND end_at <= %(until)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_window_wait
+-- Claim a window that has ended, waiting for a worker that holds it (the consumer keeps the replay order).
+SELECT end_at FROM {schema}.windows
+WHERE recipient = %(recipient)s AND thread = %(thread)s AND end_at <= %(until)s
+FOR UPDATE
+
+-- name: claim_release_skip
+-- Take a due release, unless another worker holds it.
+DELETE FROM {schema}.delayed_releases
+WHERE id = (SELECT id FROM {schema}.delayed_releases
+            WHERE id = %(id)s AND due_at <= %(until)s FOR UPDATE SKIP LOCKED)
+RETURNING due_at, recipient, thread, device, kind, message, message_seq, target, seq
+
+-- name: claim_release_wait
+-- Take a due release, waiting for a worker that holds it.
+DELETE FROM {schema}.delayed_releases
+WHERE id = (SELECT id FROM {schema}.delayed_releases
+            WHERE id = %(id)s AND due_at <= %(until)s FOR UPDATE)
+RETURNING due_at, recipient, thread, device, kind, message, message_seq, target, seq
+
+-- name: claim_badge_sync_skip
+-- Claim a due badge sync, unless another worker holds it.
+SELECT due_at, after_seq FROM {schema}.badge_syncs
+WHERE recipient = %(recipient)s AND pending AND due_at <= %(until)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_badge_sync_wait
+-- Claim a due badge sync, waiting for a worker that holds it.
+SELECT due_at, after_seq FROM {schema}.badge_syncs
+WHERE recipient = %(recipient)s AND pending AND due_at <= %(until)s
+FOR UPDATE
+
+-- name: get_badge_sync
+-- A person's last badge sync and whether one is pending.
+SELECT last_sync_at, pending FROM {schema}.badge_syncs WHERE recipient = %(recipient)s
+
+-- name: set_badge_sync
+-- Record a person's last sync and whether one is pending; a new pending sync remembers the log position before its read.
+INSERT INTO {schema}.badge_syncs AS b (recipient, last_sync_at, pending, due_at, after_seq)
+VALUES (%(recipient)s, %(last_sync_at)s, %(pending)s, NULL,
+        CASE WHEN %(pending)s THEN %(after_seq)s::bigint END)
+ON CONFLICT (recipient) DO UPDATE
+SET last_sync_at = EXCLUDED.last_sync_at,
+    pending = EXCLUDED.pending,
+    due_at = CASE WHEN EXCLUDED.pending THEN b.due_at END,
+    after_seq = CASE WHEN NOT EXCLUDED.pending THEN NULL
+                     WHEN b.pending THEN b.after_seq
+                     ELSE EXCLUDED.after_seq END
+
+-- name: schedule_badge_sync
+-- Set when a person's pending badge sync is due.
+UPDATE {schema}.badge_syncs SET due_at = %(due_at)s
+WHERE recipient = %(recipient)s AND pending
+
+-- name: ensure_cursor
+-- Create a consumer's cursor at the start of the log unless it exists.
+INSERT INTO {schema}.consumer_cursors (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHING
+
+-- name: lock_cursor
+-- Take a consumer's cursor for one round, unless another worker is running a round of it.
+SELECT position FROM {schema}.consumer_cursors WHERE name = %(name)s FOR UPDATE SKIP LOCKED
+
+-- name: move_cursor
+-- Move a consumer's cursor at the end of its round.
+UPDATE {schema}.consumer_cursors SET position = %(position)s, updated_at = now()
+WHERE name = %(name)s
+
+-- name: read_events_page
+-- Events after a position in seq order, with the raw columns.
+SELECT seq, type, occurred_at, actor, audience, scope, payload
+FROM {schema}.event_log WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s
+
+-- name: first_unconsumed_at
+-- The time of the first event a consumer has not handled yet (NULL when it is at the head).
+SELECT e.occurred_at FROM {schema}.event_log e
+WHERE e.seq > coalesce((SELECT position FROM {schema}.consumer_cursors WHERE name = %(name)s), 0)
+ORDER BY e.seq LIMIT 1
+
+-- name: status_consumers
+-- Every consumer's position and how far it lags behind the head of the log.
+SELECT c.name, c.position, h.head - c.position, c.updated_at
+FROM {schema}.consumer_cursors c
+CROSS JOIN (SELECT coalesce(max(seq), 0) AS head FROM {schema}.event_log) h
+ORDER BY c.name
+
+-- name: status_backlog
+-- Due work: open windows, ended windows, releases, pending badge syncs, push sends (all, due, leased) as of now.
+SELECT
+    (SELECT count(*) FROM {schema}.windows),
+    (SELECT count(*) FROM {schema}.windows WHERE end_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.delayed_releases),
+    (SELECT count(*) FROM {schema}.delayed_releases WHERE due_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.badge_syncs WHERE pending),
+    (SELECT count(*) FROM {schema}.badge_syncs WHERE pending AND due_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.push_sends),
+    (SELECT count(*) FROM {schema}.push_sends WHERE next_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.push_sends WHERE lease_until > %(now)s),
+    (SELECT min(next_at) FROM {schema}.push_sends)

@@ -1,0 +1,73 @@
+-- push_registrations (seed 001 note 2) and push_sends (note 11). Tokens are read only by the
+-- send step (registration_for_send); every other read leaves them out.
+
+-- name: register_push
+-- Store a new push registration (the host's write; notify only reads and updates delivery columns).
+INSERT INTO {schema}.push_registrations
+    (id, user_id, device_id, auth_session_id, provider, token, environment, app_id, created_at)
+VALUES (%(id)s, %(user_id)s, %(device_id)s, %(auth_session_id)s, %(provider)s, %(token)s,
+        %(environment)s, %(app_id)s, coalesce(%(created_at)s::timestamptz, now()))
+
+-- name: remove_push
+-- Remove one registration (unregister).
+DELETE FROM {schema}.push_registrations WHERE id = %(id)s
+
+-- name: active_registrations
+-- The active registrations of many people, without token, by person and id.
+SELECT id, user_id, device_id, provider, environment, app_id, created_at, last_success_at,
+       failure_count
+FROM {schema}.push_registrations
+WHERE user_id = ANY(%(user_ids)s::text[]) AND disabled_at IS NULL
+ORDER BY user_id, id
+
+-- name: registration_for_send
+-- One registration with its token and delivery columns (send step 1).
+SELECT id, user_id, device_id, auth_session_id, provider, environment, app_id, token,
+       created_at, last_success_at, failure_count, disabled_at, disabled_reason
+FROM {schema}.push_registrations WHERE id = %(id)s
+
+-- name: lock_registration
+-- One registration's delivery columns, locked until commit (send step 3).
+SELECT created_at, last_success_at, failure_count, disabled_at, disabled_reason
+FROM {schema}.push_registrations WHERE id = %(id)s FOR UPDATE
+
+-- name: record_delivery
+-- Write the delivery columns after a result (R1).
+UPDATE {schema}.push_registrations
+SET last_success_at = %(last_success_at)s, failure_count = %(failure_count)s,
+    disabled_at = %(disabled_at)s, disabled_reason = %(disabled_reason)s
+WHERE id = %(id)s
+
+-- name: insert_push_send
+-- One push of a hint to one registration; a second insert of the same pair changes nothing.
+INSERT INTO {schema}.push_sends
+    (notification_id, registration_id, recipient, kind, thread, message, target, quiet, count,
+     cleared, due_at, next_at)
+VALUES (%(notification_id)s, %(registration_id)s, %(recipient)s, %(kind)s, %(thread)s,
+        %(message)s, %(target)s, %(quiet)s, %(count)s, %(cleared)s::text[], %(due_at)s,
+        %(next_at)s)
+ON CONFLICT (notification_id, registration_id) DO NOTHING
+
+-- name: claim_push_sends
+-- Claim due sends that no worker holds: a lease keeps them while the provider call runs outside any transaction.
+UPDATE {schema}.push_sends s SET lease_until = %(lease_until)s
+FROM (
+    SELECT id FROM {schema}.push_sends
+    WHERE next_at <= %(now)s AND (lease_until IS NULL OR lease_until <= %(now)s)
+    ORDER BY next_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) c
+WHERE s.id = c.id
+RETURNING s.id, s.notification_id, s.registration_id, s.recipient, s.kind, s.thread, s.message,
+          s.target, s.quiet, s.count, s.cleared, s.due_at, s.attempt
+
+-- name: finish_push_send
+-- A send is done, dropped or skipped.
+DELETE FROM {schema}.push_sends WHERE id = %(id)s
+
+-- name: retry_push_send
+-- A send is retried later (attempt + 1), released from its lease.
+UPDATE {schema}.push_sends
+SET attempt = attempt + 1, next_at = %(next_at)s, lease_until = NULL
+WHERE id = %(id)s

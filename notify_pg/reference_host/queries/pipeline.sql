@@ -1,0 +1,96 @@
+-- The reference host's answers to the pipeline ports of notify_pg.ports (reads only).
+
+-- name: users_info
+-- Kind, active flag and zone of many people.
+SELECT id, kind, active, time_zone FROM {schema}.users WHERE id = ANY(%(ids)s::text[])
+
+-- name: threads_info
+-- Channel, main flag and positions of many threads.
+SELECT id, channel_id, main, last_message_seq, unread_floor_seq, newest_message
+FROM {schema}.threads WHERE id = ANY(%(ids)s::text[])
+
+-- name: channels_info
+-- Kind, space, default level, archived flag and DM participants of many channels.
+SELECT c.id, c.kind, c.space_id, c.default_notification_level, c.archived_at IS NOT NULL,
+       ARRAY(SELECT p.user_id FROM {schema}.dm_participants p
+             WHERE p.channel_id = c.id ORDER BY p.user_id)
+FROM {schema}.channels c WHERE c.id = ANY(%(ids)s::text[])
+
+-- name: channel_readers
+-- Who can read a channel (a superset): DM participants, else the channel's and space's grantees and the owners.
+WITH ch AS (SELECT id, kind, space_id FROM {schema}.channels WHERE id = %(channel)s)
+SELECT p.user_id FROM ch JOIN {schema}.dm_participants p ON p.channel_id = ch.id
+WHERE ch.kind = 'dm'
+UNION
+SELECT g.user_id FROM ch JOIN {schema}.grants g
+    ON (g.target_kind = 'channel' AND g.target_id = ch.id)
+    OR (g.target_kind = 'space' AND g.target_id = ch.space_id)
+WHERE ch.kind <> 'dm'
+UNION
+SELECT u.id FROM ch JOIN {schema}.users u ON u.owner
+WHERE ch.kind <> 'dm'
+ORDER BY 1
+
+-- name: thread_readers
+-- The active people among ids who may read a thread now (nobody in an archived channel or space).
+SELECT u.id
+FROM {schema}.threads t
+JOIN {schema}.channels c ON c.id = t.channel_id
+LEFT JOIN {schema}.spaces s ON s.id = c.space_id
+JOIN {schema}.users u ON u.id = ANY(%(ids)s::text[]) AND u.active
+WHERE t.id = %(thread)s
+  AND c.archived_at IS NULL AND s.archived_at IS NULL
+  AND CASE WHEN c.kind = 'dm' THEN EXISTS (
+          SELECT 1 FROM {schema}.dm_participants p
+          WHERE p.channel_id = c.id AND p.user_id = u.id)
+      ELSE u.owner OR EXISTS (
+          SELECT 1 FROM {schema}.grants g
+          WHERE g.user_id = u.id
+            AND ((g.target_kind = 'channel' AND g.target_id = c.id)
+              OR (g.target_kind = 'space' AND g.target_id = c.space_id)))
+      END
+
+-- name: badge_threads
+-- The threads with messages in the channels a person can read (archived ones excluded).
+SELECT t.id
+FROM {schema}.channels c
+LEFT JOIN {schema}.spaces s ON s.id = c.space_id
+JOIN {schema}.threads t ON t.channel_id = c.id AND t.last_message_seq > 0
+WHERE c.archived_at IS NULL AND s.archived_at IS NULL
+  AND CASE WHEN c.kind = 'dm' THEN EXISTS (
+          SELECT 1 FROM {schema}.dm_participants p
+          WHERE p.channel_id = c.id AND p.user_id = %(user_id)s)
+      ELSE EXISTS (SELECT 1 FROM {schema}.users u WHERE u.id = %(user_id)s AND u.owner)
+        OR EXISTS (
+          SELECT 1 FROM {schema}.grants g
+          WHERE g.user_id = %(user_id)s
+            AND ((g.target_kind = 'channel' AND g.target_id = c.id)
+              OR (g.target_kind = 'space' AND g.target_id = c.space_id)))
+      END
+ORDER BY t.id
+
+-- name: active_devices
+-- The active devices of many people, by person and id.
+SELECT user_id, id, platform FROM {schema}.devices
+WHERE user_id = ANY(%(ids)s::text[]) AND state = 'active'
+ORDER BY user_id, id
+
+-- name: connections
+-- The live connections of the active devices of many people, by person and device.
+SELECT d.user_id, p.device_id, p.focus, p.idle
+FROM {schema}.presence p JOIN {schema}.devices d ON d.id = p.device_id
+WHERE d.user_id = ANY(%(ids)s::text[]) AND d.state = 'active'
+ORDER BY d.user_id, p.device_id
+
+-- name: read_positions
+-- A person's read positions in some threads.
+SELECT thread_id, last_read_seq FROM {schema}.read_states
+WHERE user_id = %(user_id)s AND thread_id = ANY(%(threads)s::text[])
+
+-- name: unread_mentions
+-- Per thread, the mentions of a person after a floor position.
+SELECT f.thread, count(m.thread_seq)
+FROM unnest(%(threads)s::text[], %(floors)s::bigint[]) AS f(thread, floor)
+JOIN {schema}.mentions m
+  ON m.user_id = %(user_id)s AND m.thread_id = f.thread AND m.thread_seq > f.floor
+GROUP BY f.thread

@@ -1,0 +1,680 @@
+"""The worker: the pipeline on PostgreSQL, from the event log to push sends (seed 001).
+
+One `Worker` runs three kinds of rounds, each its own transaction (or, for pushes, three):
+
+- **consumer round** (`Worker.consume`): lock the consumer's cursor (``FOR UPDATE SKIP
+  LOCKED``: one round of a consumer at a time, whatever the number of workers), read the next
+  events in ``seq`` order, run each through `notify_core.pipeline.Pipeline.handle` (due work
+  at or before the event first), carry out the hints (push sends, the host's sink), move the
+  cursor, commit. A crash anywhere in the round rolls all of it back: no hint is doubled or
+  lost (seed 001 requirement 1).
+- **due-work round** (`Worker.run_due`): `Pipeline.advance` up to now, claiming windows,
+  delayed releases and badge syncs with ``FOR UPDATE SKIP LOCKED`` (several workers drain
+  them), never past the first event the consumer has not handled yet (so due work never runs
+  ahead of an earlier event, as in a replay), at most ``due_batch`` items per transaction.
+- **push round** (`Worker.send_pushes`, seed 001 note 11): step 1 in a transaction claims due
+  push sends under a lease and checks each (registration, age, access with the rights of now,
+  provider) and computes the badge; step 2 calls the providers outside any transaction under
+  the process-wide `notify_pg.push.ProviderGate`; step 3 applies each result to the
+  registration row locked ``FOR UPDATE`` (`notify_core.delivery.apply_result`) and schedules
+  a retry (`retry_delay` with jitter drawn here, `retry_at`). A crash between steps 2 and 3
+  lets the lease expire and the push goes again with the same notification id: at least once.
+
+Logs carry counts, kind codes, reasons, outcomes, provider names and error types: never a
+person, a thread, a message or a token (a token's hash prefix at most).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import attrs
+import psycopg
+
+from notify_core.decide import METRIC_REASONS, Collect, Policy, Send, Skip, Via
+from notify_core.delivery import (
+    Action,
+    Notification,
+    ResultClass,
+    SendResult,
+    apply_result,
+    retry_at,
+    retry_delay,
+)
+from notify_core.errors import NotifyError
+from notify_core.events import Event, EventError, parse_event
+from notify_core.instants import format_instant
+from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
+from notify_core.pipeline import Hint, Pipeline
+from notify_pg.errors import translate
+from notify_pg.events import EventLog
+from notify_pg.facts import FactsReader
+from notify_pg.ids import new_id
+from notify_pg.migrate import DEFAULT_SCHEMA
+from notify_pg.pipeline_ports import PgPreferences, PgSchedule, PgWorld, Session
+from notify_pg.ports import PipelineHostPorts
+from notify_pg.preferences import PreferenceRepository
+from notify_pg.push import ProviderGate, PushProvider
+from notify_pg.registrations import Registration, RegistrationRepository
+from notify_pg.seam import Conn, Seam
+from notify_pg.values import StoreConfig
+
+__all__ = ["Clock", "HintSink", "Worker", "WorkerConfig", "WorkerStats"]
+
+#: Returns the current instant (aware); tests hand in a fake clock.
+Clock = Callable[[], datetime]
+
+_log = logging.getLogger("notify_pg.worker")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class HintSink(Protocol):
+    """Receives every hint of a round inside the round's transaction (the host's hand-off).
+
+    Called once per hint decision in order, with the notification id of a send (``None`` for
+    collect and skip). A host uses it for the ``gateway`` routes (live connections) and its
+    ``notification.created`` events; it runs in the round's transaction, so what it writes
+    commits or rolls back with the round. A ``not_allowed`` skip of an event's own candidate
+    must leave no trace that names the person (seed 001 AZ-M48).
+    """
+
+    def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:
+        """Hand one hint decision to the host."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class WorkerConfig:
+    """The worker's settings (seed 001 note 14 names the keys in brackets).
+
+    Args:
+        consumer: the name of the consumer's cursor.
+        batch_size: events per consumer round (``consumer.batch_size``).
+        due_batch: due work per due-work transaction.
+        send_batch: push sends claimed per push round.
+        poll_interval: the pause of `Worker.run` when nothing is to do
+            (``consumer.poll_interval``).
+        max_concurrent_requests: provider requests at once per process
+            (``push.max_concurrent_requests``).
+        max_age: the oldest a hint may be when sent (``push.max_age``).
+        retry_base: the first retry delay (``push.retry_base``).
+        retry_cap: the largest retry delay before jitter (``push.retry_cap``).
+        max_failures: consecutive transient failures that deactivate a registration
+            (``push.max_consecutive_failures``).
+        send_lease: how long a claimed push send stays with its worker before another may
+            take it (longer than a provider call can take).
+    """
+
+    consumer: str = "push"
+    batch_size: int = 100
+    due_batch: int = 100
+    send_batch: int = 50
+    poll_interval: timedelta = timedelta(seconds=1)
+    max_concurrent_requests: int = 16
+    max_age: timedelta = timedelta(hours=1)
+    retry_base: timedelta = timedelta(seconds=5)
+    retry_cap: timedelta = timedelta(minutes=10)
+    max_failures: int = 5
+    send_lease: timedelta = timedelta(minutes=2)
+
+
+@attrs.define
+class WorkerStats:
+    """What a worker did, in counts (the metrics of seed 001 note 15)."""
+
+    events: int = 0
+    bad_events: int = 0
+    due: int = 0
+    decisions: Counter[str] = attrs.field(factory=Counter)
+    skipped: Counter[str] = attrs.field(factory=Counter)
+    sent: Counter[str] = attrs.field(factory=Counter)
+    push_sends: int = 0
+    provider_seconds: float = 0.0
+
+
+@attrs.frozen
+class _Claimed:
+    id: int
+    notification_id: str
+    registration_id: str
+    recipient: str
+    kind: int
+    thread: str | None
+    message: str | None
+    target: str | None
+    quiet: bool
+    count: int
+    cleared: tuple[str, ...]
+    due_at: datetime
+    attempt: int
+
+
+def _claimed(row: tuple[Any, ...]) -> _Claimed:
+    ident, nid, reg, recipient, kind, thread, message, target, quiet, count = row[:10]
+    cleared, due_at, attempt = row[10:13]
+    return _Claimed(
+        ident,
+        nid,
+        reg,
+        recipient,
+        kind,
+        thread,
+        message,
+        target,
+        quiet,
+        count,
+        tuple(cleared),
+        due_at.astimezone(UTC),
+        attempt,
+    )
+
+
+@attrs.frozen
+class _Prepared:
+    claimed: _Claimed
+    registration: Registration
+    provider: PushProvider
+    notification: Notification
+
+
+class Worker:
+    """Consumer, due work and push sends of one process on one database.
+
+    Args:
+        connect: opens a new connection in autocommit mode (called again after a failure).
+        host: the host's ports (`notify_pg.ports.PipelineHostPorts`).
+        schema: the library's schema.
+        policy: the instance's policy (the same values a replay takes).
+        config: the worker's settings.
+        clock: the current instant (due work and push sends; events carry their own time).
+        providers: the push providers, one per provider name; a registration of another
+            provider is skipped with ``no_provider``.
+        sink: receives every hint in the round's transaction.
+        jitter: draws the retry jitter in [0.5, 1] (R2); random by default.
+        on_event: a test hook, called in the round after each event is handled.
+
+    Example:
+        >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
+        ...                 providers=[FakeProvider("apns")])  # doctest: +SKIP
+        >>> worker.run(stop=threading.Event())  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Conn],
+        host: PipelineHostPorts,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        policy: Policy | None = None,
+        config: WorkerConfig | None = None,
+        clock: Clock = _now,
+        providers: Sequence[PushProvider] = (),
+        sink: HintSink | None = None,
+        jitter: Callable[[], float] | None = None,
+        on_event: Callable[[Conn, Event | None], None] | None = None,
+    ) -> None:
+        self.schema = schema
+        self.policy = policy or Policy()
+        self.config = config or WorkerConfig()
+        self.clock = clock
+        self.host = host
+        self.providers: Mapping[str, PushProvider] = {p.name: p for p in providers}
+        self.sink = sink
+        self.on_event = on_event
+        self.stats = WorkerStats()
+        self._connect = connect
+        self._conn: Conn | None = None
+        self._cursor_ready = False
+        self._seam = Seam("notify_pg", schema)
+        self._jitter = jitter or random.Random().random
+        self._random_jitter = jitter is None
+        store_config = StoreConfig(instance_default_level=self.policy.instance_default_level)
+        self._facts = FactsReader(host, store_config, schema)
+        self._preferences = PreferenceRepository(host, EventLog(schema), schema)
+        self._registrations = RegistrationRepository(schema)
+        self._gate = ProviderGate.for_process(self.config.max_concurrent_requests)
+        self._pool: ThreadPoolExecutor | None = None
+
+    # --- connections -------------------------------------------------------------------------
+
+    def _connection(self) -> Conn:
+        if self._conn is None or self._conn.closed:
+            try:
+                self._conn = self._connect()
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
+            self._cursor_ready = False
+        return self._conn
+
+    def close(self) -> None:
+        """Close the worker's connection and its provider threads."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Conn]:
+        conn = self._connection()
+        try:
+            with conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            if conn.broken or conn.closed:
+                self._conn = None
+            raise translate(exc) from exc
+        except BaseException:
+            if conn.broken or conn.closed:
+                self._conn = None
+            raise
+
+    def _pipeline(
+        self, session: Session, *, wait: bool = False, budget: int | None = None
+    ) -> tuple[Pipeline, PgSchedule]:
+        schedule = PgSchedule(session, self.schema, wait=wait, budget=budget)
+        pipeline = Pipeline(
+            policy=self.policy,
+            world=PgWorld(session, self.host, self.schema),
+            prefs=PgPreferences(
+                session,
+                self.host,
+                self._facts,
+                self._preferences,
+                self.policy.instance_default_level,
+            ),
+            schedule=schedule,
+        )
+        return pipeline, schedule
+
+    # --- consumer ----------------------------------------------------------------------------
+
+    def consume(self) -> int:
+        """Run one consumer round; return the number of events it handled (0: at the head,
+        or another worker runs a round of this consumer)."""
+        name = self.config.consumer
+        handled = 0
+        hints: list[Hint] = []
+        with self._transaction() as conn:
+            if not self._cursor_ready:
+                self._seam.run(conn, "ensure_cursor", {"name": name})
+            row = self._seam.one(conn, "lock_cursor", {"name": name})
+            if row is None:
+                return 0
+            position = int(row[0])
+            rows = self._seam.all(
+                conn, "read_events_page", {"after": position, "limit": self.config.batch_size}
+            )
+            if not rows:
+                return 0
+            session = Session(conn)
+            pipeline, _schedule = self._pipeline(session, wait=True)
+            for row in rows:
+                event = self._event(row)
+                if event is not None:
+                    session.at(event.seq, event.occurred_at)
+                    out = pipeline.handle(event)
+                    self._carry_out(session, pipeline, out)
+                    hints.extend(out)
+                if self.on_event is not None:
+                    self.on_event(conn, event)
+                position = int(row[0])
+                handled += 1
+            self._seam.run(conn, "move_cursor", {"name": name, "position": position})
+        self._cursor_ready = True
+        self._count(hints)
+        self.stats.events += handled
+        _log.info(
+            "consumer round",
+            extra={"fields": {"events": handled, "hints": len(hints), "position": position}},
+        )
+        return handled
+
+    def _event(self, row: tuple[Any, ...]) -> Event | None:
+        seq, type_, occurred_at, actor, audience, scope, payload = row
+        obj: dict[str, object] = {
+            "seq": seq,
+            "type": type_,
+            "occurred_at": format_instant(occurred_at),
+            "payload": payload,
+        }
+        if actor is not None:
+            obj["actor"] = actor
+        if audience is not None:
+            obj["audience"] = audience
+        if scope is not None:
+            obj["scope"] = scope
+        try:
+            return parse_event(obj)
+        except EventError as error:
+            # A bad event is skipped as a replay skips a bad line; the log names no person.
+            self.stats.bad_events += 1
+            _log.warning(
+                "bad event skipped",
+                extra={"fields": {"seq": seq, "code": error.code, "pointer": error.pointer}},
+            )
+            return None
+
+    # --- due work ----------------------------------------------------------------------------
+
+    def run_due(self, until: datetime | None = None) -> int:
+        """Run one due-work round up to ``until`` (default: now); return the work done.
+
+        Never past the first event the consumer has not handled yet.
+        """
+        limit = until if until is not None else self.clock()
+        hints: list[Hint] = []
+        with self._transaction() as conn:
+            row = self._seam.one(conn, "first_unconsumed_at", {"name": self.config.consumer})
+            if row is not None:
+                limit = min(limit, row[0].astimezone(UTC))
+            session = Session(conn)
+            pipeline, schedule = self._pipeline(session, budget=self.config.due_batch)
+            hints = pipeline.advance(limit)
+            self._carry_out(session, pipeline, hints)
+            done = schedule.popped
+        self.stats.due += done
+        self._count(hints)
+        if done:
+            _log.info("due round", extra={"fields": {"due": done, "hints": len(hints)}})
+        return done
+
+    # --- hints -> push sends -----------------------------------------------------------------
+
+    def _carry_out(self, session: Session, pipeline: Pipeline, hints: Sequence[Hint]) -> None:
+        conn = session.conn
+        for hint in hints:
+            notification_id: str | None = None
+            decision = hint.decision
+            if isinstance(decision, Send):
+                notification_id = new_id()
+                devices = {r.device for r in decision.routes if r.via is Via.PUSH}
+                if devices:
+                    self._insert_pushes(session, hint, decision, notification_id, devices)
+            if self.sink is not None:
+                self.sink(conn, hint, notification_id)
+
+    def _insert_pushes(
+        self,
+        session: Session,
+        hint: Hint,
+        decision: Send,
+        notification_id: str,
+        devices: set[str],
+    ) -> None:
+        conn = session.conn
+        registrations = self._registrations.active(conn, [hint.recipient]).get(hint.recipient, [])
+        cleared: list[str] = []
+        if hint.kind is Kind.SYNC:
+            after = session.synced.pop(hint.recipient, None)
+            if after is not None:
+                rows = self._seam.all(
+                    conn, "threads_read_after", {"user_id": hint.recipient, "after": after}
+                )
+                cleared = list(dict.fromkeys(r[0] for r in rows))
+        params = [
+            {
+                "notification_id": notification_id,
+                "registration_id": reg.id,
+                "recipient": hint.recipient,
+                "kind": kind_code(hint.kind),
+                "thread": hint.thread,
+                "message": hint.message,
+                "target": hint.target,
+                "quiet": decision.quiet,
+                "count": 0 if hint.kind is Kind.SYNC else (decision.count or 0),
+                "cleared": cleared,
+                "due_at": hint.at,
+                "next_at": hint.at,
+            }
+            for reg in registrations
+            if reg.device_id in devices
+        ]
+        self._seam.run_many(conn, "insert_push_send", params)
+        self.stats.push_sends += len(params)
+
+    def _count(self, hints: Sequence[Hint]) -> None:
+        for hint in hints:
+            decision = hint.decision
+            if isinstance(decision, Skip):
+                self.stats.decisions["skip"] += 1
+                reason = METRIC_REASONS.get(decision.reason)
+                if reason is not None:
+                    self.stats.skipped[reason] += 1
+            elif isinstance(decision, Collect):
+                self.stats.decisions["collect"] += 1
+            else:
+                self.stats.decisions["send"] += 1
+
+    # --- push sends --------------------------------------------------------------------------
+
+    def send_pushes(self) -> int:
+        """Run one push round (steps 1 to 3 of seed 001 note 11); return the sends handled."""
+        now = self.clock()
+        prepared: list[_Prepared] = []
+        handled = 0
+        with self._transaction() as conn:
+            rows = self._seam.all(
+                conn,
+                "claim_push_sends",
+                {
+                    "now": now,
+                    "lease_until": now + self.config.send_lease,
+                    "limit": self.config.send_batch,
+                },
+            )
+            if not rows:
+                return 0
+            session = Session(conn)
+            pipeline, _schedule = self._pipeline(session)
+            badges: dict[str, list[str]] = {}
+            for row in rows:
+                claimed = _claimed(row)
+                handled += 1
+                ready = self._step1(session, pipeline, claimed, now, badges)
+                if ready is not None:
+                    prepared.append(ready)
+        results = self._step2(prepared)
+        for item, result in zip(prepared, results, strict=True):
+            self._step3(item, result)
+        return handled
+
+    def _skip(self, conn: Conn, claimed: _Claimed, reason: str) -> None:
+        self._seam.run(conn, "finish_push_send", {"id": claimed.id})
+        self.stats.skipped[reason] += 1
+        _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": reason}})
+
+    def _step1(
+        self,
+        session: Session,
+        pipeline: Pipeline,
+        claimed: _Claimed,
+        now: datetime,
+        badges: dict[str, list[str]],
+    ) -> _Prepared | None:
+        conn, world = session.conn, pipeline.world
+        found = self._registrations.for_send(conn, claimed.registration_id)
+        recipient = claimed.recipient
+        if found is None:
+            self._skip(conn, claimed, "no_registration")
+            return None
+        registration, state = found
+        devices = {d.id for d in world.devices(recipient)}
+        if (
+            not state.active
+            or registration.user_id != recipient
+            or registration.device_id not in devices
+        ):
+            self._skip(conn, claimed, "no_registration")
+            return None
+        if now - claimed.due_at > self.config.max_age:
+            self._skip(conn, claimed, "expired")
+            return None
+        kind = kind_from_code(claimed.kind)
+        info = world.user(recipient)
+        if kind in THREAD_KINDS:
+            allowed = claimed.thread is not None and world.allowed(recipient, claimed.thread)
+        else:
+            allowed = info is not None and info.active_human
+            if kind is Kind.SECURITY:
+                allowed = allowed and registration.device_id != claimed.target
+        if not allowed:
+            self._skip(conn, claimed, "no_access")
+            return None
+        provider = self.providers.get(registration.provider)
+        if provider is None:
+            self._skip(conn, claimed, "no_provider")
+            return None
+        counted = badges.get(recipient)
+        if counted is None:
+            counted = badges[recipient] = pipeline.counted_threads(recipient, now)
+        cleared = tuple(t for t in claimed.cleared if t not in counted)
+        notification = Notification(
+            id=claimed.notification_id,
+            kind=kind,
+            thread=claimed.thread,
+            message=claimed.message,
+            target=claimed.target,
+            quiet=claimed.quiet,
+            count=claimed.count,
+            badge=len(counted),
+            cleared=cleared,
+        )
+        return _Prepared(claimed, registration, provider, notification)
+
+    def _call(self, item: _Prepared) -> SendResult:
+        started = time.perf_counter()
+        try:
+            with self._gate.slot():
+                return item.provider.send(item.registration, item.notification)
+        except Exception as exc:  # a provider's failure is a transient failure (note 12)
+            _log.warning(
+                "provider call failed",
+                extra={
+                    "fields": {
+                        "provider": item.provider.name,
+                        "error_type": type(exc).__name__,
+                        "token_ref": item.registration.token_ref,
+                    }
+                },
+            )
+            return SendResult(result_class=ResultClass.RETRY)
+        finally:
+            self.stats.provider_seconds += time.perf_counter() - started
+
+    def _step2(self, prepared: Sequence[_Prepared]) -> list[SendResult]:
+        if not prepared:
+            return []
+        if len(prepared) == 1:
+            return [self._call(prepared[0])]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.config.max_concurrent_requests,
+                thread_name_prefix="notify-push",
+            )
+        return list(self._pool.map(self._call, prepared))
+
+    def _step3(self, item: _Prepared, result: SendResult) -> None:
+        claimed = item.claimed
+        now = self.clock()
+        with self._transaction() as conn:
+            state = self._registrations.lock_state(conn, claimed.registration_id)
+            if state is None:
+                self._seam.run(conn, "finish_push_send", {"id": claimed.id})
+                return
+            change = apply_result(state, result, now, self.config.max_failures)
+            if change.state != state:
+                self._registrations.record(conn, claimed.registration_id, change.state)
+            self.stats.sent[change.outcome.value] += 1
+            if change.action is Action.RETRY:
+                delay = retry_delay(
+                    claimed.attempt,
+                    self.config.retry_base,
+                    self.config.retry_cap,
+                    result.retry_after,
+                    self._draw_jitter(),
+                )
+                at = retry_at(claimed.due_at, now, delay, self.config.max_age)
+                if at is None:
+                    self._skip(conn, claimed, "expired")
+                else:
+                    self._seam.run(conn, "retry_push_send", {"id": claimed.id, "next_at": at})
+            else:
+                self._seam.run(conn, "finish_push_send", {"id": claimed.id})
+        _log.info(
+            "push sent",
+            extra={
+                "fields": {
+                    "provider": item.provider.name,
+                    "kind": claimed.kind,
+                    "outcome": change.outcome.value,
+                    "action": change.action.value,
+                    "attempt": claimed.attempt,
+                }
+            },
+        )
+
+    def _draw_jitter(self) -> float:
+        value = self._jitter()
+        # random.random() is in [0, 1): map it onto [0.5, 1] (R2); a given jitter is taken as is.
+        return 0.5 + value / 2 if self._random_jitter else value
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    def run_once(self, *, max_rounds: int = 100) -> int:
+        """Consume up to the head (at most ``max_rounds`` rounds), then run due work and one
+        push round; return the work done (0: idle)."""
+        work = 0
+        for _ in range(max_rounds):
+            handled = self.consume()
+            work += handled
+            if handled == 0:
+                break
+        work += self.run_due()
+        work += self.send_pushes()
+        return work
+
+    def run(self, stop: threading.Event) -> None:
+        """Work until ``stop`` is set; then finish the round in progress and return.
+
+        A failed round (PostgreSQL unreachable, a bug in a handler) rolls back, is logged by
+        its error type, and is tried again after a pause.
+        """
+        pause = self.config.poll_interval.total_seconds()
+        failures = 0
+        while not stop.is_set():
+            try:
+                work = self.run_once()
+                failures = 0
+            except (NotifyError, psycopg.Error, ValueError, KeyError, TypeError) as exc:
+                failures += 1
+                _log.error(
+                    "round failed",
+                    extra={"fields": {"error_type": type(exc).__name__, "failures": failures}},
+                )
+                self._drop_connection()
+                stop.wait(min(30.0, pause * 2**failures))
+                continue
+            if work == 0:
+                stop.wait(pause)
+        self.close()
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
