@@ -1,0 +1,217 @@
+"""Running event logs through the pipeline on PostgreSQL, step by step, with a fake clock.
+
+`PgRun` feeds formats.md events the way a host and a worker would meet them: due work up to
+the event's time runs first (with the world as it was before the event), then the host applies
+the event's world change and appends the event in one transaction (`WorldLoader`), then the
+worker's consumer handles it. A `TableSink` records every hint in the round's transaction, so
+only committed hints are seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+from pgworld import HOST_SCHEMA, SCHEMA
+
+from notify_core.decide import Policy, Skip, SkipReason
+from notify_core.events import Event, parse_event
+from notify_core.pipeline import Hint, Trigger
+from notify_core.replay import hint_to_json
+from notify_pg import EventLog, NewEvent
+from notify_pg.push import PushProvider
+from notify_pg.reference_host import ReferenceHost
+from notify_pg.reference_host.world import WorldLoader
+from notify_pg.seam import Conn
+from notify_pg.worker import Worker, WorkerConfig
+
+FAR = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock the test moves."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def set(self, now: datetime) -> None:
+        self.now = now
+
+
+class TableSink:
+    """Records every hint in the round's transaction (table public.sink_hints)."""
+
+    def __init__(self, conn: Conn) -> None:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS public.sink_hints ("
+            " n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
+            " hint text NOT NULL, notification_id text, not_allowed_event boolean NOT NULL)"
+        )
+
+    def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:
+        hidden = (
+            isinstance(hint.decision, Skip)
+            and hint.decision.reason is SkipReason.NOT_ALLOWED
+            and hint.trigger is Trigger.EVENT
+        )
+        conn.execute(
+            "INSERT INTO public.sink_hints (hint, notification_id, not_allowed_event)"
+            " VALUES (%s, %s, %s)",
+            [json.dumps(hint_to_json(hint)), notification_id, hidden],
+        )
+
+
+class PgRun:
+    """One log on one test database: the host, the event log and a worker with a fake clock."""
+
+    def __init__(
+        self,
+        dsn: str,
+        conn: psycopg.Connection[Any],
+        policy: Policy | None = None,
+        *,
+        providers: Sequence[PushProvider] = (),
+        config: WorkerConfig | None = None,
+        start: datetime = datetime(2026, 10, 23, 9, 0, tzinfo=UTC),
+        jitter: float | None = 1.0,
+    ) -> None:
+        self.conn = conn
+        self.dsn = dsn
+        self.clock = FakeClock(start)
+        self.sink = TableSink(conn)
+        self.loader = WorldLoader(SCHEMA, HOST_SCHEMA)
+        self.log = EventLog(SCHEMA)
+        self.host = ReferenceHost(HOST_SCHEMA)
+        self.worker = Worker(
+            lambda: psycopg.connect(dsn, autocommit=True),
+            self.host,
+            schema=SCHEMA,
+            policy=policy or Policy(),
+            config=config,
+            clock=self.clock,
+            providers=providers,
+            sink=self.sink,
+            jitter=None if jitter is None else (lambda: jitter),
+        )
+        self.seq_map: dict[int, int] = {}
+        self._next_seq = 1
+
+    # --- driving ---------------------------------------------------------------------------
+
+    def drain(self) -> None:
+        """Let the consumer reach the head of the log."""
+        while self.worker.consume():
+            pass
+
+    def due(self, until: datetime) -> None:
+        """Run every piece of due work at or before ``until``."""
+        self.drain()
+        while self.worker.run_due(until):
+            pass
+
+    def feed(self, obj: dict[str, Any] | Event) -> int:
+        """Feed one event: due work first, then the host's write with the append, then the
+        consumer. Returns the event's seq in the database."""
+        event = obj if isinstance(obj, Event) else parse_event(obj)
+        self.clock.set(event.occurred_at)
+        self.due(event.occurred_at)
+        scope = {
+            k: v
+            for k, v in (
+                ("space", event.scope.space),
+                ("channel", event.scope.channel),
+                ("thread", event.scope.thread),
+            )
+            if v is not None
+        }
+        with self.conn.transaction():
+            self.loader.apply(self.conn, event)
+            seq = self.log.append(
+                self.conn,
+                NewEvent(
+                    type=event.type,
+                    payload=dict(event.payload),
+                    actor=event.actor,
+                    audience=event.audience,
+                    scope=scope or None,
+                    occurred_at=event.occurred_at,
+                ),
+            )
+        self.seq_map[seq] = event.seq
+        self.drain()
+        return seq
+
+    def event(self, type_: str, payload: dict[str, Any], **envelope: Any) -> int:
+        """Feed an event given by its members, at the clock's time unless ``at`` is given."""
+        at = envelope.pop("at", self.clock.now)
+        obj = {
+            "seq": self._next_seq,
+            "type": type_,
+            "occurred_at": at.isoformat(),
+            **envelope,
+            "payload": payload,
+        }
+        self._next_seq += 1
+        return self.feed(obj)
+
+    def feed_lines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            if line.strip() and not line.startswith("#"):
+                obj = json.loads(line)
+                self._next_seq = max(self._next_seq, int(obj["seq"]) + 1)
+                self.feed(obj)
+
+    def finish(self, until: datetime = FAR) -> None:
+        """The log ends: let the clock run on until nothing is pending."""
+        self.due(until)
+
+    def at(self, now: datetime) -> None:
+        """Move the clock (due work up to then runs)."""
+        self.clock.set(now)
+        self.due(now)
+
+    def later(self, seconds: float) -> datetime:
+        self.at(self.clock.now + timedelta(seconds=seconds))
+        return self.clock.now
+
+    def push(self) -> int:
+        """Run push rounds at the clock's time until none is due."""
+        total = 0
+        while n := self.worker.send_pushes():
+            total += n
+        return total
+
+    # --- reading ---------------------------------------------------------------------------
+
+    def hints(self, include_hidden: bool = False) -> list[dict[str, Any]]:
+        """The committed hints in order, with seqs of the fed log (as a replay prints them)."""
+        rows = self.conn.execute(
+            "SELECT hint, not_allowed_event FROM public.sink_hints ORDER BY n"
+        ).fetchall()
+        out = []
+        for text, hidden in rows:
+            hint = json.loads(text)
+            if hidden and not include_hidden:
+                continue
+            if "seq" in hint:
+                hint["seq"] = self.seq_map.get(hint["seq"], -hint["seq"])
+            out.append(hint)
+        return out
+
+    def hint_lines(self) -> list[str]:
+        """The hints as `notify replay --include-skips` writes them (members in order)."""
+        return [json.dumps(h, ensure_ascii=False, separators=(",", ":")) for h in self.hints()]
+
+    def push_sends(self) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            f"SELECT notification_id, registration_id, recipient, kind, thread, message, target,"
+            f" quiet, count, cleared, due_at, attempt, next_at FROM {SCHEMA}.push_sends ORDER BY id"
+        )
+        names = [d.name for d in cur.description or []]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
