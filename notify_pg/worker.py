@@ -204,6 +204,8 @@ class Worker:
         sink: receives every hint in the round's transaction.
         jitter: draws the retry jitter in [0.5, 1] (R2); random by default.
         on_event: a test hook, called in the round after each event is handled.
+        gate: the limit on concurrent provider requests; by default the process's gate
+            (`ProviderGate.for_process`), shared by every worker of the process.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -224,6 +226,7 @@ class Worker:
         sink: HintSink | None = None,
         jitter: Callable[[], float] | None = None,
         on_event: Callable[[Conn, Event | None], None] | None = None,
+        gate: ProviderGate | None = None,
     ) -> None:
         self.schema = schema
         self.policy = policy or Policy()
@@ -244,7 +247,7 @@ class Worker:
         self._facts = FactsReader(host, store_config, schema)
         self._preferences = PreferenceRepository(host, EventLog(schema), schema)
         self._registrations = RegistrationRepository(schema)
-        self._gate = ProviderGate.for_process(self.config.max_concurrent_requests)
+        self._gate = gate or ProviderGate.for_process(self.config.max_concurrent_requests)
         self._pool: ThreadPoolExecutor | None = None
 
     # --- connections -------------------------------------------------------------------------

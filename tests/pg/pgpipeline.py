@@ -10,8 +10,10 @@ only committed hints are seen.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -29,6 +31,17 @@ from notify_pg.seam import Conn
 from notify_pg.worker import Worker, WorkerConfig
 
 FAR = datetime(2100, 1, 1, tzinfo=UTC)
+START = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
+from build import POLICY, Log  # noqa: E402
+
+__all__ = ["FAR", "POLICY", "START", "FakeClock", "Log", "PgRun", "TableSink", "lines_of"]
+
+
+def lines_of(log: Log) -> list[str]:
+    """The JSON lines of a built log."""
+    return [json.dumps(e, separators=(",", ":")) for e in log.events]
 
 
 class FakeClock:
@@ -80,6 +93,7 @@ class PgRun:
         config: WorkerConfig | None = None,
         start: datetime = datetime(2026, 10, 23, 9, 0, tzinfo=UTC),
         jitter: float | None = 1.0,
+        **worker_options: Any,
     ) -> None:
         self.conn = conn
         self.dsn = dsn
@@ -98,6 +112,7 @@ class PgRun:
             providers=providers,
             sink=self.sink,
             jitter=None if jitter is None else (lambda: jitter),
+            **worker_options,
         )
         self.seq_map: dict[int, int] = {}
         self._next_seq = 1
