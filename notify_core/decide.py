@@ -50,6 +50,7 @@ __all__ = [
     "decide_all",
     "explain",
     "flush",
+    "gate",
     "release_delayed",
 ]
 
@@ -240,6 +241,7 @@ _LEVEL: Final = _SKIPS[SkipReason.LEVEL]
 _ADMIN_DISABLED: Final = _SKIPS[SkipReason.ADMIN_DISABLED]
 _ACTIVE: Final = _SKIPS[SkipReason.ACTIVE_IN_THREAD]
 _NO_ROUTE: Final = _SKIPS[SkipReason.NO_ROUTE]
+_NO_SWITCHES: Final = Switches()
 
 
 def _kind(value: object) -> Kind:
@@ -376,23 +378,65 @@ def _missing_level() -> InvalidFacts:
 
 def _gate(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | None:
     """D1-D3: recipient, read right, preference. ``None`` means the decision goes on."""
-    if person.author or (kind in RUN_KINDS and not person.run_starter):
+    return _gate_on(
+        event,
+        kind,
+        person.author,
+        person.run_starter,
+        person.allowed,
+        person.level,
+        person.switches,
+    )
+
+
+def _gate_on(
+    event: EventFacts,
+    kind: Kind,
+    author: bool,
+    run_starter: bool,
+    allowed: bool,
+    level: LevelFacts | None,
+    switches: Switches,
+) -> Skip | None:
+    if author or (kind in RUN_KINDS and not run_starter):
         return _NOT_RECIPIENT
-    if not person.allowed:
+    if not allowed:
         return _NOT_ALLOWED
     needed = LEVEL_GATE.get(kind)
     if needed is not None:
-        if person.level is None:
+        if level is None:
             raise _missing_level()
-        if effective(person.level, event.now) not in needed:
+        if effective(level, event.now) not in needed:
             return _LEVEL
     elif kind is Kind.ADMIN:
-        enabled = person.switches.admin_enabled
+        enabled = switches.admin_enabled
         if enabled is None:
             enabled = event.policy.default_admin_enabled
         if not enabled:
             return _ADMIN_DISABLED
     return None
+
+
+def gate(
+    event: EventFacts,
+    *,
+    allowed: bool,
+    author: bool = False,
+    run_starter: bool = False,
+    level: LevelFacts | None = None,
+    switches: Switches = _NO_SWITCHES,
+) -> Skip | None:
+    """Run D1-D3 alone, on the only facts they read; ``None`` means `decide` goes on.
+
+    When this returns a `Skip`, `decide` returns the same `Skip` for any `RecipientFacts`
+    with these values, whatever its devices, connections, quiet rules and window: a fan-out
+    can gather those facts only for the people who pass (most recipients of a ``message``
+    end at D3). The arguments mean what the fields of `RecipientFacts` of the same names mean.
+
+    Raises:
+        InvalidFacts: a kind that needs the level facts got none (code ``missing_level``).
+    """
+    return _gate_on(event, event.kind, author, run_starter, allowed, level, switches)
 
 
 def _routes(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | tuple[Route, ...]:

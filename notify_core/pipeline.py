@@ -33,6 +33,7 @@ from notify_core.decide import (
     decide_all,
     explain,
     flush,
+    gate,
     release_delayed,
 )
 from notify_core.events import Event
@@ -242,8 +243,7 @@ class Pipeline:
         hints: list[Hint] = []
         for candidate in classify(event, self.world):
             facts = self._event_facts(event.occurred_at, candidate)
-            people = self._recipient_facts(facts, candidate, candidate.recipients)
-            decisions = decide_all(facts, people)
+            decisions = self._decide_fan_out(facts, candidate)
             for person, decision in zip(candidate.recipients, decisions, strict=True):
                 hints.append(self._apply(event.seq, event.occurred_at, person, candidate, decision))
         return hints
@@ -270,13 +270,56 @@ class Pipeline:
             exclude_device=candidate.exclude_device,
         )
 
+    def _decide_fan_out(self, facts: EventFacts, candidate: Candidate) -> list[Decision]:
+        """`decide_all` for every recipient, with the full facts gathered only where needed.
+
+        D1-D3 (`gate`) read only the read right, the run starter, the level facts and the
+        switches; whoever they stop gets that skip, which is what `decide` would answer.
+        Devices, connections, quiet rules and windows are read for the others only.
+        """
+        people, thread = candidate.recipients, candidate.thread
+        levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+        switches = self.prefs.switches(people)
+        user, allowed_to, starter = self.world.user, self.world.allowed, candidate.run_starter
+        level_of, switches_of = levels.get, switches.get
+        gated: list[Decision | None] = []
+        going_on: list[str] = []
+        for person in people:
+            if thread is not None:
+                allowed = allowed_to(person, thread)
+            else:
+                info = user(person)
+                allowed = info is not None and info.active_human
+            skip = gate(
+                facts,
+                allowed=allowed,
+                run_starter=person == starter,
+                level=level_of(person),
+                switches=switches_of(person, _NO_SWITCHES),
+            )
+            gated.append(skip)
+            if skip is None:
+                going_on.append(person)
+        if not going_on:
+            return gated  # type: ignore[return-value]  # every entry is a Skip
+        full = self._recipient_facts(facts, candidate, going_on, levels, switches)
+        rest = iter(decide_all(facts, full))
+        return [decision if decision is not None else next(rest) for decision in gated]
+
     def _recipient_facts(
-        self, facts: EventFacts, candidate: Candidate, people: Sequence[str]
+        self,
+        facts: EventFacts,
+        candidate: Candidate,
+        people: Sequence[str],
+        levels: dict[str, LevelFacts] | None = None,
+        switches: dict[str, Switches] | None = None,
     ) -> list[RecipientFacts]:
         world, thread = self.world, candidate.thread
-        levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+        if levels is None:
+            levels = self.prefs.level_facts(thread, people) if thread is not None else {}
         rules = self.prefs.quiet_rules(people)
-        switches = self.prefs.switches(people)
+        if switches is None:
+            switches = self.prefs.switches(people)
         # Bound methods hoisted out of the loop: it runs once per recipient of every fan-out.
         user, allowed_to, window_of = world.user, world.allowed, self.schedule.window
         devices, connections, starter = world.devices, world.connections, candidate.run_starter
