@@ -130,12 +130,15 @@ class PgRun:
         while self.worker.run_due(until):
             pass
 
-    def feed(self, obj: dict[str, Any] | Event) -> int:
+    def feed(self, obj: dict[str, Any] | Event, *, push: bool = False) -> int:
         """Feed one event: due work first, then the host's write with the append, then the
-        consumer. Returns the event's seq in the database."""
+        consumer; with ``push`` the push rounds run after the due work and after the event.
+        Returns the event's seq in the database."""
         event = obj if isinstance(obj, Event) else parse_event(obj)
         self.clock.set(event.occurred_at)
         self.due(event.occurred_at)
+        if push:
+            self.push()
         scope = {
             k: v
             for k, v in (
@@ -160,6 +163,8 @@ class PgRun:
             )
         self.seq_map[seq] = event.seq
         self.drain()
+        if push:
+            self.push()
         return seq
 
     def event(self, type_: str, payload: dict[str, Any], **envelope: Any) -> int:
@@ -175,12 +180,31 @@ class PgRun:
         self._next_seq += 1
         return self.feed(obj)
 
-    def feed_lines(self, lines: Iterable[str]) -> None:
+    def feed_lines(self, lines: Iterable[str], *, push: bool = False) -> None:
+        """Feed log lines; with ``push``, run the push rounds after each event."""
         for line in lines:
             if line.strip() and not line.startswith("#"):
                 obj = json.loads(line)
                 self._next_seq = max(self._next_seq, int(obj["seq"]) + 1)
-                self.feed(obj)
+                self.feed(obj, push=push)
+
+    def settle(self, until: datetime = FAR) -> None:
+        """Move the clock from one pending piece of work to the next (due work and push
+        sends), running it, until nothing is pending up to ``until``."""
+        for _ in range(10_000):
+            self.drain()
+            row = self.conn.execute(
+                f"SELECT min(t) FROM (SELECT min(end_at) t FROM {SCHEMA}.windows"
+                f" UNION ALL SELECT min(due_at) FROM {SCHEMA}.delayed_releases"
+                f" UNION ALL SELECT min(due_at) FROM {SCHEMA}.badge_syncs WHERE pending"
+                f" UNION ALL SELECT min(next_at) FROM {SCHEMA}.push_sends) d"
+            ).fetchone()
+            pending = None if row is None else row[0]
+            if pending is None or pending > until:
+                return
+            self.at(max(pending, self.clock.now))
+            self.push()
+        raise AssertionError("settle: work keeps coming due")
 
     def finish(self, until: datetime = FAR) -> None:
         """The log ends: let the clock run on until nothing is pending."""
