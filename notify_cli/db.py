@@ -61,3 +61,39 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
         click.echo(f"{reference_host}: applied {name}")
     if not applied and not host_applied:
         click.echo(f"{schema}: up to date", err=True)
+
+
+@db.command()
+@click.option(
+    "--dsn",
+    envvar="NOTIFY_DSN",
+    required=True,
+    metavar="DSN",
+    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
+)
+@click.option(
+    "--schema",
+    default=DEFAULT_SCHEMA,
+    show_default=True,
+    metavar="NAME",
+    help="The schema notify owns in that database.",
+)
+def status(dsn: str, schema: str) -> None:
+    """Show the lag of each consumer and the backlog of due work, as JSON on stdout.
+
+    Per consumer: its position, how many events lie after it, when it last moved. Due work:
+    open and ended windows, delayed pushes, pending badge syncs and push sends (all, due now,
+    leased by a worker), counted at the database's clock.
+    """
+    try:
+        import json
+
+        from notify_core.errors import NotifyError
+        from notify_pg.status import pipeline_status
+    except ImportError as exc:  # psycopg missing: the pg extra is not installed
+        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+    try:
+        report = pipeline_status(dsn, schema)
+    except NotifyError as exc:
+        raise BadInput(f"db status: {exc}") from None
+    click.echo(json.dumps(report, indent=2))

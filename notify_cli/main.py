@@ -8,6 +8,7 @@ from notify_cli.db import db
 from notify_cli.records import records
 from notify_cli.replay import explain_command, replay
 from notify_cli.table import table
+from notify_cli.worker import worker
 
 
 @click.group()
@@ -20,4 +21,5 @@ cli.add_command(table)
 cli.add_command(replay)
 cli.add_command(explain_command)
 cli.add_command(db)
+cli.add_command(worker)
 cli.add_command(records)

@@ -152,15 +152,16 @@ CROSS JOIN (SELECT coalesce(max(seq), 0) AS head FROM {schema}.event_log) h
 ORDER BY c.name
 
 -- name: status_backlog
--- Due work: open windows, ended windows, releases, pending badge syncs, push sends (all, due, leased) as of now.
+-- Due work at the database's clock: open and ended windows, releases, pending badge syncs, push sends (all, due, leased, oldest), and that clock.
 SELECT
     (SELECT count(*) FROM {schema}.windows),
-    (SELECT count(*) FROM {schema}.windows WHERE end_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.windows WHERE end_at <= now()),
     (SELECT count(*) FROM {schema}.delayed_releases),
-    (SELECT count(*) FROM {schema}.delayed_releases WHERE due_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.delayed_releases WHERE due_at <= now()),
     (SELECT count(*) FROM {schema}.badge_syncs WHERE pending),
-    (SELECT count(*) FROM {schema}.badge_syncs WHERE pending AND due_at <= %(now)s),
+    (SELECT count(*) FROM {schema}.badge_syncs WHERE pending AND due_at <= now()),
     (SELECT count(*) FROM {schema}.push_sends),
-    (SELECT count(*) FROM {schema}.push_sends WHERE next_at <= %(now)s),
-    (SELECT count(*) FROM {schema}.push_sends WHERE lease_until > %(now)s),
-    (SELECT min(next_at) FROM {schema}.push_sends)
+    (SELECT count(*) FROM {schema}.push_sends WHERE next_at <= now()),
+    (SELECT count(*) FROM {schema}.push_sends WHERE lease_until > now()),
+    (SELECT min(next_at) FROM {schema}.push_sends),
+    now()

@@ -1,0 +1,175 @@
+"""``notify worker``: the pipeline on PostgreSQL (needs the ``pg`` extra).
+
+Runs the consumer of the event log, the due work and the push sends of `notify_pg.worker`
+until SIGTERM or SIGINT, then finishes the round in progress and exits 0. Logs are JSON lines
+on stderr with counts, kinds, reasons and outcomes: never a person, a thread or a token.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from datetime import UTC, datetime, timedelta
+from types import FrameType
+from typing import Any
+
+import click
+
+from notify_cli.options import BadInput, read_policy
+
+DEFAULT_SCHEMA = "notify"
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per log record: time, level, logger, message and the record's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """Return the record as one JSON line."""
+        out: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        fields = getattr(record, "fields", None)
+        if isinstance(fields, dict):
+            out.update(fields)
+        if record.exc_info and record.exc_info[0] is not None:
+            out["error_type"] = record.exc_info[0].__name__
+        return json.dumps(out, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    root = logging.getLogger("notify_pg")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+
+
+@click.command()
+@click.option(
+    "--dsn",
+    envvar="NOTIFY_DSN",
+    required=True,
+    metavar="DSN",
+    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
+)
+@click.option(
+    "--schema",
+    default=DEFAULT_SCHEMA,
+    show_default=True,
+    metavar="NAME",
+    help="The schema notify owns in that database.",
+)
+@click.option(
+    "--host-schema",
+    default="host",
+    show_default=True,
+    metavar="NAME",
+    help="Schema of the reference host whose facts the pipeline reads.",
+)
+@click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Pause when there is nothing to do.",
+)
+@click.option(
+    "--fake-provider",
+    "fake_providers",
+    multiple=True,
+    metavar="NAME",
+    help="Accept every push for provider NAME without sending (demo and tests; repeatable).",
+)
+@click.option("--once", is_flag=True, help="Work until idle once, then exit.")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Lowest level of the JSON log lines on stderr.",
+)
+def worker(
+    dsn: str,
+    schema: str,
+    host_schema: str,
+    policy_file: str | None,
+    poll_interval: float,
+    fake_providers: tuple[str, ...],
+    once: bool,
+    log_level: str,
+) -> None:
+    """Run the pipeline on PostgreSQL: consumer, due work and push sends, until stopped.
+
+    Reads the event log of --schema in seq order, decides hints with the facts of the
+    reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
+    come due and sends pushes through the registered providers (none unless --fake-provider:
+    pushes of other providers are skipped as no_provider). SIGTERM or SIGINT finish the
+    round in progress and exit 0. Several workers may run on one database.
+    """
+    try:
+        import psycopg
+
+        from notify_core.errors import NotifyError
+        from notify_pg.push import FakeProvider
+        from notify_pg.reference_host import ReferenceHost
+        from notify_pg.worker import Worker, WorkerConfig
+    except ImportError as exc:  # psycopg missing: the pg extra is not installed
+        raise BadInput(
+            f"worker needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
+        ) from None
+    if not schema:
+        raise BadInput("--schema must not be empty")
+    policy = read_policy(policy_file)
+    _logging(log_level)
+    log = logging.getLogger("notify_pg.worker")
+    config = WorkerConfig(poll_interval=timedelta(seconds=poll_interval))
+    work = Worker(
+        lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10),
+        ReferenceHost(host_schema),
+        schema=schema,
+        policy=policy,
+        config=config,
+        providers=[FakeProvider(name) for name in fake_providers],
+    )
+    if once:
+        try:
+            while work.run_once():
+                pass
+        except NotifyError as exc:
+            raise BadInput(f"worker: {exc}") from None
+        finally:
+            work.close()
+        return
+    stop = threading.Event()
+
+    def on_signal(number: int, frame: FrameType | None) -> None:
+        log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    log.info("worker started", extra={"fields": {"consumer": config.consumer}})
+    work.run(stop)
+    log.info("worker stopped", extra={"fields": work_counts(work)})
+
+
+def work_counts(work: Any) -> dict[str, Any]:
+    """The worker's counters for the last log line (no person data)."""
+    stats = work.stats
+    return {
+        "events": stats.events,
+        "due": stats.due,
+        "push_sends": stats.push_sends,
+        "decisions": dict(stats.decisions),
+        "skipped": dict(stats.skipped),
+        "sent": dict(stats.sent),
+    }

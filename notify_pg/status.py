@@ -1,0 +1,68 @@
+"""How far the pipeline on PostgreSQL is behind: consumer lag and due-work backlog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from notify_core.instants import format_instant
+from notify_pg.errors import translate
+from notify_pg.migrate import DEFAULT_SCHEMA
+from notify_pg.seam import Conn, Seam
+
+__all__ = ["pipeline_status"]
+
+
+def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> dict[str, Any]:
+    """Return the consumers' lag and the due-work backlog of ``schema`` as a JSON object.
+
+    ``consumers``: per cursor its ``position``, ``lag`` (events after it) and ``updated_at``.
+    ``due``: ``windows`` (open, ended), ``releases`` (pending, due), ``badge_syncs``
+    (pending, due) and ``push_sends`` (pending, due, leased, oldest ``next_at``), counted at
+    the database's clock. Instants are RFC 3339 UTC text; absent values are omitted (G5).
+
+    Raises:
+        StorageError: PostgreSQL is unreachable or the schema is missing.
+    """
+    if isinstance(conn_or_dsn, str):
+        try:
+            with psycopg.connect(conn_or_dsn, autocommit=True, connect_timeout=10) as conn:
+                return _status(conn, schema)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+    return _status(conn_or_dsn, schema)
+
+
+def _status(conn: Conn, schema: str) -> dict[str, Any]:
+    seam = Seam("notify_pg", schema)
+    head = seam.one(conn, "head_seq")
+    consumers = []
+    for name, position, lag, updated_at in seam.all(conn, "status_consumers"):
+        consumers.append(
+            {
+                "name": name,
+                "position": position,
+                "lag": lag,
+                "updated_at": format_instant(updated_at),
+            }
+        )
+    row = seam.one(conn, "status_backlog")
+    assert row is not None
+    windows, ended, releases, due_releases, syncs, due_syncs, sends, due_sends, leased = row[:9]
+    oldest, now = row[9:]
+    push_sends: dict[str, Any] = {"pending": sends, "due": due_sends, "leased": leased}
+    if oldest is not None:
+        push_sends["oldest_next_at"] = format_instant(oldest)
+    return {
+        "schema": schema,
+        "head_seq": head[0] if head is not None else 0,
+        "at": format_instant(now),
+        "consumers": consumers,
+        "due": {
+            "windows": {"open": windows, "ended": ended},
+            "releases": {"pending": releases, "due": due_releases},
+            "badge_syncs": {"pending": syncs, "due": due_syncs},
+            "push_sends": push_sends,
+        },
+    }

@@ -1,0 +1,133 @@
+"""``notify worker`` and ``notify db status``: the worker runs consumer, due work and pushes,
+logs JSON lines without person data, and stops cleanly on SIGTERM; status shows the lag."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from click.testing import CliRunner
+from pgpipeline import Log
+from pgworld import HOST_SCHEMA, SCHEMA
+
+from notify_cli.main import cli
+from notify_core.events import parse_event
+from notify_pg import EventLog, NewEvent
+from notify_pg.reference_host.world import WorldLoader
+
+PEOPLE = ("alex", "sam", "owner", "robin", "lotse")
+
+
+def seed_now(conn: psycopg.Connection[Any]) -> None:
+    """The team world and a mention of Alex by Sam, appended at the database's clock."""
+    log = Log().team().pref("sam", "thread", "t", "all")
+    log.msg("m1", "sam", seq=1, mention_ids=["alex"]).msg("m2", "owner", seq=2)
+    loader, events = WorldLoader(SCHEMA, HOST_SCHEMA), EventLog(SCHEMA)
+    for obj in log.events:
+        event = parse_event(obj)
+        with conn.transaction():
+            loader.apply(conn, event)
+            events.append(
+                conn,
+                NewEvent(
+                    type=event.type,
+                    payload=dict(event.payload),
+                    actor=event.actor,
+                    audience=event.audience,
+                ),
+            )
+
+
+def test_worker_once_consumes_and_pushes(conn: psycopg.Connection[Any], db_dsn: str) -> None:
+    seed_now(conn)
+    runner = CliRunner()
+    before = runner.invoke(cli, ["db", "status", "--dsn", db_dsn])
+    assert before.exit_code == 0, before.output
+    assert json.loads(before.stdout)["consumers"] == []
+    result = runner.invoke(cli, ["worker", "--dsn", db_dsn, "--once", "--fake-provider", "apns"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert {line["msg"] for line in lines} >= {"consumer round", "push sent"}
+    assert sum(1 for line in lines if line["msg"] == "push sent") == 2  # Alex's mention, Sam's m2
+    for person in PEOPLE:
+        assert person not in result.stderr
+    status = json.loads(runner.invoke(cli, ["db", "status", "--dsn", db_dsn]).stdout)
+    (consumer,) = status["consumers"]
+    assert consumer["name"] == "push" and consumer["lag"] == 0
+    assert consumer["position"] == status["head_seq"]
+    assert status["due"]["push_sends"] == {"pending": 0, "due": 0, "leased": 0}
+    assert status["due"]["windows"]["open"] == 2  # Alex's and Sam's windows on t
+
+
+def test_worker_without_provider_skips_no_provider(
+    conn: psycopg.Connection[Any], db_dsn: str
+) -> None:
+    seed_now(conn)
+    result = CliRunner().invoke(cli, ["worker", "--dsn", db_dsn, "--once"])
+    assert result.exit_code == 0, result.output
+    skipped = [json.loads(line) for line in result.stderr.splitlines()]
+    assert [line["reason"] for line in skipped if line["msg"] == "push skipped"] == [
+        "no_provider",
+        "no_provider",
+    ]
+
+
+def test_worker_stops_cleanly_on_sigterm(conn: psycopg.Connection[Any], db_dsn: str) -> None:
+    seed_now(conn)
+    env = {**os.environ, "NOTIFY_DSN": db_dsn}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notify_cli", "worker", "--poll-interval", "0.05"],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stderr is not None
+    seen = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        seen.append(line)
+        if '"consumer round"' in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in [*seen, *err.splitlines()] if line.strip()]
+    assert lines[0]["msg"] == "worker started"
+    messages = [line["msg"] for line in lines]
+    assert "stopping" in messages  # then the round in progress ends
+    assert messages[-1] == "worker stopped"
+    assert lines[-1]["events"] >= 1
+    assert out == ""
+    for person in PEOPLE:
+        assert all(person not in json.dumps(line) for line in lines)
+
+
+def test_status_and_worker_bad_dsn_is_exit_2() -> None:
+    runner = CliRunner()
+    for args in (
+        ["db", "status", "--dsn", "host=/nonexistent dbname=x"],
+        ["worker", "--once", "--dsn", "host=/nonexistent dbname=x"],
+    ):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output
+
+
+def test_status_counts_due_work(
+    conn: psycopg.Connection[Any], db_dsn: str, connect: Callable[[], psycopg.Connection[Any]]
+) -> None:
+    seed_now(conn)
+    CliRunner().invoke(cli, ["worker", "--dsn", db_dsn, "--once"])
+    conn.execute(f"UPDATE {SCHEMA}.windows SET end_at = now() - interval '1 second'")
+    status = json.loads(CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn]).stdout)
+    assert status["due"]["windows"] == {"open": 2, "ended": 2}
+    assert status["due"]["releases"] == {"pending": 0, "due": 0}
