@@ -15,7 +15,7 @@ longer loads counts as UTC with one warning that names neither the zone nor anyb
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -23,7 +23,7 @@ from notify_core.errors import InvalidRule
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.quiet import QuietRule, validate_time_zone
 from notify_pg.errors import NotFound
-from notify_pg.ports import DirectoryPort, SettingsPort, StructurePort
+from notify_pg.ports import DirectoryPort, NotificationPath, SettingsPort, StructurePort
 from notify_pg.seam import Conn, Seam
 from notify_pg.values import QuietFacts, StoreConfig
 
@@ -127,6 +127,51 @@ class FactsReader:
                 unknown_defaults,
             )
         return out
+
+    def user_level_facts(
+        self, conn: Conn, user_id: str, paths: Mapping[str, NotificationPath]
+    ) -> dict[str, LevelFacts]:
+        """Return one person's L3 facts for many threads whose paths the caller knows.
+
+        The person's own rows on all the threads, their channels and their spaces in one
+        query, the personal default in one host call (the badge of B1 reads every thread a
+        person can read).
+
+        Args:
+            conn: the connection (reads only).
+            user_id: the person.
+            paths: per thread, its path (space, channel, channel kind, channel default).
+        """
+        if not paths:
+            return {}
+        channels = sorted({p.channel_id for p in paths.values() if p.channel_id is not None})
+        spaces = sorted({p.space_id for p in paths.values() if p.space_id is not None})
+        rows = self._seam.all(
+            conn,
+            "user_level_rows",
+            {"user_id": user_id, "threads": list(paths), "channels": channels, "spaces": spaces},
+        )
+        own: dict[tuple[str, str], Preference] = {}
+        for kind, target_id, level, muted_until in rows:
+            until = None if muted_until is None else muted_until.astimezone(UTC)
+            own[kind, target_id] = Preference(level=level, muted_until=until)
+        stored = self._host.settings(conn, [user_id], [DEFAULT_LEVEL_KEY]).get(user_id, {})
+        value = stored.get(DEFAULT_LEVEL_KEY)
+        personal = _LEVELS.get(value) if isinstance(value, str) else None
+        if value is not None and personal is None:
+            _log.warning("1 stored personal default level(s) are not a level; counted as unset")
+        return {
+            thread: LevelFacts(
+                thread=own.get(("thread", thread)),
+                channel=own.get(("channel", path.channel_id or "")),
+                space=own.get(("space", path.space_id or "")),
+                channel_default=path.channel_default,
+                direct_message=path.direct_message,
+                personal_default=personal,
+                instance_default=self._config.instance_default_level,
+            )
+            for thread, path in paths.items()
+        }
 
     def quiet_rules(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, QuietFacts]:
         """Return each person's zone and enabled rules, ready for `in_quiet_hours` (note 13).

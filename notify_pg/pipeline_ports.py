@@ -35,7 +35,7 @@ from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
 from notify_core.quiet import QuietRule
 from notify_pg.errors import NotFound
 from notify_pg.facts import FactsReader
-from notify_pg.ports import PipelineHostPorts
+from notify_pg.ports import NotificationPath, PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.seam import Conn, Seam
 
@@ -72,6 +72,8 @@ class Session:
     connections: dict[str, tuple[Connection, ...]] = attrs.field(factory=dict)
     windows: dict[tuple[str, str], Window | None] = attrs.field(factory=dict)
     read: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    mentions: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    levels: dict[tuple[str, str], LevelFacts] = attrs.field(factory=dict)
     #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
     synced: dict[str, int | None] = attrs.field(factory=dict)
 
@@ -92,6 +94,8 @@ class Session:
             self.connections,
             self.windows,
             self.read,
+            self.mentions,
+            self.levels,
         ):
             cache.clear()
 
@@ -109,10 +113,17 @@ class PgWorld:
         schema: the library's schema (for ``event_log`` and ``push_registrations``).
     """
 
-    def __init__(self, session: Session, host: PipelineHostPorts, schema: str) -> None:
+    def __init__(
+        self,
+        session: Session,
+        host: PipelineHostPorts,
+        schema: str,
+        facts: FactsReader | None = None,
+    ) -> None:
         self._s = session
         self._host = host
         self._seam = Seam("notify_pg", schema)
+        self._facts = facts
 
     # --- people, places ----------------------------------------------------------------------
 
@@ -186,9 +197,13 @@ class PgWorld:
 
     def unread_mentions(self, user: str, thread: str) -> int:
         """Return how many mentions of a person in a thread lie after the read position."""
-        info = self.thread(thread)
-        floor = max(self.read_seq(user, thread), info.unread_floor_seq if info else 0)
-        return self._host.unread_mentions(self._s.conn, user, {thread: floor}).get(thread, 0)
+        key = (user, thread)
+        if key not in self._s.mentions:
+            info = self.thread(thread)
+            floor = max(self.read_seq(user, thread), info.unread_floor_seq if info else 0)
+            found = self._host.unread_mentions(self._s.conn, user, {thread: floor})
+            self._s.mentions[key] = found.get(thread, 0)
+        return self._s.mentions[key]
 
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads with messages a person can read; their facts are loaded at once."""
@@ -213,7 +228,45 @@ class PgWorld:
         active = info is not None and info.active
         for thread in threads:
             s.allowed.setdefault((user, thread), active)
+        self._prefetch_badge(user, threads)
         return threads
+
+    def _prefetch_badge(self, user: str, threads: list[str]) -> None:
+        """Load what the badge reads of each thread with a few queries for all of them."""
+        s = self._s
+        if s.position is None:
+            missing = [t for t in threads if (user, t) not in s.read]
+            positions = self._host.read_positions(s.conn, user, missing) if missing else {}
+            for thread in missing:
+                s.read[(user, thread)] = positions.get(thread, 0)
+        floors = {}
+        for thread in threads:
+            if (user, thread) not in s.mentions:
+                info = s.threads.get(thread)
+                floors[thread] = max(
+                    self.read_seq(user, thread), info.unread_floor_seq if info else 0
+                )
+        if floors:
+            counts = self._host.unread_mentions(s.conn, user, floors)
+            for thread in floors:
+                s.mentions[(user, thread)] = counts.get(thread, 0)
+        if self._facts is None:
+            return
+        paths = {}
+        for thread in threads:
+            info = s.threads.get(thread)
+            channel = s.channels.get(info.channel) if info is not None else None
+            if channel is not None and (user, thread) not in s.levels:
+                paths[thread] = NotificationPath(
+                    kind=TargetKind.THREAD,
+                    space_id=channel.space,
+                    channel_id=channel.id,
+                    thread_id=thread,
+                    channel_kind=channel.kind,
+                    channel_default=channel.default_level,
+                )
+        for thread, facts in self._facts.user_level_facts(s.conn, user, paths).items():
+            s.levels[(user, thread)] = facts
 
     # --- devices, presence -------------------------------------------------------------------
 
@@ -317,6 +370,8 @@ class PgPreferences:
     def level_facts(self, thread: str, users: Sequence[str]) -> dict[str, LevelFacts]:
         """Return the L3 facts of many people for one thread; they become the current batch."""
         people = list(dict.fromkeys(users))
+        if len(people) == 1 and (people[0], thread) in self._s.levels:
+            return {people[0]: self._s.levels[(people[0], thread)]}
         self._s.batch = tuple(people)
         try:
             return self._facts.level_facts(self._s.conn, thread, people)
@@ -353,6 +408,7 @@ class PgPreferences:
         An inserted row appends one ``notification_pref.updated`` in the round's transaction,
         with the time of the event being handled.
         """
+        self._s.levels.pop((user, thread), None)
         stored = self._preferences.insert_if_absent(
             self._s.conn,
             user,

@@ -291,7 +291,7 @@ class Worker:
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget)
         pipeline = Pipeline(
             policy=self.policy,
-            world=PgWorld(session, self.host, self.schema),
+            world=PgWorld(session, self.host, self.schema, self._facts),
             prefs=PgPreferences(
                 session,
                 self.host,
@@ -399,6 +399,8 @@ class Worker:
 
     def _carry_out(self, session: Session, pipeline: Pipeline, hints: Sequence[Hint]) -> None:
         conn = session.conn
+        pushes: list[tuple[Hint, Send, str, set[str]]] = []
+        ids: list[str | None] = []
         for hint in hints:
             notification_id: str | None = None
             decision = hint.decision
@@ -406,46 +408,49 @@ class Worker:
                 notification_id = new_id()
                 devices = {r.device for r in decision.routes if r.via is Via.PUSH}
                 if devices:
-                    self._insert_pushes(session, hint, decision, notification_id, devices)
-            if self.sink is not None:
+                    pushes.append((hint, decision, notification_id, devices))
+            ids.append(notification_id)
+        if pushes:
+            self._insert_pushes(session, pushes)
+        if self.sink is not None:
+            for hint, notification_id in zip(hints, ids, strict=True):
                 self.sink(conn, hint, notification_id)
 
     def _insert_pushes(
-        self,
-        session: Session,
-        hint: Hint,
-        decision: Send,
-        notification_id: str,
-        devices: set[str],
+        self, session: Session, pushes: Sequence[tuple[Hint, Send, str, set[str]]]
     ) -> None:
+        """One push send per hint and active registration of a routed device (note 11)."""
         conn = session.conn
-        registrations = self._registrations.active(conn, [hint.recipient]).get(hint.recipient, [])
-        cleared: list[str] = []
-        if hint.kind is Kind.SYNC:
-            after = session.synced.pop(hint.recipient, None)
-            if after is not None:
-                rows = self._seam.all(
-                    conn, "threads_read_after", {"user_id": hint.recipient, "after": after}
-                )
-                cleared = list(dict.fromkeys(r[0] for r in rows))
-        params = [
-            {
-                "notification_id": notification_id,
-                "registration_id": reg.id,
-                "recipient": hint.recipient,
-                "kind": kind_code(hint.kind),
-                "thread": hint.thread,
-                "message": hint.message,
-                "target": hint.target,
-                "quiet": decision.quiet,
-                "count": 0 if hint.kind is Kind.SYNC else (decision.count or 0),
-                "cleared": cleared,
-                "due_at": hint.at,
-                "next_at": hint.at,
-            }
-            for reg in registrations
-            if reg.device_id in devices
-        ]
+        recipients = list(dict.fromkeys(hint.recipient for hint, *_ in pushes))
+        active = self._registrations.active(conn, recipients)
+        params: list[dict[str, Any]] = []
+        for hint, decision, notification_id, devices in pushes:
+            cleared: list[str] = []
+            if hint.kind is Kind.SYNC:
+                after = session.synced.pop(hint.recipient, None)
+                if after is not None:
+                    rows = self._seam.all(
+                        conn, "threads_read_after", {"user_id": hint.recipient, "after": after}
+                    )
+                    cleared = list(dict.fromkeys(r[0] for r in rows))
+            params.extend(
+                {
+                    "notification_id": notification_id,
+                    "registration_id": reg.id,
+                    "recipient": hint.recipient,
+                    "kind": kind_code(hint.kind),
+                    "thread": hint.thread,
+                    "message": hint.message,
+                    "target": hint.target,
+                    "quiet": decision.quiet,
+                    "count": 0 if hint.kind is Kind.SYNC else (decision.count or 0),
+                    "cleared": cleared,
+                    "due_at": hint.at,
+                    "next_at": hint.at,
+                }
+                for reg in active.get(hint.recipient, ())
+                if reg.device_id in devices
+            )
         self._seam.run_many(conn, "insert_push_send", params)
         self.stats.push_sends += len(params)
 
@@ -483,6 +488,8 @@ class Worker:
                 return 0
             session = Session(conn)
             pipeline, _schedule = self._pipeline(session)
+            # Facts of all recipients of the claimed sends are loaded together.
+            session.batch = tuple(dict.fromkeys(row[3] for row in rows))
             badges: dict[str, list[str]] = {}
             for row in rows:
                 claimed = _claimed(row)

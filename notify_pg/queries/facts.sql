@@ -15,3 +15,12 @@ SELECT user_id, id, weekdays, start_local, end_local, time_zone
 FROM {schema}.quiet_hours
 WHERE user_id = ANY(%(user_ids)s::text[]) AND enabled
 ORDER BY user_id, id
+
+-- name: user_level_rows
+-- The own rows of one person for many threads, their channels and their spaces (the badge of B1).
+SELECT target_kind, target_id, level, muted_until
+FROM {schema}.notification_preferences
+WHERE user_id = %(user_id)s
+  AND ((target_kind = 'thread' AND target_id = ANY(%(threads)s::text[]))
+    OR (target_kind = 'channel' AND target_id = ANY(%(channels)s::text[]))
+    OR (target_kind = 'space' AND target_id = ANY(%(spaces)s::text[])))
