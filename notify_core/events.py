@@ -8,12 +8,12 @@ table (`PAYLOADS`): the member, whether it is required, and what it must be.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final
 
 import attrs
+import orjson
 
 from notify_core.errors import InvalidInput, NotifyError
 from notify_core.instants import parse_instant
@@ -247,11 +247,16 @@ def parse_event(obj: object) -> Event:
         EventError: the first fault found, with the pointer of its member (``null`` anywhere,
             a missing or ill-typed envelope member, a payload member of a known type).
     """
+    return _parse_event(obj, may_hold_null=True)
+
+
+def _parse_event(obj: object, may_hold_null: bool) -> Event:
     if not isinstance(obj, dict):
         raise EventError("invalid_event", "an event must be a JSON object")
-    null = _find_null(obj, "")
-    if null is not None:
-        raise EventError("null_value", "null is not allowed: omit the member", null)
+    if may_hold_null:
+        null = _find_null(obj, "")
+        if null is not None:
+            raise EventError("null_value", "null is not allowed: omit the member", null)
     seq = obj.get("seq")
     if type(seq) is not int or seq < 0:
         raise EventError("invalid_event", "seq must be an integer >= 0", "/seq")
@@ -322,11 +327,14 @@ class EventLogReader:
         if not text.strip():
             return None
         try:
-            obj = json.loads(text, parse_constant=_refuse)
-        except ValueError as exc:
+            # orjson: the stdlib's answers for every valid line, twice as fast; it refuses
+            # NaN and Infinity, numbers out of the double range and unpaired surrogates.
+            obj = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
             raise EventError("invalid_json", f"not JSON: {exc}", line=line) from None
         try:
-            event = parse_event(obj)
+            # A line without the text "null" holds no null: the walk looking for one is spared.
+            event = _parse_event(obj, "null" in text)
         except EventError as error:
             error.line = line
             raise
@@ -346,7 +354,3 @@ class EventLogReader:
             )
         self.last_seq, self.last_at = event.seq, event.occurred_at
         return event
-
-
-def _refuse(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
