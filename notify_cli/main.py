@@ -7,6 +7,7 @@ import click
 from notify_cli.db import db
 from notify_cli.records import records
 from notify_cli.replay import explain_command, replay
+from notify_cli.synth import synth
 from notify_cli.table import table
 from notify_cli.worker import worker
 
@@ -23,3 +24,4 @@ cli.add_command(explain_command)
 cli.add_command(db)
 cli.add_command(worker)
 cli.add_command(records)
+cli.add_command(synth)

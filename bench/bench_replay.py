@@ -1,0 +1,269 @@
+"""Benchmark: ``notify replay`` end to end on a large synthetic log, printed as JSON.
+
+    python bench/bench_replay.py [--events 1000000] [--users 10000] [--seed 1]
+                                 [--max-fanout 500] [--profile-events 0] [--json-sample 100000]
+
+Stages, each reported in the JSON object:
+- ``log``: ``notify synth`` writes the log to a temporary file (a child process).
+- ``replay``: ``notify replay LOG --out FILE --summary-json FILE`` in a child process, so the
+  figures are the command's own: events/s, recipient decisions/s (every decision of the
+  pipeline, skips included; goal >= 100,000 on one core) and peak memory (the child's
+  maximum resident set, from ``wait4``; goal < 1 GiB).
+- ``profile``: the same replay in this process under pyinstrument (first ``--profile-events``
+  events, 0 = all), its time split into reading JSON, checking events, deciding (the
+  pipeline, world state included), writing JSON and the summary.
+- ``json``: ``loads`` of event lines and ``dumps`` of hint objects with the stdlib, orjson
+  and msgspec (those installed), per item and as ratios to the stdlib, and whether each
+  library's output is byte-identical to ``json.dumps(..., ensure_ascii=False,
+  separators=(",", ":"))`` on the sample and on hard strings.
+
+Figures depend on the machine; nothing here asserts a speed (tests/test_bench_replay.py only
+runs the functions on a small log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import itertools
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from notify_core.events import EventError
+from notify_core.replay import Replay, dumps_hint, hint_to_json
+
+STDLIB_DUMPS: Callable[[object], str] = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":")
+).encode
+#: Strings a JSON encoder may get wrong: non-ASCII, controls, separators, quotes, astral.
+HARD_STRINGS = ["héllo", "日本語", "😀", "\u2028\u2029", "\x00\x01\x1f\x7f", '"\\/', "\t\n\r\b\f"]
+
+
+def notify(*args: str) -> list[str]:
+    return [sys.executable, "-m", "notify_cli", *args]
+
+
+def run_child(command: list[str]) -> tuple[float, int]:
+    """Run a command; return its wall time and its peak resident set in KiB."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stderr is not None
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise RuntimeError(f"{command} failed ({child.returncode}): {stderr.decode()[-2000:]}")
+    return elapsed, usage.ru_maxrss
+
+
+def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) -> dict[str, Any]:
+    """Write the synthetic log with ``notify synth``."""
+    seconds, _ = run_child(
+        notify(
+            "synth",
+            f"--events={events}",
+            f"--users={users}",
+            f"--seed={seed}",
+            f"--max-fanout={max_fanout}",
+            f"--out={path}",
+        )
+    )
+    return {
+        "events": events,
+        "users": users,
+        "seed": seed,
+        "max_fanout": max_fanout,
+        "bytes": path.stat().st_size,
+        "seconds": round(seconds, 2),
+    }
+
+
+def replay(path: Path, workdir: Path) -> dict[str, Any]:
+    """Replay the log with ``notify replay`` in a child process; JSON in, JSON out."""
+    out, summary_file = workdir / "hints.jsonl", workdir / "summary.json"
+    seconds, peak_kib = run_child(
+        notify("replay", str(path), f"--out={out}", f"--summary-json={summary_file}")
+    )
+    summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    events = sum(summary["events"].values())
+    decisions = sum(summary["decisions"].values())
+    with out.open("rb") as handle:
+        hints = sum(1 for _ in handle)
+    return {
+        "seconds": round(seconds, 2),
+        "events": events,
+        "events_per_s": round(events / seconds),
+        "decisions": decisions,
+        "decisions_per_s": round(decisions / seconds),
+        "decisions_goal_per_s": 100_000,
+        "hints_written": hints,
+        "bad_lines": summary["bad_lines"],
+        "peak_rss_mib": round(peak_kib / 1024, 1),
+        "peak_goal_mib": 1024,
+        "decisions_by_kind": summary["decisions"],
+        "sends_by_kind": summary["sends_by_kind"],
+    }
+
+
+def _replay_in_process(lines: Iterable[str]) -> int:
+    """The loop of ``notify replay``: hints out as JSON lines (discarded here)."""
+    written = 0
+    run = Replay()
+    with open(os.devnull, "w", encoding="utf-8") as sink:
+        write = sink.write
+        for item in run.run(lines):
+            if not isinstance(item, EventError):
+                write(dumps_hint(item) + "\n")
+                written += 1
+    return written
+
+
+#: Innermost function on the stack -> the stage its time counts for.
+STAGES = {
+    "read": "read_json",
+    "parse_event": "check_events",
+    "handle": "decide",
+    "finish": "decide",
+    "record": "decide",
+    "dumps_hint": "write_json",
+    "add_hint": "summary",
+    "add_event": "summary",
+}
+
+
+def profile(path: Path, limit: int) -> dict[str, Any]:
+    """Replay the first ``limit`` lines (0: all) under pyinstrument; time shares per stage."""
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        return {"skipped": "pyinstrument is not installed"}
+    with path.open(encoding="utf-8") as handle:
+        lines = itertools.islice(handle, limit) if limit else handle
+        profiler = Profiler(interval=0.001)
+        profiler.start()
+        _replay_in_process(lines)
+        session = profiler.stop()
+    totals: dict[str, float] = {}
+
+    def walk(frame: Any, stage: str) -> None:
+        stage = STAGES.get(frame.function, stage)
+        children = frame.children
+        own = frame.time - sum(child.time for child in children)
+        totals[stage] = totals.get(stage, 0.0) + max(own, 0.0)
+        for child in children:
+            walk(child, stage)
+
+    root = session.root_frame()
+    if root is None:
+        return {"skipped": "no samples"}
+    walk(root, "other")
+    total = sum(totals.values()) or 1.0
+    shares = {k: round(100 * v / total, 1) for k, v in sorted(totals.items(), key=lambda x: -x[1])}
+    json_share = shares.get("read_json", 0.0) + shares.get("write_json", 0.0)
+    return {
+        "events_profiled": limit or "all",
+        "seconds_profiled": round(session.duration, 2),
+        "share_percent": shares,
+        "json_percent": round(json_share, 1),
+        "deciding_percent": shares.get("decide", 0.0),
+    }
+
+
+def _best(fn: Callable[[], object], repeat: int = 3) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def _libraries() -> dict[str, tuple[Callable[[str], object], Callable[[object], str]]]:
+    def refuse(name: str) -> object:
+        raise ValueError(name)
+
+    decoder = json.JSONDecoder(parse_constant=refuse)
+    libs: dict[str, tuple[Callable[[str], object], Callable[[object], str]]] = {
+        "json": (decoder.decode, STDLIB_DUMPS)
+    }
+    try:
+        orjson: Any = importlib.import_module("orjson")
+        libs["orjson"] = (orjson.loads, lambda obj: orjson.dumps(obj).decode())
+    except ImportError:
+        pass
+    try:
+        msgspec: Any = importlib.import_module("msgspec")
+        decode, encode = msgspec.json.Decoder().decode, msgspec.json.Encoder().encode
+        libs["msgspec"] = (decode, lambda obj: encode(obj).decode())
+    except ImportError:
+        pass
+    return libs
+
+
+def json_libraries(path: Path, sample: int) -> dict[str, Any]:
+    """Compare the JSON libraries on event lines and hint objects of the log."""
+    with path.open(encoding="utf-8") as handle:
+        lines = list(itertools.islice(handle, sample))
+    hints: list[dict[str, object]] = []
+    run = Replay(include_skips=True)
+    with path.open(encoding="utf-8") as handle:
+        for item in run.run(handle):
+            if not isinstance(item, EventError):
+                hints.append(hint_to_json(item))
+                if len(hints) >= sample:
+                    break
+    hard = [
+        {"seq": 2**62, "trigger": "event", "recipient": text, "thread": text, "count": 3}
+        for text in HARD_STRINGS
+    ]
+    out: dict[str, Any] = {"event_lines": len(lines), "hints": len(hints)}
+    base_loads = base_dumps = 0.0
+    for name, (loads, dumps) in _libraries().items():
+        t_loads = _best(lambda loads=loads: [loads(line) for line in lines]) / max(len(lines), 1)
+        t_dumps = _best(lambda dumps=dumps: [dumps(h) for h in hints]) / max(len(hints), 1)
+        if name == "json":
+            base_loads, base_dumps = t_loads, t_dumps
+        out[name] = {
+            "loads_us": round(t_loads * 1e6, 3),
+            "dumps_us": round(t_dumps * 1e6, 3),
+            "loads_speedup": round(base_loads / t_loads, 2) if t_loads else None,
+            "dumps_speedup": round(base_dumps / t_dumps, 2) if t_dumps else None,
+            "dumps_identical": all(dumps(h) == STDLIB_DUMPS(h) for h in [*hints, *hard]),
+            "loads_identical": all(loads(line) == json.loads(line) for line in lines),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--users", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-fanout", type=int, default=500)
+    parser.add_argument("--profile-events", type=int, default=0, help="0: the whole log")
+    parser.add_argument("--json-sample", type=int, default=100_000)
+    parser.add_argument("--no-profile", action="store_true")
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"python": platform.python_version(), "machine": platform.machine()}
+    with tempfile.TemporaryDirectory(prefix="notify-bench-") as tmp:
+        workdir = Path(tmp)
+        log = workdir / "synth.jsonl"
+        result["log"] = generate(log, args.events, args.users, args.seed, args.max_fanout)
+        result["replay"] = replay(log, workdir)
+        result["json"] = json_libraries(log, args.json_sample)
+        if not args.no_profile:
+            result["profile"] = profile(log, args.profile_events)
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))

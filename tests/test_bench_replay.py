@@ -1,0 +1,37 @@
+"""Smoke test of bench/bench_replay.py: its functions run on a small log (no timings checked)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_replay.py"
+
+
+def load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_replay", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_functions_on_2000_events(tmp_path: Path) -> None:
+    bench = load_bench()
+    log = tmp_path / "synth.jsonl"
+    made = bench.generate(log, events=2_000, users=200, seed=1, max_fanout=60)
+    assert made["events"] == 2_000 and made["bytes"] > 0
+    replayed = bench.replay(log, tmp_path)
+    assert replayed["events"] == 2_000
+    assert replayed["bad_lines"] == 0
+    assert replayed["decisions"] > 0 and replayed["peak_rss_mib"] > 0
+    libraries = bench.json_libraries(log, sample=500)
+    assert libraries["json"]["dumps_identical"] and libraries["json"]["loads_identical"]
+    if "orjson" in libraries:
+        assert libraries["orjson"]["dumps_identical"]  # what notify_core relies on
+    profiled = bench.profile(log, limit=2_000)
+    if "skipped" not in profiled:
+        assert 0 < sum(profiled["share_percent"].values()) <= 100.5
+    json.dumps([made, replayed, libraries, profiled])  # all of it prints as JSON
