@@ -287,7 +287,9 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
         stop, out = ctx.Event(), ctx.Queue()
         proc = ctx.Process(target=_work, args=(dsn, stop, out))
         proc.start()
-        time.sleep(2.0)  # the worker starts and handles the world
+        deadline = time.perf_counter() + 300
+        while time.perf_counter() < deadline and not settled(conn):
+            time.sleep(0.1)  # the worker starts and handles the world first
         lags: list[int] = []
         ages: list[float] = []
         done = threading.Event()

@@ -439,6 +439,7 @@ class PgSchedule:
         self._wait = wait
         self.budget = budget
         self.popped = 0
+        self._pending: dict[tuple[str, str], int] = {}
 
     # --- windows -----------------------------------------------------------------------------
 
@@ -447,6 +448,7 @@ class PgSchedule:
         s = self._s
         key = (user, thread)
         if key not in s.windows:
+            self.write_collects()
             people = [p for p in s.people(user) if (p, thread) not in s.windows]
             rows = self._seam.all(s.conn, "windows_of", {"thread": thread, "recipients": people})
             found = {r: Window(end=_utc(end), collected=n) for r, end, n in rows}
@@ -456,18 +458,43 @@ class PgSchedule:
 
     def open_window(self, user: str, thread: str, end: datetime) -> None:
         """Open a window; its row is its flush, due at ``end``."""
+        self._pending.pop((user, thread), None)
         params = {"recipient": user, "thread": thread, "end_at": end}
         self._seam.run(self._s.conn, "open_window", params)
         self._s.windows[(user, thread)] = Window(end=end)
 
     def collect(self, user: str, thread: str) -> None:
-        """Count one more collected ``message`` in the open window."""
-        row = self._seam.one(self._s.conn, "collect_window", {"recipient": user, "thread": thread})
-        if row is not None:
-            self._s.windows[(user, thread)] = Window(end=_utc(row[0]), collected=row[1])
+        """Count one more collected ``message`` in the open window.
+
+        The count is written with the other collects of the event in one statement
+        (`write_collects`), before anything reads windows from the table again.
+        """
+        key = (user, thread)
+        window = self.window(user, thread)
+        if window is None:
+            return
+        self._s.windows[key] = Window(end=window.end, collected=window.collected + 1)
+        self._pending[key] = self._pending.get(key, 0) + 1
+
+    def write_collects(self) -> None:
+        """Write the counts of the collects not written yet (one statement)."""
+        if not self._pending:
+            return
+        keys = list(self._pending)
+        self._seam.run(
+            self._s.conn,
+            "collect_windows",
+            {
+                "recipients": [r for r, _t in keys],
+                "threads": [t for _r, t in keys],
+                "counts": [self._pending[k] for k in keys],
+            },
+        )
+        self._pending.clear()
 
     def close_window(self, user: str, thread: str) -> None:
         """Forget a window (at its flush)."""
+        self._pending.pop((user, thread), None)
         self._seam.run(self._s.conn, "close_window", {"recipient": user, "thread": thread})
         self._s.windows[(user, thread)] = None
 
@@ -500,6 +527,7 @@ class PgSchedule:
     def pop_due(self, until: datetime) -> Due | None:
         """Claim the first due work at or before ``until`` in replay order; ``None`` when none
         is due (or this transaction's budget is spent)."""
+        self.write_collects()
         if self.budget is not None and self.popped >= self.budget:
             return None
         conn, mode = self._s.conn, "wait" if self._wait else "skip"
@@ -567,6 +595,7 @@ class PgSchedule:
 
     def next_due(self) -> datetime | None:
         """Return when the first pending work comes due."""
+        self.write_collects()
         row = self._seam.one(self._s.conn, "next_due")
         return None if row is None or row[0] is None else _utc(row[0])
 

@@ -324,12 +324,13 @@ class Worker:
             if not rows:
                 return 0
             session = Session(conn)
-            pipeline, _schedule = self._pipeline(session, wait=True)
+            pipeline, schedule = self._pipeline(session, wait=True)
             for row in rows:
                 event = self._event(row)
                 if event is not None:
                     session.at(event.seq, event.occurred_at)
                     out = pipeline.handle(event)
+                    schedule.write_collects()
                     self._carry_out(session, pipeline, out)
                     hints.extend(out)
                 if self.on_event is not None:
@@ -387,6 +388,7 @@ class Worker:
             session = Session(conn)
             pipeline, schedule = self._pipeline(session, budget=self.config.due_batch)
             hints = pipeline.advance(limit)
+            schedule.write_collects()
             self._carry_out(session, pipeline, hints)
             done = schedule.popped
         self.stats.due += done

@@ -15,12 +15,6 @@ INSERT INTO {schema}.windows AS w (recipient, thread, end_at, collected)
 VALUES (%(recipient)s, %(thread)s, %(end_at)s, 0)
 ON CONFLICT (recipient, thread) DO UPDATE SET end_at = EXCLUDED.end_at, collected = 0
 
--- name: collect_window
--- Count one more collected message hint.
-UPDATE {schema}.windows SET collected = collected + 1
-WHERE recipient = %(recipient)s AND thread = %(thread)s
-RETURNING end_at, collected
-
 -- name: close_window
 -- Forget a window (at its flush).
 DELETE FROM {schema}.windows WHERE recipient = %(recipient)s AND thread = %(thread)s
@@ -165,3 +159,10 @@ SELECT
     (SELECT count(*) FROM {schema}.push_sends WHERE lease_until > now()),
     (SELECT min(next_at) FROM {schema}.push_sends),
     now()
+
+-- name: collect_windows
+-- Count collected message hints of many windows at once (the collects of one event).
+UPDATE {schema}.windows w SET collected = w.collected + c.n
+FROM unnest(%(recipients)s::text[], %(threads)s::text[], %(counts)s::integer[])
+    AS c(recipient, thread, n)
+WHERE w.recipient = c.recipient AND w.thread = c.thread
