@@ -1,0 +1,114 @@
+"""Several workers on one database: the consumer runs one round at a time (its cursor is taken
+with FOR UPDATE SKIP LOCKED), due work is claimed with FOR UPDATE SKIP LOCKED, push sends under
+a lease: every hint once, every push send once, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from pgpipeline import FAR, Log, PgRun, lines_of
+from pgworld import SCHEMA
+from test_pipeline_crash import _policy, append_burst, replayed
+
+from notify_core.events import parse_event
+from notify_core.replay import policy_from_mapping
+from notify_pg.push import FakeProvider
+from notify_pg.worker import Worker, WorkerConfig
+
+
+def wide_burst() -> tuple[list[str], int]:
+    """Eight more readers with level all on the channel; 30 messages in one window."""
+    log = Log().team().pref("sam", "thread", "t", "all").pref("owner", "channel", "c", "all")
+    for i in range(8):
+        person = f"reader{i}"
+        log.user(person)
+        log.add("access.granted", {"user": person, "target": {"kind": "space", "id": "s"}})
+        log.device(f"{person}-phone", person, "android")
+        log.add(
+            "push.registered",
+            {"registration": f"r-{person}-phone", "device": f"{person}-phone", "provider": "fcm"},
+        )
+        log.pref(person, "channel", "c", "all")
+    head = len(log.events)
+    writers = ["alex", "sam", "owner", "reader0"]
+    for i in range(30):
+        extra: dict[str, object] = {"mention_ids": ["robin", "alex"]} if i % 7 == 3 else {}
+        log.at(60 + i).msg(f"m{i + 1}", writers[i % 4], seq=i + 1, **extra)
+    return lines_of(log), head
+
+
+def test_two_workers_drain_one_database(
+    new_database: Callable[[str | None], str], pg_template: str
+) -> None:
+    lines, head = wide_burst()
+    expected = sorted(replayed(lines))
+    dsn = new_database(pg_template)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        run = PgRun(dsn, conn, policy_from_mapping(_policy()))
+        run.feed_lines(lines[:head])
+        burst = [parse_event(json.loads(line)) for line in lines[head:]]
+        run.due(burst[0].occurred_at)
+        append_burst(run, burst)
+        run.clock.set(FAR)  # every window has ended; the pushes are long past max_age
+        providers = [FakeProvider("apns"), FakeProvider("fcm")]
+        config = WorkerConfig(batch_size=4, due_batch=3, send_batch=5)
+        workers = [
+            Worker(
+                lambda: psycopg.connect(dsn, autocommit=True),
+                run.host,
+                schema=SCHEMA,
+                policy=run.worker.policy,
+                config=config,
+                clock=run.clock,
+                providers=providers,
+                sink=run.sink,
+            )
+            for _ in range(2)
+        ]
+        errors: list[BaseException] = []
+        start = threading.Barrier(2)
+
+        def settled() -> bool:
+            with psycopg.connect(dsn, autocommit=True) as watch:
+                row = watch.execute(
+                    f"SELECT (SELECT max(seq) FROM {SCHEMA}.event_log) - coalesce((SELECT"
+                    f" position FROM {SCHEMA}.consumer_cursors), 0) + (SELECT count(*) FROM"
+                    f" {SCHEMA}.windows) + (SELECT count(*) FROM {SCHEMA}.delayed_releases)"
+                    f" + (SELECT count(*) FROM {SCHEMA}.push_sends)"
+                ).fetchone()
+            return row == (0,)
+
+        def work(worker: Worker) -> None:
+            try:
+                start.wait()
+                while not settled():
+                    worker.run_once(max_rounds=1)
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(w,)) for w in workers]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        for w in workers:
+            w.close()
+        assert not errors, errors
+        got = sorted(run.hint_lines())
+        left = conn.execute(
+            f"SELECT (SELECT count(*) FROM {SCHEMA}.windows) + (SELECT count(*) FROM"
+            f" {SCHEMA}.delayed_releases) + (SELECT count(*) FROM {SCHEMA}.push_sends)"
+        ).fetchone()
+        ids: list[Any] = conn.execute(
+            "SELECT notification_id FROM public.sink_hints WHERE notification_id IS NOT NULL"
+        ).fetchall()
+        run.worker.close()
+    assert got == expected
+    assert left == (0,)
+    assert len(ids) == len(set(ids))
+    # The burst and the follow events the consumer appended for Alex, the Owner and reader0.
+    assert sum(w.stats.events for w in workers) == len(burst) + 3
