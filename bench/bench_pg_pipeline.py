@@ -298,9 +298,9 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
             with psycopg.connect(dsn, autocommit=True) as watch:
                 while not done.is_set():
                     row = watch.execute(
-                        f"SELECT (SELECT coalesce(max(seq), 0) FROM {SCHEMA}.event_log) - c.position,"
-                        f" extract(epoch FROM now() - (SELECT occurred_at FROM {SCHEMA}.event_log"
-                        f" WHERE seq > c.position ORDER BY seq LIMIT 1))"
+                        f"SELECT (SELECT coalesce(max(seq), 0) FROM {SCHEMA}.event_log)"
+                        f" - c.position, extract(epoch FROM now() - (SELECT occurred_at"
+                        f" FROM {SCHEMA}.event_log WHERE seq > c.position ORDER BY seq LIMIT 1))"
                         f" FROM {SCHEMA}.consumer_cursors c WHERE c.name = 'push'"
                     ).fetchone()
                     if row is not None:
