@@ -34,6 +34,7 @@ from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
 from notify_core.quiet import QuietRule
 from notify_pg.errors import NotFound
+from notify_pg.events import NewEvent
 from notify_pg.facts import FactsReader
 from notify_pg.ports import NotificationPath, PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
@@ -74,6 +75,8 @@ class Session:
     read: dict[tuple[str, str], int] = attrs.field(factory=dict)
     mentions: dict[tuple[str, str], int] = attrs.field(factory=dict)
     levels: dict[tuple[str, str], LevelFacts] = attrs.field(factory=dict)
+    #: Events the pipeline appends (following), appended at the end of the round.
+    appends: list[NewEvent] = attrs.field(factory=list)
     #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
     synced: dict[str, int | None] = attrs.field(factory=dict)
 
@@ -406,7 +409,8 @@ class PgPreferences:
         """S5: a row ``all`` for the thread unless the person has one; True if inserted.
 
         An inserted row appends one ``notification_pref.updated`` in the round's transaction,
-        with the time of the event being handled.
+        with the time of the event being handled (`Session.appends`: the worker appends them
+        at the end of the round, in order).
         """
         self._s.levels.pop((user, thread), None)
         stored = self._preferences.insert_if_absent(
@@ -416,6 +420,7 @@ class PgPreferences:
             Preference(level=Level.ALL),
             actor=user,
             occurred_at=self._s.now,
+            defer=self._s.appends,
         )
         return stored is not None
 

@@ -164,6 +164,7 @@ class PreferenceRepository:
         *,
         actor: str | None = None,
         occurred_at: datetime | None = None,
+        defer: builtins.list[NewEvent] | None = None,
     ) -> StoredPreference | None:
         """Insert a row unless the person has one for the target (automatic following, S5).
 
@@ -175,6 +176,9 @@ class PreferenceRepository:
         Args:
             occurred_at: the event's time (absent: the database clock), so that an event
                 appended by a consumer carries the time of the message it follows.
+            defer: if given, the event is added to this list instead of being appended; the
+                caller appends it later in the same transaction (a consumer appends its
+                events at the end of its round, so it holds the log's append lock briefly).
 
         Returns:
             The inserted row, or ``None`` when a row existed.
@@ -197,8 +201,13 @@ class PreferenceRepository:
                 muted_until=_utc(muted_until),
                 version=version,
             )
-            event = _event(stored, actor or user_id, deleted=False)
-            self._events.append(conn, attrs.evolve(event, occurred_at=occurred_at))
+            event = attrs.evolve(
+                _event(stored, actor or user_id, deleted=False), occurred_at=occurred_at
+            )
+            if defer is not None:
+                defer.append(event)
+            else:
+                self._events.append(conn, event)
         return stored
 
     def delete(

@@ -50,7 +50,6 @@ from notify_core.delivery import (
     retry_at,
     retry_delay,
 )
-from notify_core.errors import NotifyError
 from notify_core.events import Event, EventError, parse_event
 from notify_core.instants import format_instant
 from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
@@ -245,7 +244,8 @@ class Worker:
         self._random_jitter = jitter is None
         store_config = StoreConfig(instance_default_level=self.policy.instance_default_level)
         self._facts = FactsReader(host, store_config, schema)
-        self._preferences = PreferenceRepository(host, EventLog(schema), schema)
+        self._events = EventLog(schema)
+        self._preferences = PreferenceRepository(host, self._events, schema)
         self._registrations = RegistrationRepository(schema)
         self._gate = gate or ProviderGate.for_process(self.config.max_concurrent_requests)
         self._pool: ThreadPoolExecutor | None = None
@@ -337,6 +337,9 @@ class Worker:
                     self.on_event(conn, event)
                 position = int(row[0])
                 handled += 1
+            # Events of the round (following) go last: the log's append lock is held from the
+            # first append to the commit, and host writes that append wait for it.
+            self._events.append_many(conn, session.appends)
             self._seam.run(conn, "move_cursor", {"name": name, "position": position})
         self._cursor_ready = True
         self._count(hints)
@@ -390,6 +393,7 @@ class Worker:
             hints = pipeline.advance(limit)
             schedule.write_collects()
             self._carry_out(session, pipeline, hints)
+            self._events.append_many(conn, session.appends)
             done = schedule.popped
         self.stats.due += done
         self._count(hints)
@@ -671,7 +675,7 @@ class Worker:
             try:
                 work = self.run_once()
                 failures = 0
-            except (NotifyError, psycopg.Error, ValueError, KeyError, TypeError) as exc:
+            except Exception as exc:  # a failed round is retried; the loop must go on
                 failures += 1
                 _log.error(
                     "round failed",

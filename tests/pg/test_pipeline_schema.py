@@ -164,3 +164,40 @@ def test_forget_person_removes_registrations_and_due_work(conn: psycopg.Connecti
     ):
         rows = conn.execute(f"SELECT {column} FROM {SCHEMA}.{table}".encode()).fetchall()
         assert rows == [(SAM,)], table
+
+
+def test_insert_if_absent_never_overwrites_and_appends_only_when_inserted(
+    conn: psycopg.Connection[Any], world: None
+) -> None:
+    """S5 (seed 001 note 17): following inserts a row all unless one exists; one event only
+    when inserted; a deferred event is handed to the caller instead of the log."""
+    from pgworld import T_ESK, T, events, thread
+
+    from notify_core.levels import Preference
+    from notify_pg import EventLog, PreferenceRepository
+    from notify_pg.reference_host import ReferenceHost
+
+    repo = PreferenceRepository(ReferenceHost("host"), EventLog(SCHEMA), SCHEMA)
+    all_ = Preference(level="all")
+    inserted = repo.insert_if_absent(conn, ALEX, thread(T), all_, occurred_at=NOW)
+    assert inserted is not None and inserted.version == 1
+    assert repo.insert_if_absent(conn, ALEX, thread(T), Preference(level="mute")) is None
+    repo.put(conn, SAM, thread(T), Preference(level="mute"))
+    assert repo.insert_if_absent(conn, SAM, thread(T), all_) is None
+    logged = events(conn)
+    assert [(e["audience"], e["payload"]) for e in logged] == [
+        (
+            ALEX,
+            {"preference": {"target": {"kind": "thread", "id": T}, "level": "all", "version": 1}},
+        ),
+        (
+            SAM,
+            {"preference": {"target": {"kind": "thread", "id": T}, "level": "mute", "version": 1}},
+        ),
+    ]
+    assert logged[0]["occurred_at"] == "2026-10-23T09:00:00Z"
+    deferred: list[Any] = []
+    assert repo.insert_if_absent(conn, ALEX, thread(T_ESK), all_, defer=deferred) is not None
+    assert len(events(conn)) == 2 and [e.audience for e in deferred] == [ALEX]
+    levels = {p.target.id: p.level for p in repo.list(conn, SAM)}
+    assert levels == {T: "mute"}
