@@ -445,6 +445,7 @@ class PgSchedule:
         self.budget = budget
         self.popped = 0
         self._pending: dict[tuple[str, str], int] = {}
+        self._opens: dict[tuple[str, str], datetime] = {}
 
     # --- windows -----------------------------------------------------------------------------
 
@@ -453,7 +454,7 @@ class PgSchedule:
         s = self._s
         key = (user, thread)
         if key not in s.windows:
-            self.write_collects()
+            self.write_pending()
             people = [p for p in s.people(user) if (p, thread) not in s.windows]
             rows = self._seam.all(s.conn, "windows_of", {"thread": thread, "recipients": people})
             found = {r: Window(end=_utc(end), collected=n) for r, end, n in rows}
@@ -462,17 +463,20 @@ class PgSchedule:
         return s.windows[key]
 
     def open_window(self, user: str, thread: str, end: datetime) -> None:
-        """Open a window; its row is its flush, due at ``end``."""
-        self._pending.pop((user, thread), None)
-        params = {"recipient": user, "thread": thread, "end_at": end}
-        self._seam.run(self._s.conn, "open_window", params)
-        self._s.windows[(user, thread)] = Window(end=end)
+        """Open a window; its row is its flush, due at ``end``.
+
+        Written with the other windows of the event in one statement (`write_pending`).
+        """
+        key = (user, thread)
+        self._pending.pop(key, None)
+        self._opens[key] = end
+        self._s.windows[key] = Window(end=end)
 
     def collect(self, user: str, thread: str) -> None:
         """Count one more collected ``message`` in the open window.
 
         The count is written with the other collects of the event in one statement
-        (`write_collects`), before anything reads windows from the table again.
+        (`write_pending`), before anything reads windows from the table again.
         """
         key = (user, thread)
         window = self.window(user, thread)
@@ -481,25 +485,39 @@ class PgSchedule:
         self._s.windows[key] = Window(end=window.end, collected=window.collected + 1)
         self._pending[key] = self._pending.get(key, 0) + 1
 
-    def write_collects(self) -> None:
-        """Write the counts of the collects not written yet (one statement)."""
-        if not self._pending:
-            return
-        keys = list(self._pending)
-        self._seam.run(
-            self._s.conn,
-            "collect_windows",
-            {
-                "recipients": [r for r, _t in keys],
-                "threads": [t for _r, t in keys],
-                "counts": [self._pending[k] for k in keys],
-            },
-        )
-        self._pending.clear()
+    def write_pending(self) -> None:
+        """Write the windows opened and the collects counted since the last write (one
+        statement each)."""
+        conn = self._s.conn
+        if self._opens:
+            keys = list(self._opens)
+            self._seam.run(
+                conn,
+                "open_windows",
+                {
+                    "recipients": [r for r, _t in keys],
+                    "threads": [t for _r, t in keys],
+                    "ends": [self._opens[k] for k in keys],
+                },
+            )
+            self._opens.clear()
+        if self._pending:
+            keys = list(self._pending)
+            self._seam.run(
+                conn,
+                "collect_windows",
+                {
+                    "recipients": [r for r, _t in keys],
+                    "threads": [t for _r, t in keys],
+                    "counts": [self._pending[k] for k in keys],
+                },
+            )
+            self._pending.clear()
 
     def close_window(self, user: str, thread: str) -> None:
         """Forget a window (at its flush)."""
         self._pending.pop((user, thread), None)
+        self._opens.pop((user, thread), None)
         self._seam.run(self._s.conn, "close_window", {"recipient": user, "thread": thread})
         self._s.windows[(user, thread)] = None
 
@@ -532,7 +550,7 @@ class PgSchedule:
     def pop_due(self, until: datetime) -> Due | None:
         """Claim the first due work at or before ``until`` in replay order; ``None`` when none
         is due (or this transaction's budget is spent)."""
-        self.write_collects()
+        self.write_pending()
         if self.budget is not None and self.popped >= self.budget:
             return None
         conn, mode = self._s.conn, "wait" if self._wait else "skip"
@@ -600,7 +618,7 @@ class PgSchedule:
 
     def next_due(self) -> datetime | None:
         """Return when the first pending work comes due."""
-        self.write_collects()
+        self.write_pending()
         row = self._seam.one(self._s.conn, "next_due")
         return None if row is None or row[0] is None else _utc(row[0])
 

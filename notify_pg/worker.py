@@ -330,7 +330,7 @@ class Worker:
                 if event is not None:
                     session.at(event.seq, event.occurred_at)
                     out = pipeline.handle(event)
-                    schedule.write_collects()
+                    schedule.write_pending()
                     self._carry_out(session, pipeline, out)
                     hints.extend(out)
                 if self.on_event is not None:
@@ -391,7 +391,7 @@ class Worker:
             session = Session(conn)
             pipeline, schedule = self._pipeline(session, budget=self.config.due_batch)
             hints = pipeline.advance(limit)
-            schedule.write_collects()
+            schedule.write_pending()
             self._carry_out(session, pipeline, hints)
             self._events.append_many(conn, session.appends)
             done = schedule.popped

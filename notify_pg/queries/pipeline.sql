@@ -9,12 +9,6 @@ SELECT end_at, collected FROM {schema}.windows WHERE recipient = %(recipient)s A
 SELECT recipient, end_at, collected FROM {schema}.windows
 WHERE thread = %(thread)s AND recipient = ANY(%(recipients)s::text[])
 
--- name: open_window
--- Open a window until end_at (its flush is due then), replacing any window of the pair.
-INSERT INTO {schema}.windows AS w (recipient, thread, end_at, collected)
-VALUES (%(recipient)s, %(thread)s, %(end_at)s, 0)
-ON CONFLICT (recipient, thread) DO UPDATE SET end_at = EXCLUDED.end_at, collected = 0
-
 -- name: close_window
 -- Forget a window (at its flush).
 DELETE FROM {schema}.windows WHERE recipient = %(recipient)s AND thread = %(thread)s
@@ -166,3 +160,11 @@ UPDATE {schema}.windows w SET collected = w.collected + c.n
 FROM unnest(%(recipients)s::text[], %(threads)s::text[], %(counts)s::integer[])
     AS c(recipient, thread, n)
 WHERE w.recipient = c.recipient AND w.thread = c.thread
+
+-- name: open_windows
+-- Open many windows at once (the sends of one event), replacing any window of each pair.
+INSERT INTO {schema}.windows AS w (recipient, thread, end_at, collected)
+SELECT o.recipient, o.thread, o.end_at, 0
+FROM unnest(%(recipients)s::text[], %(threads)s::text[], %(ends)s::timestamptz[])
+    AS o(recipient, thread, end_at)
+ON CONFLICT (recipient, thread) DO UPDATE SET end_at = EXCLUDED.end_at, collected = 0

@@ -112,3 +112,53 @@ def test_two_workers_drain_one_database(
     assert len(ids) == len(set(ids))
     # The burst and the follow events the consumer appended for Alex, the Owner and reader0.
     assert sum(w.stats.events for w in workers) == len(burst) + 3
+
+
+def test_a_fan_out_costs_a_constant_number_of_statements(
+    new_database: Callable[[str | None], str],
+    pg_template: str,
+    monkeypatch: Any,
+) -> None:
+    """Seed 001 TestGather_OneCallPerPortPerEvent: the facts of all candidates of an event are
+    read in batches, so a message to 40 readers costs as many statements as one to 5."""
+    from notify_pg.seam import Seam
+
+    counts: dict[int, int] = {}
+    for readers in (5, 40):
+        log = Log().team()
+        for i in range(readers):
+            person = f"reader{i:02d}"
+            log.user(person)
+            log.add("access.granted", {"user": person, "target": {"kind": "space", "id": "s"}})
+            log.device(f"{person}-phone", person, "android")
+            log.add(
+                "push.registered",
+                {"registration": f"r-{person}", "device": f"{person}-phone", "provider": "fcm"},
+            )
+            log.pref(person, "channel", "c", "all")
+        log.at(10).msg("m1", "owner", seq=1)
+        lines = lines_of(log)
+        dsn = new_database(pg_template)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            run = PgRun(dsn, conn, policy_from_mapping(_policy()))
+            run.feed_lines(lines[:-1])
+            event = parse_event(json.loads(lines[-1]))
+            run.due(event.occurred_at)
+            append_burst(run, [event])
+            statements = 0
+            for name in ("all", "one", "run", "run_many"):
+                original = getattr(Seam, name)
+
+                def counted(self: Seam, *args: Any, _original: Any = original, **kw: Any) -> Any:
+                    nonlocal statements
+                    statements += 1
+                    return _original(self, *args, **kw)
+
+                monkeypatch.setattr(Seam, name, counted)
+            assert run.worker.consume() == 1
+            monkeypatch.undo()
+            sends = len(run.push_sends())
+            run.worker.close()
+        assert sends == readers  # each reader got the message at once
+        counts[readers] = statements
+    assert counts[5] == counts[40], counts
