@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from datetime import datetime
+from itertools import pairwise
 from typing import Final
 
 import attrs
@@ -116,14 +117,18 @@ def classify(event: Event, world: WorldFacts) -> list[Candidate]:
     return []
 
 
-def _humans(world: WorldFacts, people: Sequence[str], but: set[str]) -> tuple[str, ...]:
-    out = []
-    for person in people:
-        if person in but:
-            continue
-        info = world.user(person)
-        if info is not None and info.active_human:
-            out.append(person)
+def _humans(
+    world: WorldFacts, people: Sequence[str], but: set[str], ascending: bool = False
+) -> tuple[str, ...]:
+    """The active humans among ``people`` but ``but``, ascending and each once."""
+    user = world.user
+    out = [
+        person
+        for person in people
+        if person not in but and (info := user(person)) is not None and info.active_human
+    ]
+    if ascending and all(a < b for a, b in pairwise(out)):
+        return tuple(out)  # readers come ascending (WorldFacts.readers): no sort needed
     return tuple(sorted(set(out)))
 
 
@@ -152,7 +157,7 @@ def _classify_message(event: Event, world: WorldFacts) -> list[Candidate]:
         out.append(attrs.evolve(base, kind=Kind.MENTION, recipients=mentioned))
     if p["origin"] == "agent" and world.during_run(thread_id, author):
         return out  # S2: no message hints during a run; its end gives one
-    readers = _humans(world, world.readers(channel.id), {author, *mentioned})
+    readers = _humans(world, world.readers(channel.id), {author, *mentioned}, ascending=True)
     if readers:
         out.append(attrs.evolve(base, recipients=readers))
     return out
@@ -180,7 +185,7 @@ def _classify_run(event: Event, world: WorldFacts) -> list[Candidate]:
         )
     if state in _RUN_ENDS and message is not None:
         but = {str(p["agent"])} | ({starter} if state is not RunState.CANCELLED else set())
-        readers = _humans(world, world.readers(str(p["channel"])), but)
+        readers = _humans(world, world.readers(str(p["channel"])), but, ascending=True)
         if readers:
             out.append(
                 Candidate(
@@ -353,7 +358,9 @@ class Pipeline:
     ) -> Hint:
         """Carry out a decision: collect into a window, open one, schedule delayed pushes."""
         thread = candidate.thread
-        if isinstance(decision, Collect):
+        if type(decision) is Skip:
+            pass  # the most frequent answer of a fan-out: nothing to carry out
+        elif isinstance(decision, Collect):
             assert thread is not None
             self.schedule.collect(person, thread)
         elif isinstance(decision, Send):
