@@ -29,6 +29,7 @@ from notify_core.decide import (
     decide_all,
     explain,
     flush,
+    gate,
     release_delayed,
 )
 from notify_core.errors import InvalidFacts, NaiveDatetime
@@ -38,6 +39,9 @@ from notify_core.quiet import QuietRule
 from tests import strategies as s
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
+_GATE_REASONS = frozenset(
+    {SkipReason.NOT_RECIPIENT, SkipReason.NOT_ALLOWED, SkipReason.LEVEL, SkipReason.ADMIN_DISABLED}
+)
 POLICY = Policy(
     coalesce_window=timedelta(seconds=90), mobile_delay_when_desktop_active=timedelta(seconds=60)
 )
@@ -400,6 +404,25 @@ class TestProperties:
         if isinstance(decision, Send):
             known = {d.id for d in p.devices}
             assert all(r.device in known and r.device != ev.exclude_device for r in decision.routes)
+
+    @given(ev=s.events(), data=st.data())
+    def test_d1_d3_gate_alone_answers_what_decide_answers(
+        self, ev: EventFacts, data: st.DataObject
+    ) -> None:
+        p = data.draw(s.recipients(ev.now))
+        skip = gate(
+            ev,
+            allowed=p.allowed,
+            author=p.author,
+            run_starter=p.run_starter,
+            level=p.level,
+            switches=p.switches,
+        )
+        decision = decide(ev, p)
+        if skip is not None:
+            assert decision == skip
+        else:
+            assert not (isinstance(decision, Skip) and decision.reason in _GATE_REASONS)
 
     @given(ev=s.events(), data=st.data())
     def test_decide_all_equals_decide_for_each(self, ev: EventFacts, data: st.DataObject) -> None:
