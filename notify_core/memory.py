@@ -84,6 +84,26 @@ class MemoryStore:
         factory=lambda: defaultdict(list), init=False, repr=False
     )
     _order: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    # People who ever had a preference row or a personal default: everyone else shares one
+    # LevelFacts value per thread (a superset, never shrunk, so it cannot miss anyone).
+    _own_levels: set[str] = attrs.field(factory=set, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        # The derived indexes of what a store is given at construction (usually nothing).
+        for (kind, target), people in self.grants.items():
+            for user in people:
+                self._grants_of[user].add((kind, target))
+        for channel in self.channels.values():
+            self._order.setdefault(channel.id, len(self._order))
+            for person in channel.participants:
+                self._dms_of[person].append(channel.id)
+        for device in self.registrations.values():
+            self._registered[device] = self._registered.get(device, 0) + 1
+        self._own_levels.update(user for user, _, _ in self.rows)
+        for user, key in self.settings:
+            self._update_switches(user)
+            if key == "notify.default_level":
+                self._own_levels.add(user)
 
     # --- WorldFacts -------------------------------------------------------------------------
 
@@ -236,7 +256,11 @@ class MemoryStore:
             channel_default=default, direct_message=direct, instance_default=self.instance_default
         )
         out = {}
+        own = self._own_levels
         for user in users:
+            if user not in own:
+                out[user] = shared
+                continue
             personal = settings.get((user, "notify.default_level"))
             row_thread = rows.get((user, "thread", thread))
             row_channel = rows.get((user, "channel", channel_id))
@@ -288,6 +312,7 @@ class MemoryStore:
         if key in self.rows:
             return False
         self.rows[key] = Preference(level=Level.ALL)
+        self._own_levels.add(user)
         return True
 
     # --- Schedule ---------------------------------------------------------------------------
@@ -511,6 +536,7 @@ class MemoryStore:
             code = getattr(error, "code", "invalid_member")
             raise EventError(code, str(error), getattr(error, "pointer", None)) from None
         self.rows[key] = Preference(level=level, muted_until=muted)
+        self._own_levels.add(key[0])
 
     def _on_quiet_hours_updated(self, event: Event, p: dict[str, object]) -> None:
         raw = p["rules"]
@@ -531,6 +557,8 @@ class MemoryStore:
             self.settings.pop(key, None)
         else:
             self.settings[key] = p["value"]
+            if key[1] == "notify.default_level":
+                self._own_levels.add(key[0])
         self._update_switches(key[0])
 
     def _on_message_created(self, event: Event, p: dict[str, object]) -> None:

@@ -148,18 +148,20 @@ class Summary:
 
     def add_hint(self, hint: Hint) -> None:
         """Count a hint decision."""
+        # ``_value_`` (the enum's text) rather than ``value``: this runs once per decision.
         decision = hint.decision
         if isinstance(decision, Skip):
             self.decisions["skip"] += 1
-            self.skips[decision.reason.value] += 1
+            self.skips[decision.reason._value_] += 1
         elif isinstance(decision, Collect):
             self.decisions["collect"] += 1
         else:
             self.decisions["send"] += 1
-            self.sends_by_kind[hint.kind.value] += 1
+            kind = hint.kind._value_
+            self.sends_by_kind[kind] += 1
             self.quiet += decision.quiet
             for route in decision.routes:
-                self.routes[(hint.kind.value, route.via.value)] += 1
+                self.routes[(kind, route.via._value_)] += 1
                 if route.via is Via.PUSH:
                     self.pushes[hint.recipient] += 1
 
