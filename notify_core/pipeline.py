@@ -246,11 +246,28 @@ class Pipeline:
 
     def _event_hints(self, event: Event) -> list[Hint]:
         hints: list[Hint] = []
+        seq, at = event.seq, event.occurred_at
         for candidate in classify(event, self.world):
-            facts = self._event_facts(event.occurred_at, candidate)
+            facts = self._event_facts(at, candidate)
             decisions = self._decide_fan_out(facts, candidate)
+            kind, thread = candidate.kind, candidate.thread
+            message, target = candidate.message, candidate.target
             for person, decision in zip(candidate.recipients, decisions, strict=True):
-                hints.append(self._apply(event.seq, event.occurred_at, person, candidate, decision))
+                if type(decision) is not Skip:  # a skip, the usual answer, changes nothing
+                    self._carry_out(seq, person, candidate, decision)
+                hints.append(
+                    Hint(
+                        trigger=Trigger.EVENT,
+                        at=at,
+                        recipient=person,
+                        kind=kind,
+                        decision=decision,
+                        seq=seq,
+                        thread=thread,
+                        message=message,
+                        target=target,
+                    )
+                )
         return hints
 
     def explain(self, event: Event, recipient: str) -> Explanation | None:
@@ -307,7 +324,7 @@ class Pipeline:
                 going_on.append(person)
         if not going_on:
             return gated  # type: ignore[return-value]  # every entry is a Skip
-        full = self._recipient_facts(facts, candidate, going_on, levels, switches)
+        full = self._recipient_facts(facts, candidate, going_on, levels, switches, allowed=True)
         rest = iter(decide_all(facts, full))
         return [decision if decision is not None else next(rest) for decision in gated]
 
@@ -318,8 +335,11 @@ class Pipeline:
         people: Sequence[str],
         levels: dict[str, LevelFacts] | None = None,
         switches: dict[str, Switches] | None = None,
+        allowed: bool | None = None,
     ) -> list[RecipientFacts]:
+        """The full facts of each person; ``allowed=True``: all passed D2 (`gate`) already."""
         world, thread = self.world, candidate.thread
+        known_allowed = allowed
         if levels is None:
             levels = self.prefs.level_facts(thread, people) if thread is not None else {}
         rules = self.prefs.quiet_rules(people)
@@ -333,7 +353,7 @@ class Pipeline:
         for person in people:
             info = user(person)
             if thread is not None:
-                allowed = allowed_to(person, thread)
+                allowed = known_allowed if known_allowed is not None else allowed_to(person, thread)
                 window = window_of(person, thread)
                 window_end = window.end if window is not None else None
             else:
@@ -354,30 +374,40 @@ class Pipeline:
         return out
 
     def _apply(
-        self, seq: int | None, at: datetime, person: str, candidate: Candidate, decision: Decision
+        self,
+        seq: int | None,
+        at: datetime,
+        person: str,
+        candidate: Candidate,
+        decision: Decision,
+        trigger: Trigger = Trigger.EVENT,
     ) -> Hint:
-        """Carry out a decision: collect into a window, open one, schedule delayed pushes."""
+        """Carry out a decision and return its hint."""
+        self._carry_out(seq, person, candidate, decision)
+        return Hint(
+            trigger=trigger,
+            at=at,
+            recipient=person,
+            kind=candidate.kind,
+            decision=decision,
+            seq=seq,
+            thread=candidate.thread,
+            message=candidate.message,
+            target=candidate.target,
+        )
+
+    def _carry_out(
+        self, seq: int | None, person: str, candidate: Candidate, decision: Decision
+    ) -> None:
+        """Collect into a window, open one, schedule delayed pushes."""
         thread = candidate.thread
-        if type(decision) is Skip:
-            pass  # the most frequent answer of a fan-out: nothing to carry out
-        elif isinstance(decision, Collect):
+        if isinstance(decision, Collect):
             assert thread is not None
             self.schedule.collect(person, thread)
         elif isinstance(decision, Send):
             if decision.opens_window_until is not None and thread is not None:
                 self.schedule.open_window(person, thread, decision.opens_window_until)
             self._schedule_releases(seq, person, candidate, decision)
-        return Hint(
-            trigger=Trigger.EVENT,
-            at=at,
-            recipient=person,
-            kind=candidate.kind,
-            decision=decision,
-            seq=seq,
-            thread=thread,
-            message=candidate.message,
-            target=candidate.target,
-        )
 
     def _schedule_releases(
         self, seq: int | None, person: str, candidate: Candidate, decision: Send
@@ -485,8 +515,7 @@ class Pipeline:
         facts = self._event_facts(due.at, candidate)
         (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
         decision = flush(state, facts, person)
-        hint = self._apply(None, due.at, due.recipient, candidate, decision)
-        return attrs.evolve(hint, trigger=Trigger.FLUSH)
+        return self._apply(None, due.at, due.recipient, candidate, decision, Trigger.FLUSH)
 
     def _release(self, due: Due) -> Hint:
         candidate = Candidate(

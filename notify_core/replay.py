@@ -6,6 +6,7 @@ output of the same lines and policy is the same, byte for byte (formats.md secti
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
@@ -86,13 +87,17 @@ def policy_from_mapping(values: Mapping[str, object]) -> Policy:
     )
 
 
+#: The hints of one event or due time share their instant: it is formatted once.
+_instant_text = functools.lru_cache(maxsize=1024)(format_instant)
+
+
 def hint_to_json(hint: Hint) -> dict[str, object]:
     """Return the replay output object of a hint (formats.md section 3), members in order."""
     out: dict[str, object] = {}
     if hint.seq is not None:
         out["seq"] = hint.seq
     out["trigger"] = hint.trigger.value
-    out["at"] = format_instant(hint.at)
+    out["at"] = _instant_text(hint.at)
     out["recipient"] = hint.recipient
     out["kind"] = hint.kind.value
     if hint.thread is not None:
