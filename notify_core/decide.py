@@ -164,11 +164,25 @@ def _platform(value: object) -> Platform:
 
 
 @attrs.frozen(kw_only=True)
+class Route:
+    """Where and how one device gets the hint (D5); ``due`` only for ``push_delayed``."""
+
+    device: str
+    via: Via
+    due: datetime | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Device:
     """One of a person's active devices."""
 
     id: str
     platform: Platform = attrs.field(converter=_platform)
+    # Made once per device: D5 hands this route out for every hint the device gets.
+    _push_route: Route = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_push_route", Route(device=self.id, via=Via.PUSH))
 
 
 def _frozen_ids(ids: Iterable[str]) -> frozenset[str]:
@@ -190,15 +204,6 @@ class Switches:
 
     admin_enabled: bool | None = None
     input_needed_breaks_quiet_hours: bool | None = None
-
-
-@attrs.frozen(kw_only=True)
-class Route:
-    """Where and how one device gets the hint (D5); ``due`` only for ``push_delayed``."""
-
-    device: str
-    via: Via
-    due: datetime | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -339,15 +344,28 @@ class RecipientFacts:
     devices: tuple[Device, ...] = attrs.field(default=(), converter=_sorted_devices)
     connections: tuple[Connection, ...] = attrs.field(default=(), converter=_connection_tuple)
     window_end: datetime | None = attrs.field(default=None, validator=_optional_instant)
+    # Derived on first use, then kept: most recipients of a fan-out end before D5 and D7, and
+    # a host that decides many hints for one set of facts pays the derivation once.
+    _zone_cache: tzinfo | None = attrs.field(init=False, default=None, eq=False, repr=False)
+    _routes_cache: tuple[Route, ...] | None = attrs.field(
+        init=False, default=None, eq=False, repr=False
+    )
 
     @property
     def _zone(self) -> tzinfo:
-        # Derived when a quiet rule needs it: most recipients of a fan-out end before D7.
-        return zone_or_utc(self.user_time_zone)
+        zone = self._zone_cache
+        if zone is None:
+            zone = zone_or_utc(self.user_time_zone)
+            object.__setattr__(self, "_zone_cache", zone)
+        return zone
 
     @property
     def _push_routes(self) -> tuple[Route, ...]:
-        return tuple(Route(device=d.id, via=Via.PUSH) for d in self.devices)
+        routes = self._routes_cache
+        if routes is None:
+            routes = tuple(device._push_route for device in self.devices)
+            object.__setattr__(self, "_routes_cache", routes)
+        return routes
 
 
 @attrs.frozen(kw_only=True)
@@ -472,7 +490,7 @@ def _routes(event: EventFacts, person: RecipientFacts, kind: Kind) -> Skip | tup
         elif delay and device.platform in MOBILE:
             routes.append(Route(device=device.id, via=Via.PUSH_DELAYED, due=event._delayed_due))
         else:
-            routes.append(Route(device=device.id, via=Via.PUSH))
+            routes.append(device._push_route)
     return tuple(routes) if routes else _NO_ROUTE
 
 
