@@ -27,6 +27,7 @@ from notify_core.quiet import QuietRule, rule_from_json
 __all__ = ["MemoryStore"]
 
 _MOBILE = ("ios", "android")
+_DEFAULT_LEVEL_KEY = "notify.default_level"
 
 
 @attrs.define
@@ -84,9 +85,15 @@ class MemoryStore:
         factory=lambda: defaultdict(list), init=False, repr=False
     )
     _order: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
-    # People who ever had a preference row or a personal default: everyone else shares one
-    # LevelFacts value per thread (a superset, never shrunk, so it cannot miss anyone).
-    _own_levels: set[str] = attrs.field(factory=set, init=False, repr=False)
+    # `rows` by person and the personal defaults of `settings`: a fan-out looks each person
+    # up once, and people with neither share one LevelFacts value per channel kind.
+    _rows_of: dict[str, dict[tuple[str, str], Preference]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
+    _personal: dict[str, object] = attrs.field(factory=dict, init=False, repr=False)
+    _shared_levels: dict[tuple[str | None, bool, Level], LevelFacts] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
 
     def __attrs_post_init__(self) -> None:
         # The derived indexes of what a store is given at construction (usually nothing).
@@ -99,11 +106,12 @@ class MemoryStore:
                 self._dms_of[person].append(channel.id)
         for device in self.registrations.values():
             self._registered[device] = self._registered.get(device, 0) + 1
-        self._own_levels.update(user for user, _, _ in self.rows)
-        for user, key in self.settings:
+        for (user, kind, target), row in self.rows.items():
+            self._rows_of.setdefault(user, {})[(kind, target)] = row
+        for (user, key), value in self.settings.items():
             self._update_switches(user)
-            if key == "notify.default_level":
-                self._own_levels.add(user)
+            if key == _DEFAULT_LEVEL_KEY:
+                self._personal[user] = value
 
     # --- WorldFacts -------------------------------------------------------------------------
 
@@ -250,29 +258,41 @@ class MemoryStore:
         space = channel.space if channel is not None and channel.space else ""
         default = channel.default_level if channel is not None else None
         direct = channel is not None and channel.direct
-        rows, settings = self.rows, self.settings
-        # Most people have no row and no default of their own: they share one value.
-        shared = LevelFacts(
-            channel_default=default, direct_message=direct, instance_default=self.instance_default
+        key = (default, direct, self.instance_default)
+        shared = self._shared_levels.get(key)
+        if shared is None:  # the value of everyone without a row here or a default of their own
+            shared = self._shared_levels[key] = LevelFacts(
+                channel_default=default,
+                direct_message=direct,
+                instance_default=self.instance_default,
+            )
+        on_thread, on_channel, on_space = (
+            ("thread", thread),
+            ("channel", channel_id),
+            ("space", space),
         )
+        rows_of, personal_of = self._rows_of, self._personal
         out = {}
-        own = self._own_levels
         for user in users:
-            if user not in own:
-                out[user] = shared
-                continue
-            personal = settings.get((user, "notify.default_level"))
-            row_thread = rows.get((user, "thread", thread))
-            row_channel = rows.get((user, "channel", channel_id))
-            row_space = rows.get((user, "space", space))
-            if (
-                personal is None
-                and row_thread is None
-                and row_channel is None
-                and row_space is None
-            ):
-                out[user] = shared
-                continue
+            mine = rows_of.get(user)
+            personal = personal_of.get(user)
+            if mine is None:
+                if personal is None:
+                    out[user] = shared
+                    continue
+                row_thread = row_channel = row_space = None
+            else:
+                row_thread = mine.get(on_thread)
+                row_channel = mine.get(on_channel)
+                row_space = mine.get(on_space)
+                if (
+                    personal is None
+                    and row_thread is None
+                    and row_channel is None
+                    and row_space is None
+                ):
+                    out[user] = shared
+                    continue
             out[user] = LevelFacts(
                 thread=row_thread,
                 channel=row_channel,
@@ -311,9 +331,22 @@ class MemoryStore:
         key = (user, "thread", thread)
         if key in self.rows:
             return False
-        self.rows[key] = Preference(level=Level.ALL)
-        self._own_levels.add(user)
+        self._set_row(key, Preference(level=Level.ALL))
         return True
+
+    def _set_row(self, key: tuple[str, str, str], row: Preference | None) -> None:
+        """Write or (``None``) delete a row, in `rows` and in the index by person."""
+        user, kind, target = key
+        if row is not None:
+            self.rows[key] = row
+            self._rows_of.setdefault(user, {})[(kind, target)] = row
+        else:
+            self.rows.pop(key, None)
+            mine = self._rows_of.get(user)
+            if mine is not None:
+                mine.pop((kind, target), None)
+                if not mine:
+                    del self._rows_of[user]
 
     # --- Schedule ---------------------------------------------------------------------------
 
@@ -522,7 +555,7 @@ class MemoryStore:
             )
         key = (str(event.audience), str(target["kind"]), str(target.get("id")))
         if p.get("deleted"):
-            self.rows.pop(key, None)
+            self._set_row(key, None)
             return
         try:
             level = parse_level(pref.get("level"), "/payload/preference/level")
@@ -535,8 +568,7 @@ class MemoryStore:
         except Exception as error:  # NotifyError: re-raised as an event error below
             code = getattr(error, "code", "invalid_member")
             raise EventError(code, str(error), getattr(error, "pointer", None)) from None
-        self.rows[key] = Preference(level=level, muted_until=muted)
-        self._own_levels.add(key[0])
+        self._set_row(key, Preference(level=level, muted_until=muted))
 
     def _on_quiet_hours_updated(self, event: Event, p: dict[str, object]) -> None:
         raw = p["rules"]
@@ -555,10 +587,12 @@ class MemoryStore:
         key = (str(event.audience), str(p["key"]))
         if p.get("deleted") or "value" not in p:
             self.settings.pop(key, None)
+            if key[1] == _DEFAULT_LEVEL_KEY:
+                self._personal.pop(key[0], None)
         else:
             self.settings[key] = p["value"]
-            if key[1] == "notify.default_level":
-                self._own_levels.add(key[0])
+            if key[1] == _DEFAULT_LEVEL_KEY:
+                self._personal[key[0]] = p["value"]
         self._update_switches(key[0])
 
     def _on_message_created(self, event: Event, p: dict[str, object]) -> None:
