@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 
 import attrs
@@ -27,6 +27,10 @@ from notify_core.quiet import QuietRule, rule_from_json
 __all__ = ["MemoryStore"]
 
 _MOBILE = ("ios", "android")
+#: Who may read a thread: DM participants (or None), channel grantees, space grantees.
+_Access = tuple[Collection[str] | None, Collection[str], Collection[str]]
+#: The row that automatic following inserts (S5); rows are values, so one serves all.
+_FOLLOWED = Preference(level=Level.ALL)
 _DEFAULT_LEVEL_KEY = "notify.default_level"
 
 
@@ -94,6 +98,8 @@ class MemoryStore:
     _shared_levels: dict[tuple[str | None, bool, Level], LevelFacts] = attrs.field(
         factory=dict, init=False, repr=False
     )
+    # `allowed`'s answer key for the thread of the current fan-out; `record` drops it.
+    _access: tuple[str, _Access | None] | None = attrs.field(default=None, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # The derived indexes of what a store is given at construction (usually nothing).
@@ -158,23 +164,38 @@ class MemoryStore:
 
     def allowed(self, user: str, thread: str) -> bool:
         """Tell whether a person may read a thread now (D2)."""
+        person = self.users.get(user)
+        if person is None or not person.active:
+            return False
+        memo = self._access
+        if memo is None or memo[0] != thread:
+            memo = self._access = (thread, self._thread_access(thread))
+        access = memo[1]
+        if access is None:
+            return False
+        participants, channel_grants, space_grants = access
+        if participants is not None:
+            return user in participants
+        return user in channel_grants or user in self.owners or user in space_grants
+
+    def _thread_access(self, thread: str) -> _Access | None:
+        """Who may read a thread, as `allowed` asks it once per fan-out (`_can_read_channel`).
+
+        ``None``: nobody (an unknown thread or channel, an archived channel or space).
+        The sets are the store's own, read until the next `record`, which drops the memo.
+        """
         info = self.threads.get(thread)
         channel = self.channels.get(info.channel) if info is not None else None
-        person = self.users.get(user)
-        if channel is None or person is None or not person.active:
-            return False
-        if channel.direct:  # the common cases first: _can_read_channel, inlined
-            return not channel.archived and user in channel.participants
-        if channel.archived or (
-            channel.space is not None and channel.space in self.spaces_archived
-        ):
-            return False
+        if channel is None or channel.archived:
+            return None
+        if channel.direct:
+            return channel.participants, (), ()
+        space = channel.space
+        if space is not None and space in self.spaces_archived:
+            return None
         grants = self.grants
-        return (
-            user in grants.get(("channel", channel.id), ())
-            or user in self.owners
-            or (channel.space is not None and user in grants.get(("space", channel.space), ()))
-        )
+        space_grants = grants.get(("space", space), ()) if space is not None else ()
+        return None, grants.get(("channel", channel.id), ()), space_grants
 
     def read_seq(self, user: str, thread: str) -> int:
         """Return a person's read position in a thread (0 when never read)."""
@@ -272,6 +293,7 @@ class MemoryStore:
             ("space", space),
         )
         rows_of, personal_of = self._rows_of, self._personal
+        built: dict[tuple[int, int, int], LevelFacts] = {}  # by the rows' identities
         out = {}
         for user in users:
             mine = rows_of.get(user)
@@ -293,6 +315,20 @@ class MemoryStore:
                 ):
                     out[user] = shared
                     continue
+            if personal is None:  # people with the same rows here share their value
+                rows_key = (id(row_thread), id(row_channel), id(row_space))
+                facts = built.get(rows_key)
+                if facts is None:
+                    facts = built[rows_key] = LevelFacts(
+                        thread=row_thread,
+                        channel=row_channel,
+                        space=row_space,
+                        channel_default=default,
+                        direct_message=direct,
+                        instance_default=self.instance_default,
+                    )
+                out[user] = facts
+                continue
             out[user] = LevelFacts(
                 thread=row_thread,
                 channel=row_channel,
@@ -331,7 +367,7 @@ class MemoryStore:
         key = (user, "thread", thread)
         if key in self.rows:
             return False
-        self._set_row(key, Preference(level=Level.ALL))
+        self._set_row(key, _FOLLOWED)
         return True
 
     def _set_row(self, key: tuple[str, str, str], row: Preference | None) -> None:
@@ -402,6 +438,7 @@ class MemoryStore:
             EventError: the event contradicts the spec's formats (a malformed quiet rule, a
                 preference of an unknown level); nothing was changed.
         """
+        self._access = None  # the world may change: `allowed` resolves threads anew
         handler = getattr(self, "_on_" + event.type.replace(".", "_"), None)
         if handler is not None:
             handler(event, event.payload)

@@ -306,19 +306,24 @@ class Pipeline:
         level_of, switches_of = levels.get, switches.get
         gated: list[Decision | None] = []
         going_on: list[str] = []
+        # gate is a pure function of its arguments, and most people of a fan-out share their
+        # level facts and switches (the same values): it runs once per distinct combination.
+        answers: dict[tuple[bool, int, int, bool], Skip | None] = {}
         for person in people:
             if thread is not None:
                 allowed = allowed_to(person, thread)
             else:
                 info = user(person)
                 allowed = info is not None and info.active_human
-            skip = gate(
-                facts,
-                allowed=allowed,
-                run_starter=person == starter,
-                level=level_of(person),
-                switches=switches_of(person, _NO_SWITCHES),
-            )
+            level, own = level_of(person), switches_of(person, _NO_SWITCHES)
+            is_starter = person == starter
+            key = (allowed, id(level), id(own), is_starter)
+            if key in answers:
+                skip = answers[key]
+            else:
+                skip = answers[key] = gate(
+                    facts, allowed=allowed, run_starter=is_starter, level=level, switches=own
+                )
             gated.append(skip)
             if skip is None:
                 going_on.append(person)
