@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from notify_cli import fastjson
 from notify_core.events import EventError
 from notify_core.replay import Replay, dumps_hint, hint_to_json
 
@@ -117,12 +118,12 @@ def replay(path: Path, workdir: Path) -> dict[str, Any]:
 def _replay_in_process(lines: Iterable[str]) -> int:
     """The loop of ``notify replay``: hints out as JSON lines (discarded here)."""
     written = 0
-    run = Replay()
+    run = Replay(reader=fastjson.reader())
     with open(os.devnull, "w", encoding="utf-8") as sink:
         write = sink.write
         for item in run.run(lines):
             if not isinstance(item, EventError):
-                write(dumps_hint(item) + "\n")
+                write(dumps_hint(item, fastjson.dumps) + "\n")
                 written += 1
     return written
 
@@ -132,6 +133,8 @@ def _replay_in_process(lines: Iterable[str]) -> int:
 #: pipeline together are "deciding".
 STAGES = {
     "read": "read_json",
+    "loads": "read_json",
+    "dumps": "write_json",
     "_parse_event": "check_events",
     "parse_event": "check_events",
     "handle": "pipeline_other",

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from notify_cli import fastjson
 from notify_cli.options import EXIT_BAD_INPUT, BadInput, lines_of, read_policy
 from notify_core.decide import Policy
 from notify_core.events import EventError
@@ -77,7 +78,7 @@ def _replay(
     source: tuple[str, Iterable[str]], policy: Policy, include_skips: bool, out: IO[str] | None
 ) -> tuple[Summary, bool]:
     path, lines = source
-    replay = Replay(policy=policy, include_skips=include_skips)
+    replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     write = out.write if out is not None else None
     for item in replay.run(_progress_lines(path, lines)):
@@ -85,7 +86,7 @@ def _replay(
             _report(path, item)
             bad = True
         elif write is not None:
-            write(dumps_hint(item) + "\n")
+            write(dumps_hint(item, fastjson.dumps) + "\n")
     return replay.summary, bad
 
 
@@ -224,7 +225,7 @@ def explain_command(
     The log is replayed up to the event, so the facts are those the decision saw.
     """
     policy = read_policy(policy_file)
-    replay = Replay(policy=policy)
+    replay = Replay(policy=policy, reader=fastjson.reader())
     for number, text in enumerate(lines_of(log), start=1):
         try:
             event = replay.reader.read(text, number)

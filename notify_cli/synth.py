@@ -8,6 +8,7 @@ from typing import IO
 
 import click
 
+from notify_cli import fastjson
 from notify_cli.options import BadInput
 from notify_core.replay import dumps_line
 from notify_core.synth import SynthConfig, synth_events
@@ -19,7 +20,7 @@ def write_log(events: Iterable[dict[str, object]], out: IO[str]) -> int:
     write = out.write
     batch: list[str] = []
     for event in events:
-        batch.append(dumps_line(event))
+        batch.append(dumps_line(event, fastjson.dumps))
         if len(batch) == 4096:
             write("\n".join(batch) + "\n")
             count += len(batch)

@@ -8,12 +8,12 @@ table (`PAYLOADS`): the member, whether it is required, and what it must be.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Final
 
 import attrs
-import orjson
 
 from notify_core.errors import InvalidInput, NotifyError
 from notify_core.instants import parse_instant
@@ -306,6 +306,23 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
     )
 
 
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_json(text: str) -> object:
+    """Decode one line of JSON strictly: ``NaN`` and ``Infinity`` are refused.
+
+    Raises:
+        ValueError: the text is not JSON.
+    """
+    return json.loads(text, parse_constant=_refuse_constant)
+
+
+def _loads_or_default(value: Callable[[str], object] | None) -> Callable[[str], object]:
+    return loads_json if value is None else value
+
+
 @attrs.define
 class EventLogReader:
     """Reads log lines in order and enforces the rules between lines.
@@ -316,6 +333,8 @@ class EventLogReader:
 
     last_seq: int = -1
     last_at: datetime | None = None
+    #: Turns a line into a JSON value; the CLI hands in a faster one with the same answers.
+    loads: Callable[[str], object] = attrs.field(default=None, converter=_loads_or_default)
 
     def read(self, text: str, line: int) -> Event | None:
         """Return the event on a line, ``None`` for a blank line.
@@ -327,10 +346,8 @@ class EventLogReader:
         if not text.strip():
             return None
         try:
-            # orjson: the stdlib's answers for every valid line, twice as fast; it refuses
-            # NaN and Infinity, numbers out of the double range and unpaired surrogates.
-            obj = orjson.loads(text)
-        except orjson.JSONDecodeError as exc:
+            obj = self.loads(text)
+        except ValueError as exc:  # json and orjson decode errors are ValueErrors
             raise EventError("invalid_json", f"not JSON: {exc}", line=line) from None
         try:
             # A line without the text "null" holds no null: the walk looking for one is spared.

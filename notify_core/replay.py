@@ -7,13 +7,13 @@ output of the same lines and policy is the same, byte for byte (formats.md secti
 from __future__ import annotations
 
 import functools
+import json
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 from typing import Final
 
 import attrs
-import orjson
 
 from notify_core.decide import Collect, Policy, Skip, SkipReason, Via
 from notify_core.errors import InvalidInput
@@ -110,18 +110,25 @@ def hint_to_json(hint: Hint) -> dict[str, object]:
     return out
 
 
-def dumps_hint(hint: Hint) -> str:
+def dumps_json(obj: object) -> str:
+    """Return a JSON value as one compact line: UTF-8 text as is, no spaces."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps_hint(hint: Hint, dumps: Callable[[object], str] = dumps_json) -> str:
     """Return the JSON line of a hint: compact, members in format order, no ``null``.
 
-    The text is that of ``json.dumps(..., ensure_ascii=False, separators=(",", ":"))``,
-    written by orjson (six times faster; a hint holds only strings, integers and booleans).
+    Args:
+        hint: the hint.
+        dumps: the encoder; any other must give the same text as `dumps_json` (the CLI hands
+            in orjson, which does for hints: they hold only strings, integers and booleans).
     """
-    return orjson.dumps(hint_to_json(hint)).decode()
+    return dumps(hint_to_json(hint))
 
 
-def dumps_line(obj: Mapping[str, object]) -> str:
+def dumps_line(obj: Mapping[str, object], dumps: Callable[[object], str] = dumps_json) -> str:
     """Return a JSON object as one compact line, as `dumps_hint` writes (event logs too)."""
-    return orjson.dumps(obj).decode()
+    return dumps(obj)
 
 
 def _percentile(sorted_values: list[int], q: float) -> int:

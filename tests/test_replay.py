@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from notify_cli import fastjson
 from notify_cli.main import cli
 from notify_core.decide import Policy
 from notify_core.events import EventError
@@ -22,7 +23,8 @@ sys.path.insert(0, str(Path(__file__).parent / "replay"))
 from build import Log
 
 HERE = Path(__file__).parent / "replay"
-SPEC_LOG = Path(__file__).resolve().parents[1] / "examples" / "spec-example.jsonl"
+ROOT_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+SPEC_LOG = ROOT_EXAMPLES / "spec-example.jsonl"
 GOLDENS = sorted(p for p in HERE.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))
 
 
@@ -433,3 +435,13 @@ def test_every_collected_window_is_flushed_or_read(data: tuple[Log, dict[int, se
         elif h["trigger"] == "flush":
             open_collects.pop(key, None)
     assert not open_collects
+
+
+@pytest.mark.parametrize("log", [*GOLDENS, ROOT_EXAMPLES / "team-week.jsonl"], ids=lambda p: p.stem)
+def test_orjson_and_the_stdlib_give_the_same_bytes(log: Path) -> None:
+    """The CLI's faster JSON (notify_cli.fastjson) changes nothing in the output."""
+    lines = log.read_text(encoding="utf-8").splitlines()
+    slow = [dumps_hint(h) for h in Replay(include_skips=True).run(lines)]  # type: ignore[arg-type]
+    replay = Replay(include_skips=True, reader=fastjson.reader())
+    fast = [dumps_hint(h, fastjson.dumps) for h in replay.run(lines)]  # type: ignore[arg-type]
+    assert fast == slow and slow
