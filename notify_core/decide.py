@@ -751,8 +751,12 @@ def _quiet_reading(
     if kind is Kind.SECURITY:
         reading["exempt"] = "security is never quiet"
         return reading
-    if kind is Kind.INPUT_NEEDED and not quiet and person.quiet_rules:
+    breaks = person.switches.input_needed_breaks_quiet_hours
+    if breaks is None:
+        breaks = event.policy.default_input_needed_breaks_quiet_hours
+    if kind is Kind.INPUT_NEEDED and breaks and person.quiet_rules:
         reading["exempt"] = "input_needed_breaks_quiet_hours"
+        return reading
     for index, rule in enumerate(person.quiet_rules):
         if covered((rule,), event.now, person._zone):
             reading["matched_rule"] = index

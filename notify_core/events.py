@@ -316,7 +316,11 @@ def loads_json(text: str) -> object:
     Raises:
         ValueError: the text is not JSON.
     """
-    return json.loads(text, parse_constant=_refuse_constant)
+    value = json.loads(text, parse_constant=_refuse_constant)
+    if "\\ud" in text or "\\uD" in text:
+        # An escaped lone surrogate decodes, but no UTF-8 output could ever hold it.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises UnicodeEncodeError
+    return value
 
 
 def _loads_or_default(value: Callable[[str], object] | None) -> Callable[[str], object]:

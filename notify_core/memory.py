@@ -40,6 +40,7 @@ class _Run:
     state: RunState | None = None
     anchor_seq: int = 0
     thread: str = ""
+    anchored: bool = False
 
 
 @attrs.define
@@ -264,8 +265,8 @@ class MemoryStore:
     def last_agent_message(self, run: str) -> tuple[str, int] | None:
         """S3: the run agent's newest message in the run's thread after the anchor."""
         info = self.runs.get(run)
-        if info is None:
-            return None
+        if info is None or not info.anchored:
+            return None  # S3: a run without an anchor message points at its thread only
         last = self.agent_messages.get((info.thread, info.agent))
         return last if last is not None and last[1] > info.anchor_seq else None
 
@@ -528,6 +529,9 @@ class MemoryStore:
         old = self.devices_by_id.get(device_id)
         if old is not None:
             self._connections.pop(old[0], None)
+            if old[0] != user:  # the device changed hands: the old owner loses it
+                kept = tuple(d for d in self.user_devices.get(old[0], ()) if d.id != device_id)
+                self.user_devices[old[0]] = kept
         self._connections.pop(user, None)
         self.devices_by_id[device_id] = (user, device, active)
         mine = [d for d in self.user_devices.get(user, ()) if d.id != device_id]
@@ -642,7 +646,7 @@ class MemoryStore:
         author = str(p["author"])
         if p["kind"] == "run" and "run" in p:
             run = self.runs.setdefault(str(p["run"]), _Run())
-            run.anchor_seq, run.thread = seq, thread_id
+            run.anchor_seq, run.thread, run.anchored = seq, thread_id, True
             self.anchors[thread_id] = str(p["run"])
         elif p["origin"] == "agent" and p["kind"] in ("text", "voice", "card"):
             self.agent_messages[(thread_id, author)] = (str(p["message"]), seq)

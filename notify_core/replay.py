@@ -180,7 +180,8 @@ class Summary:
     def to_json(self) -> dict[str, object]:
         """Return the summary as JSON (the ``--summary-json`` file)."""
         volumes = sorted(self.pushes.values())
-        sends = self.decisions["send"]
+        # Badge syncs are never quiet and are no hints: the quiet share is of hint sends only.
+        sends = self.decisions["send"] - self.sends_by_kind["sync"]
         routes: dict[str, dict[str, int]] = {}
         for (kind, via), count in sorted(self.routes.items()):
             routes.setdefault(kind, {})[via] = count

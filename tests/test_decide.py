@@ -364,6 +364,15 @@ class TestExplain:
         assert explanation.steps[-1].ended
         assert explanation.steps[-1].read["source"] == "instance_default"
 
+    def test_d11_input_needed_exemption_only_when_the_switch_is_on(self) -> None:
+        never = QuietRule(weekdays=1, start_local="00:00", end_local="00:01", time_zone="UTC")
+        p = person(run_starter=True, quiet_rules=[never])
+        assert "exempt" not in explain(event("input_needed"), p).steps[-1].read
+        on = attrs.evolve(p, switches=Switches(input_needed_breaks_quiet_hours=True))
+        assert explain(event("input_needed"), on).steps[-1].read["exempt"] == (
+            "input_needed_breaks_quiet_hours"
+        )
+
     def test_d11_quiet_rule_that_matched(self) -> None:
         explanation = explain(event("message"), person(quiet_rules=[ALWAYS_QUIET]))
         assert explanation.steps[-1].rule == "D7"

@@ -445,3 +445,29 @@ def test_orjson_and_the_stdlib_give_the_same_bytes(log: Path) -> None:
     replay = Replay(include_skips=True, reader=fastjson.reader())
     fast = [dumps_hint(h, fastjson.dumps) for h in replay.run(lines)]  # type: ignore[arg-type]
     assert fast == slow and slow
+
+
+def test_s3_a_run_without_anchor_points_at_its_thread_only() -> None:
+    log = Log().team().pref("sam", "thread", "t", "all")
+    log.at(10).msg("old", "lotse", seq=1, origin="agent")  # before any run: not the run's
+    log.at(20).run("r9", "running").run("r9", "completed")
+    _, hints = run_log(log)
+    done = [h for h in hints if h["kind"] == "run_done"]
+    assert [(h["recipient"], "message" in h) for h in done] == [("alex", False)]
+    assert not [h for h in hints if h.get("seq") == len(log.events) and h["kind"] == "message"]
+
+
+def test_d5_a_device_that_changes_hands_leaves_its_old_owner() -> None:
+    log = Log().team()
+    log.device("alex-phone", "sam", "ios")  # re-registered by Sam
+    replay = Replay()
+    list(replay.run([json.dumps(e) for e in log.events]))
+    assert [d.id for d in replay.store.devices("alex")] == []
+    assert "alex-phone" in [d.id for d in replay.store.devices("sam")]
+
+
+def test_lone_surrogates_are_bad_lines_on_the_stdlib_path_too(tmp_path: Path) -> None:
+    line = '{"seq":1,"type":"user.created","occurred_at":"2026-10-23T08:00:00Z",'
+    line += '"payload":{"user":"\\ud800","kind":"human"}}'
+    out = list(Replay().run([line]))
+    assert len(out) == 1 and isinstance(out[0], EventError) and out[0].code == "invalid_json"
