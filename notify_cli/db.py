@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import click
 
-from notify_cli.options import BadInput
-
-DEFAULT_SCHEMA = "notify"
+from notify_cli.options import BadInput, dsn_option, schema_option
 
 
 @click.group()
@@ -15,20 +13,8 @@ def db() -> None:
 
 
 @db.command()
-@click.option(
-    "--dsn",
-    envvar="NOTIFY_DSN",
-    required=True,
-    metavar="DSN",
-    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
-)
-@click.option(
-    "--schema",
-    default=DEFAULT_SCHEMA,
-    show_default=True,
-    metavar="NAME",
-    help="The schema notify owns in that database.",
-)
+@dsn_option
+@schema_option
 @click.option(
     "--reference-host",
     "reference_host",
@@ -64,20 +50,8 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
 
 
 @db.command()
-@click.option(
-    "--dsn",
-    envvar="NOTIFY_DSN",
-    required=True,
-    metavar="DSN",
-    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
-)
-@click.option(
-    "--schema",
-    default=DEFAULT_SCHEMA,
-    show_default=True,
-    metavar="NAME",
-    help="The schema notify owns in that database.",
-)
+@dsn_option
+@schema_option
 def status(dsn: str, schema: str) -> None:
     """Show the lag of each consumer and the backlog of due work, as JSON on stdout.
 

@@ -14,6 +14,25 @@ from notify_core.replay import policy_from_mapping
 
 #: Exit code for bad input: an unreadable file, a bad line (formats.md, common rules).
 EXIT_BAD_INPUT = 2
+#: The schema notify owns in a database unless told otherwise.
+DEFAULT_SCHEMA = "notify"
+
+#: ``--dsn``: where the database is (shared by every command that talks to PostgreSQL).
+dsn_option = click.option(
+    "--dsn",
+    envvar="NOTIFY_DSN",
+    required=True,
+    metavar="DSN",
+    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
+)
+#: ``--schema``: the schema notify owns in that database.
+schema_option = click.option(
+    "--schema",
+    default=DEFAULT_SCHEMA,
+    show_default=True,
+    metavar="NAME",
+    help="The schema notify owns in that database.",
+)
 
 
 class BadInput(click.ClickException):

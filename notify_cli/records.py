@@ -11,9 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from notify_cli.options import BadInput
+from notify_cli.options import BadInput, dsn_option, schema_option
 
-DEFAULT_SCHEMA = "notify"
 _CONNECT_TIMEOUT_S = 10
 
 if TYPE_CHECKING:  # click >= 8.2 types ParamType generically; older ones cannot subscript it
@@ -47,13 +46,7 @@ def records() -> None:
 
 
 @records.command()
-@click.option(
-    "--dsn",
-    envvar="NOTIFY_DSN",
-    required=True,
-    metavar="DSN",
-    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
-)
+@dsn_option
 @click.option(
     "--principal",
     "principal_ref",
@@ -69,13 +62,7 @@ def records() -> None:
     metavar="INSTANT",
     help="Reconstruct the record in effect at this RFC 3339 instant [default: now].",
 )
-@click.option(
-    "--schema",
-    default=DEFAULT_SCHEMA,
-    show_default=True,
-    metavar="NAME",
-    help="The schema notify owns in that database.",
-)
+@schema_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_json: bool) -> None:
     """Print a principal's preference history and the record in effect at an instant.

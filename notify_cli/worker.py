@@ -18,9 +18,7 @@ from typing import Any
 
 import click
 
-from notify_cli.options import BadInput, read_policy
-
-DEFAULT_SCHEMA = "notify"
+from notify_cli.options import BadInput, dsn_option, read_policy, schema_option
 
 
 class JsonLines(logging.Formatter):
@@ -52,20 +50,8 @@ def _logging(level: str) -> None:
 
 
 @click.command()
-@click.option(
-    "--dsn",
-    envvar="NOTIFY_DSN",
-    required=True,
-    metavar="DSN",
-    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
-)
-@click.option(
-    "--schema",
-    default=DEFAULT_SCHEMA,
-    show_default=True,
-    metavar="NAME",
-    help="The schema notify owns in that database.",
-)
+@dsn_option
+@schema_option
 @click.option(
     "--host-schema",
     default="host",
