@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 
@@ -13,7 +14,8 @@ def new_id() -> str:
     """Return a new UUID version 7 (RFC 9562) as lowercase text.
 
     The first 48 bits are the Unix time in milliseconds, the rest random, so ids created later
-    sort after earlier ones (to the millisecond) in plain string order.
+    sort after earlier ones in plain string order; within one millisecond this process counts
+    up from the last id (RFC 9562, monotonic random), so its ids never go back.
     """
     millis = time.time_ns() // 1_000_000
     rand = int.from_bytes(os.urandom(10), "big")
@@ -22,4 +24,13 @@ def new_id() -> str:
     value |= (rand >> 68 & 0xFFF) << 64
     value |= 0b10 << 62
     value |= rand & (2**62 - 1)
+    global _last
+    with _lock:
+        if value <= _last:
+            value = _last + 1
+        _last = value
     return str(uuid.UUID(int=value))
+
+
+_lock = threading.Lock()
+_last = 0
