@@ -69,13 +69,7 @@ class PreferenceRepository:
         """
         rows = self._seam.all(conn, "list_preferences", {"user_id": user_id})
         stored = [
-            StoredPreference(
-                user_id=user_id,
-                target=Target(kind=kind, id=target_id),
-                level=Level(level),
-                muted_until=_utc(muted_until),
-                version=version,
-            )
+            _stored(user_id, Target(kind=kind, id=target_id), level, muted_until, version)
             for kind, target_id, level, muted_until, version in rows
         ]
         if not stored:
@@ -130,7 +124,7 @@ class PreferenceRepository:
         It neither locks the path nor checks rights or archiving: its callers do (`put`).
         Automatic following never overwrites a row and uses `insert_if_absent` instead.
         """
-        key = {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}
+        key = _key(user_id, target)
         with self._seam.transaction(conn):
             params: dict[str, Any] = {
                 **key,
@@ -143,14 +137,7 @@ class PreferenceRepository:
                 # Equal values: the statement locked the row and changed nothing.
                 row = self._seam.one(conn, "get_preference", key)
                 assert row is not None
-            level, muted_until, version = row
-            stored = StoredPreference(
-                user_id=user_id,
-                target=target,
-                level=Level(level),
-                muted_until=_utc(muted_until),
-                version=version,
-            )
+            stored = _stored(user_id, target, *row)
             if changed:
                 self._events.append(conn, _event(stored, actor or user_id, deleted=False))
         return PutResult(preference=stored, changed=changed)
@@ -183,7 +170,7 @@ class PreferenceRepository:
         Returns:
             The inserted row, or ``None`` when a row existed.
         """
-        key = {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}
+        key = _key(user_id, target)
         params: dict[str, Any] = {
             **key,
             "level": preference.level.value,
@@ -193,14 +180,7 @@ class PreferenceRepository:
             row = self._seam.one(conn, "insert_preference_if_absent", params)
             if row is None:
                 return None
-            level, muted_until, version = row
-            stored = StoredPreference(
-                user_id=user_id,
-                target=target,
-                level=Level(level),
-                muted_until=_utc(muted_until),
-                version=version,
-            )
+            stored = _stored(user_id, target, *row)
             event = attrs.evolve(
                 _event(stored, actor or user_id, deleted=False), occurred_at=occurred_at
             )
@@ -224,20 +204,14 @@ class PreferenceRepository:
         Raises:
             NotFound: the target does not exist as that kind, or the person cannot read it.
         """
-        key = {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}
+        key = _key(user_id, target)
         with self._seam.transaction(conn):
             self._checked_path(conn, user_id, target)
             row = self._seam.one(conn, "delete_preference", key)
             if row is None:
                 return None
             level, muted_until, version = row
-            gone = StoredPreference(
-                user_id=user_id,
-                target=target,
-                level=Level(level),
-                muted_until=_utc(muted_until),
-                version=version + 1,
-            )
+            gone = _stored(user_id, target, level, muted_until, version + 1)
             self._events.append(conn, _event(gone, actor or user_id, deleted=True))
         return gone
 
@@ -276,12 +250,8 @@ class PreferenceRepository:
             )
             gone = sorted(
                 (
-                    StoredPreference(
-                        user_id=user_id,
-                        target=Target(kind=kind, id=target_id),
-                        level=Level(level),
-                        muted_until=_utc(muted_until),
-                        version=version + 1,
+                    _stored(
+                        user_id, Target(kind=kind, id=target_id), level, muted_until, version + 1
                     )
                     for user_id, kind, target_id, level, muted_until, version in rows
                 ),
@@ -303,4 +273,22 @@ def _event(row: StoredPreference, actor: str | None, *, deleted: bool) -> NewEve
         payload["deleted"] = True
     return NewEvent(
         type=NOTIFICATION_PREF_UPDATED, payload=payload, actor=actor, audience=row.user_id
+    )
+
+
+def _key(user_id: str, target: Target) -> dict[str, Any]:
+    """The primary key of a row as query parameters."""
+    return {"user_id": user_id, "target_kind": target.kind.value, "target_id": target.id}
+
+
+def _stored(
+    user_id: str, target: Target, level: str, muted_until: datetime | None, version: int
+) -> StoredPreference:
+    """A stored row from the columns a query returns."""
+    return StoredPreference(
+        user_id=user_id,
+        target=target,
+        level=Level(level),
+        muted_until=_utc(muted_until),
+        version=version,
     )
