@@ -9,7 +9,7 @@ work that comes due between two events runs first (`Pipeline.advance`).
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import pairwise
 from typing import Final
@@ -208,12 +208,18 @@ class Pipeline:
         world: host facts (and, for the in-memory store, the recorder of world events).
         prefs: preference facts.
         schedule: windows and due work.
+        owns: the recipients this pipeline decides for, e.g. a
+            `notify_core.partitions.Partition` when several consumers share one log; ``None``
+            (the default) decides for everyone. Candidates it does not own get no hint here,
+            and following (S5) and badge syncs (B2) happen only for people it owns; the
+            schedule must hold the due work of owned recipients only.
     """
 
     policy: Policy
     world: WorldFacts
     prefs: PreferenceFacts
     schedule: Schedule
+    owns: Callable[[str], bool] | None = None
 
     def handle(self, event: Event) -> list[Hint]:
         """Run due work up to the event's time, then the event itself; return the hints.
@@ -247,7 +253,13 @@ class Pipeline:
     def _event_hints(self, event: Event) -> list[Hint]:
         hints: list[Hint] = []
         seq, at = event.seq, event.occurred_at
+        owns = self.owns
         for candidate in classify(event, self.world):
+            if owns is not None:
+                mine = tuple(filter(owns, candidate.recipients))
+                if not mine:
+                    continue
+                candidate = attrs.evolve(candidate, recipients=mine)
             facts = self._event_facts(at, candidate)
             decisions = self._decide_fan_out(facts, candidate)
             kind, thread = candidate.kind, candidate.thread
@@ -441,9 +453,12 @@ class Pipeline:
         if event.type == "message.created" and p["origin"] == "human":
             thread = self.world.thread(str(p["thread"]))
             author = self.world.user(str(p["author"]))
-            if thread is not None and not thread.main and author and author.active_human:
+            mine = author is not None and (self.owns is None or self.owns(author.id))
+            if thread is not None and not thread.main and author and author.active_human and mine:
                 self.prefs.follow(author.id, thread.id)  # S5
         elif event.type == "read_state.updated" and event.audience is not None:
+            if self.owns is not None and not self.owns(event.audience):
+                return
             self._badge_on_read(event, event.audience, str(p["thread"]), int(p["last_read_seq"]))  # type: ignore[call-overload]
 
     def _badge_facts(self, user: str, thread: str, now: datetime) -> ThreadBadgeFacts | None:
