@@ -19,6 +19,8 @@ class                  codes                             meaning
                        ``storage_conflict``,
                        ``schema_missing``,
                        ``storage_failure``
+`PartitionError`       ``partition_change_refused``,     a consumer's partition count cannot
+                       ``partition_count_changed``       change now / another worker changed it
 =====================  ================================  ====================================
 """
 
@@ -34,6 +36,7 @@ __all__ = [
     "LimitReached",
     "MigrationError",
     "NotFound",
+    "PartitionError",
     "StorageError",
     "translate",
 ]
@@ -91,6 +94,24 @@ class StorageError(NotifyError):
     ) -> None:
         super().__init__(code, message, pointer)
         self.retryable = retryable
+
+
+class PartitionError(NotifyError):
+    """A consumer's cursors do not fit the worker's partition count (``WorkerConfig.partitions``).
+
+    Codes:
+        ``partition_change_refused``: the consumer has cursors for another count, and they are
+            not all at the same position, so no other count can take over where they stand;
+            the message names the positions. Let the workers with the old count reach the
+            head (``notify worker --once --partitions OLD`` while nothing appends), then start
+            the new count.
+        ``partition_count_changed``: a running worker finds that another worker replaced the
+            consumer's cursors with another count; it must be restarted with that count.
+
+    Example:
+        >>> PartitionError("partition_change_refused", "positions differ").code
+        'partition_change_refused'
+    """
 
 
 def translate(exc: psycopg.Error) -> NotifyError:

@@ -31,6 +31,7 @@ from notify_core.decide import MOBILE, Connection, Device, Switches
 from notify_core.events import Event
 from notify_core.kinds import Kind, RunState, run_active
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
+from notify_core.partitions import Partition
 from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
 from notify_core.quiet import QuietRule
 from notify_pg.errors import NotFound
@@ -434,15 +435,29 @@ class PgSchedule:
         wait: claim due work that another worker holds by waiting for it (consumer rounds:
             due work at or before an event runs first); otherwise skip it (due-work rounds).
         budget: the most due work `pop_due` hands out in this transaction (then ``None``).
+        owns: the recipient partition of a partitioned consumer round: `pop_due` and
+            `next_due` see only the due work of its recipients (filtered in SQL with
+            ``{schema}.partition_of``), because the other partitions' consumers may still be
+            behind and their work must wait for them. ``None``: all due work.
     """
 
     def __init__(
-        self, session: Session, schema: str, *, wait: bool = False, budget: int | None = None
+        self,
+        session: Session,
+        schema: str,
+        *,
+        wait: bool = False,
+        budget: int | None = None,
+        owns: Partition | None = None,
     ) -> None:
         self._s = session
         self._seam = Seam("notify_pg", schema)
         self._wait = wait
         self.budget = budget
+        # The partition's parameters of the filtered queries; empty: no filter.
+        self._part: dict[str, int] = {}
+        if owns is not None:
+            self._part = {"part": owns.index, "parts": owns.count}
         self.popped = 0
         self._pending: dict[tuple[str, str], int] = {}
         self._opens: dict[tuple[str, str], datetime] = {}
@@ -548,16 +563,16 @@ class PgSchedule:
             raise ValueError(f"cannot schedule {due.what!r} work (windows schedule their flush)")
 
     def pop_due(self, until: datetime) -> Due | None:
-        """Claim the first due work at or before ``until`` in replay order; ``None`` when none
-        is due (or this transaction's budget is spent)."""
+        """Claim the first due work at or before ``until`` in replay order (of the owned
+        partition only); ``None`` when none is due (or this transaction's budget is spent)."""
         self.write_pending()
         if self.budget is not None and self.popped >= self.budget:
             return None
         conn, mode = self._s.conn, "wait" if self._wait else "skip"
+        query = "due_candidates_part" if self._part else "due_candidates"
+        params = {"until": until, "limit": _CANDIDATE_PAGE, **self._part}
         while True:
-            rows = self._seam.all(
-                conn, "due_candidates", {"until": until, "limit": _CANDIDATE_PAGE}
-            )
+            rows = self._seam.all(conn, query, params)
             if not rows:
                 return None
             for at, recipient, thread, device, what, ident in rows:
@@ -617,9 +632,12 @@ class PgSchedule:
         return Due(at=_utc(due_at), recipient=recipient, what="badge_sync", kind=Kind.SYNC)
 
     def next_due(self) -> datetime | None:
-        """Return when the first pending work comes due."""
+        """Return when the first pending work (of the owned partition) comes due."""
         self.write_pending()
-        row = self._seam.one(self._s.conn, "next_due")
+        if self._part:
+            row = self._seam.one(self._s.conn, "next_due_part", self._part)
+        else:
+            row = self._seam.one(self._s.conn, "next_due")
         return None if row is None or row[0] is None else _utc(row[0])
 
     def badge_sync(self, user: str) -> tuple[datetime | None, bool]:

@@ -254,13 +254,17 @@ CREATE INDEX push_registrations_auth_session_idx
 -- the order of due work equals the replay's order (formats.md section 2). No foreign key
 -- points into the host's tables.
 
--- One row per consumer of the event log: every event with seq <= position is handled.
+-- One row per partition of a consumer of the event log: every event with seq <= position is
+-- handled for the recipients of partition `part` of `parts` (part and parts: 0007).
 CREATE TABLE {schema}.consumer_cursors (
     name       text COLLATE "C" NOT NULL,
     position   bigint NOT NULL DEFAULT 0,
     updated_at timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT consumer_cursors_pkey PRIMARY KEY (name),
-    CONSTRAINT consumer_cursors_position_check CHECK (position >= 0)
+    part       integer NOT NULL,
+    parts      integer NOT NULL,
+    CONSTRAINT consumer_cursors_pkey PRIMARY KEY (name, part),
+    CONSTRAINT consumer_cursors_position_check CHECK (position >= 0),
+    CONSTRAINT consumer_cursors_part_check CHECK (parts >= 1 AND part >= 0 AND part < parts)
 );
 
 -- Bundling windows (D6, D8): at most one open window per (recipient, thread). The row is also
@@ -362,3 +366,17 @@ CREATE INDEX event_log_agent_message_idx
     WHERE type = 'message.created' AND payload->>'origin' = 'agent';
 CREATE INDEX event_log_read_state_idx ON {schema}.event_log (audience, (payload->>'thread'), seq)
     WHERE type = 'read_state.updated';
+
+-- from 0007_consumer_partitions.sql
+-- Recipient partitions (notify_core.partitions): a consumer of the event log may be split into
+-- `parts` partitions, each with its own cursor (consumer_cursors above). Every partition reads
+-- every event but decides only for the recipients it owns.
+
+-- The partition of a recipient among `count` partitions, equal to notify_core.partitions.
+-- partition_of: the first 28 bits of the MD5 digest of the key's UTF-8 bytes, modulo count (the
+-- database's encoding must be UTF-8, as md5 hashes the text's bytes in it). `count` must be at
+-- least 1. A plain SQL expression, IMMUTABLE, so the planner inlines it into the due-work reads.
+CREATE FUNCTION {schema}.partition_of(key text, count integer) RETURNS integer
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    SELECT ('x' || substr(md5(key), 1, 7))::bit(28)::integer % count
+$$;

@@ -17,7 +17,10 @@ __all__ = ["pipeline_status"]
 def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> dict[str, Any]:
     """Return the consumers' lag and the due-work backlog of ``schema`` as a JSON object.
 
-    ``consumers``: per cursor its ``position``, ``lag`` (events after it) and ``updated_at``.
+    ``consumers``: per consumer its ``name``, ``partitions`` (the count), ``position`` (the
+    lowest of its partitions: every event up to it is handled for everybody), ``lag`` (events
+    after that position), ``updated_at`` (the latest move of any partition), and ``parts``:
+    per partition its ``part``, ``position``, ``lag`` and ``updated_at``.
     ``due``: ``windows`` (open, ended), ``releases`` (pending, due), ``badge_syncs``
     (pending, due) and ``push_sends`` (pending, due, leased, oldest ``next_at``), counted at
     the database's clock. Instants are RFC 3339 UTC text; absent values are omitted (G5).
@@ -37,14 +40,28 @@ def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> di
 def _status(conn: Conn, schema: str) -> dict[str, Any]:
     seam = Seam("notify_pg", schema)
     head = seam.one(conn, "head_seq")
+    by_name: dict[str, list[tuple[Any, ...]]] = {}
+    for cursor in seam.all(conn, "status_consumers"):
+        by_name.setdefault(cursor[0], []).append(tuple(cursor))
     consumers = []
-    for name, position, lag, updated_at in seam.all(conn, "status_consumers"):
+    for name, rows in by_name.items():
+        slowest = min(rows, key=lambda r: (r[3], r[1]))
         consumers.append(
             {
                 "name": name,
-                "position": position,
-                "lag": lag,
-                "updated_at": format_instant(updated_at),
+                "partitions": slowest[2],
+                "position": slowest[3],
+                "lag": slowest[4],
+                "updated_at": format_instant(max(r[5] for r in rows)),
+                "parts": [
+                    {
+                        "part": part,
+                        "position": position,
+                        "lag": lag,
+                        "updated_at": format_instant(updated_at),
+                    }
+                    for _name, part, _parts, position, lag, updated_at in rows
+                ],
             }
         )
     row = seam.one(conn, "status_backlog")

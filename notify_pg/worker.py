@@ -2,16 +2,20 @@
 
 One `Worker` runs three kinds of rounds, each its own transaction (or, for pushes, three):
 
-- **consumer round** (`Worker.consume`): lock the consumer's cursor (``FOR UPDATE SKIP
-  LOCKED``: one round of a consumer at a time, whatever the number of workers), read the next
-  events in ``seq`` order, run each through `notify_core.pipeline.Pipeline.handle` (due work
-  at or before the event first), carry out the hints (push sends, the host's sink), move the
-  cursor, commit. A crash anywhere in the round rolls all of it back: no hint is doubled or
-  lost (seed 001 requirement 1).
+- **consumer round** (`Worker.consume`): lock the cursor of one partition of the consumer
+  (``FOR UPDATE SKIP LOCKED``, the most lagging one no other worker holds: one round per
+  partition at a time, whatever the number of workers), read the next events after it in
+  ``seq`` order, run each through `notify_core.pipeline.Pipeline.handle` deciding for the
+  partition's recipients only (due work of those recipients at or before the event first),
+  carry out the hints (push sends, the host's sink), move the cursor, commit. A crash anywhere
+  in the round rolls all of it back: no hint is doubled or lost (seed 001 requirement 1).
+  With ``WorkerConfig.partitions`` = N, N rounds (on up to N workers) run side by side and
+  together give exactly the hints of one consumer (`notify_core.partitions`).
 - **due-work round** (`Worker.run_due`): `Pipeline.advance` up to now, claiming windows,
   delayed releases and badge syncs with ``FOR UPDATE SKIP LOCKED`` (several workers drain
-  them), never past the first event the consumer has not handled yet (so due work never runs
-  ahead of an earlier event, as in a replay), at most ``due_batch`` items per transaction.
+  them), never past the first event some partition of the consumer has not handled yet (so
+  due work never runs ahead of an earlier event, as in a replay), at most ``due_batch`` items
+  per transaction.
 - **push round** (`Worker.send_pushes`, seed 001 note 11): step 1 in a transaction claims due
   push sends under a lease and checks each (registration, age, access with the rights of now,
   provider) and computes the badge; step 2 calls the providers outside any transaction under
@@ -50,11 +54,13 @@ from notify_core.delivery import (
     retry_at,
     retry_delay,
 )
+from notify_core.errors import NotifyError, UsageError
 from notify_core.events import Event, EventError, parse_event
 from notify_core.instants import format_instant
 from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
+from notify_core.partitions import Partition
 from notify_core.pipeline import Hint, Pipeline
-from notify_pg.errors import translate
+from notify_pg.errors import PartitionError, translate
 from notify_pg.events import EventLog
 from notify_pg.facts import FactsReader
 from notify_pg.ids import new_id
@@ -94,12 +100,24 @@ class HintSink(Protocol):
         ...
 
 
+def _at_least_one(instance: WorkerConfig, attribute: attrs.Attribute[int], value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise UsageError(
+            "bad_partition", f"{attribute.name} must be an integer of at least 1, not {value!r}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class WorkerConfig:
     """The worker's settings (seed 001 note 14 names the keys in brackets).
 
     Args:
-        consumer: the name of the consumer's cursor.
+        consumer: the name of the consumer's cursors.
+        partitions: how many recipient partitions the consumer is split into, each with its
+            own cursor (`notify_core.partitions`); consumer rounds of different partitions run
+            side by side on several workers. Every worker of a consumer must use the same
+            count; changing it is allowed only while all cursors stand at one position
+            (`Worker.prepare`).
         batch_size: events per consumer round (``consumer.batch_size``).
         due_batch: due work per due-work transaction.
         send_batch: push sends claimed per push round.
@@ -117,6 +135,7 @@ class WorkerConfig:
     """
 
     consumer: str = "push"
+    partitions: int = attrs.field(default=1, validator=_at_least_one)
     batch_size: int = 100
     due_batch: int = 100
     send_batch: int = 50
@@ -286,9 +305,14 @@ class Worker:
             raise
 
     def _pipeline(
-        self, session: Session, *, wait: bool = False, budget: int | None = None
+        self,
+        session: Session,
+        *,
+        wait: bool = False,
+        budget: int | None = None,
+        owns: Partition | None = None,
     ) -> tuple[Pipeline, PgSchedule]:
-        schedule = PgSchedule(session, self.schema, wait=wait, budget=budget)
+        schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
         pipeline = Pipeline(
             policy=self.policy,
             world=PgWorld(session, self.host, self.schema, self._facts),
@@ -300,31 +324,104 @@ class Worker:
                 self.policy.instance_default_level,
             ),
             schedule=schedule,
+            owns=owns,
         )
         return pipeline, schedule
 
     # --- consumer ----------------------------------------------------------------------------
 
+    def prepare(self) -> None:
+        """Create the consumer's cursors for ``config.partitions``, or re-partition them.
+
+        A new consumer gets one cursor per partition at the start of the log. A consumer
+        whose cursors are for another count gets new ones, all at the position where the old
+        ones stand, but only when they all stand at one position (a cursor of before
+        partitions, or a single one, always does): every event up to it is then handled for
+        everybody and nothing after it for anybody, which any count can take over. The change
+        waits for rounds in progress; workers still running with the old count then fail
+        with ``partition_count_changed``. `consume` calls it once per connection.
+
+        Raises:
+            PartitionError: ``partition_change_refused``, the cursors stand at different
+                positions (the message names them); nothing is changed.
+            StorageError: PostgreSQL failed.
+        """
+        name, parts = self.config.consumer, self.config.partitions
+        with self._transaction() as conn:
+            rows = self._seam.all(conn, "consumer_partitions", {"name": name})
+            if not self._fits(rows, parts):
+                # Creation and change are serialized per consumer, so two workers starting at
+                # once with different counts never mix their cursors.
+                self._seam.one(conn, "lock_consumer", {"schema": self.schema, "name": name})
+                rows = self._seam.all(conn, "lock_consumer_partitions", {"name": name})
+                if not self._fits(rows, parts):
+                    self._repartition(conn, rows)
+        self._cursor_ready = True
+
+    @staticmethod
+    def _fits(rows: Sequence[tuple[Any, ...]], parts: int) -> bool:
+        return [(int(r[0]), int(r[1])) for r in rows] == [(p, parts) for p in range(parts)]
+
+    def _repartition(self, conn: Conn, rows: Sequence[tuple[Any, ...]]) -> None:
+        name, parts = self.config.consumer, self.config.partitions
+        positions = sorted({int(r[2]) for r in rows})
+        if len(positions) > 1:
+            where = ", ".join(f"partition {r[0]} of {r[1]} at {r[2]}" for r in rows)
+            raise PartitionError(
+                "partition_change_refused",
+                f"consumer {name!r} cannot change to {parts} partitions: its cursors stand at "
+                f"different positions ({where}); let the workers with the old count reach the "
+                "head while nothing is appended (for example notify worker --once "
+                "--partitions OLD), then start the new count",
+            )
+        position = positions[0] if positions else 0
+        if rows:
+            self._seam.run(conn, "delete_cursors", {"name": name})
+            _log.info(
+                "consumer partitions changed",
+                extra={
+                    "fields": {
+                        "from": int(rows[0][1]),
+                        "to": parts,
+                        "position": position,
+                    }
+                },
+            )
+        self._seam.run(conn, "insert_cursors", {"name": name, "parts": parts, "position": position})
+
     def consume(self) -> int:
-        """Run one consumer round; return the number of events it handled (0: at the head,
-        or another worker runs a round of this consumer)."""
-        name = self.config.consumer
+        """Run one consumer round on one partition; return the number of events it handled.
+
+        The round takes the most lagging partition that no other worker is running a round
+        of. 0: that partition is at the head (so all free ones are), or every partition is
+        in another worker's round.
+
+        Raises:
+            PartitionError: ``partition_change_refused`` (see `prepare`), or
+                ``partition_count_changed``: another worker replaced the cursors with another
+                count since this worker prepared them.
+            StorageError: PostgreSQL failed; the round is rolled back.
+        """
+        name, parts = self.config.consumer, self.config.partitions
+        if not self._cursor_ready:
+            self.prepare()
         handled = 0
         hints: list[Hint] = []
         with self._transaction() as conn:
-            if not self._cursor_ready:
-                self._seam.run(conn, "ensure_cursor", {"name": name})
-            row = self._seam.one(conn, "lock_cursor", {"name": name})
+            row = self._seam.one(conn, "lock_cursor", {"name": name, "parts": parts})
             if row is None:
+                self._check_partitions(conn)
                 return 0
-            position = int(row[0])
+            part, position = int(row[0]), int(row[1])
             rows = self._seam.all(
                 conn, "read_events_page", {"after": position, "limit": self.config.batch_size}
             )
             if not rows:
                 return 0
             session = Session(conn)
-            pipeline, schedule = self._pipeline(session, wait=True)
+            # One partition owns everybody: no filter at all, the plain pipeline.
+            owns = Partition(part, parts) if parts > 1 else None
+            pipeline, schedule = self._pipeline(session, wait=True, owns=owns)
             for row in rows:
                 event = self._event(row)
                 if event is not None:
@@ -337,18 +434,38 @@ class Worker:
                     self.on_event(conn, event)
                 position = int(row[0])
                 handled += 1
+            self._seam.run(conn, "move_cursor", {"name": name, "part": part, "position": position})
             # Events of the round (following) go last: the log's append lock is held from the
-            # first append to the commit, and host writes that append wait for it.
+            # first append to the commit, and host writes and the other partitions' rounds
+            # that append wait for it.
             self._events.append_many(conn, session.appends)
-            self._seam.run(conn, "move_cursor", {"name": name, "position": position})
-        self._cursor_ready = True
         self._count(hints)
         self.stats.events += handled
         _log.info(
             "consumer round",
-            extra={"fields": {"events": handled, "hints": len(hints), "position": position}},
+            extra={
+                "fields": {
+                    "events": handled,
+                    "hints": len(hints),
+                    "position": position,
+                    "part": part,
+                    "parts": parts,
+                }
+            },
         )
         return handled
+
+    def _check_partitions(self, conn: Conn) -> None:
+        """No free cursor of this count: every partition is busy, or the count changed."""
+        rows = self._seam.all(conn, "consumer_partitions", {"name": self.config.consumer})
+        if not rows:
+            self._cursor_ready = False  # removed behind our back: created again next round
+        elif not self._fits(rows, self.config.partitions):
+            raise PartitionError(
+                "partition_count_changed",
+                f"consumer {self.config.consumer!r} now has {int(rows[0][1])} partitions, "
+                f"this worker runs {self.config.partitions}: restart it with that count",
+            )
 
     def _event(self, row: tuple[Any, ...]) -> Event | None:
         seq, type_, occurred_at, actor, audience, scope, payload = row
@@ -380,7 +497,8 @@ class Worker:
     def run_due(self, until: datetime | None = None) -> int:
         """Run one due-work round up to ``until`` (default: now); return the work done.
 
-        Never past the first event the consumer has not handled yet.
+        Never past the first event that some partition of the consumer has not handled yet:
+        the round runs the due work of every partition, and each must wait for its consumer.
         """
         limit = until if until is not None else self.clock()
         hints: list[Hint] = []
@@ -677,10 +795,10 @@ class Worker:
                 failures = 0
             except Exception as exc:  # a failed round is retried; the loop must go on
                 failures += 1
-                _log.error(
-                    "round failed",
-                    extra={"fields": {"error_type": type(exc).__name__, "failures": failures}},
-                )
+                fields: dict[str, Any] = {"error_type": type(exc).__name__, "failures": failures}
+                if isinstance(exc, NotifyError):
+                    fields["code"] = exc.code
+                _log.error("round failed", extra={"fields": fields})
                 self._drop_connection()
                 stop.wait(min(30.0, pause * 2**failures))
                 continue

@@ -48,6 +48,41 @@ SELECT min(at) FROM (
     UNION ALL SELECT min(due_at) FROM {schema}.badge_syncs WHERE pending
 ) d
 
+-- name: due_candidates_part
+-- The first due work of one recipient partition at or before until, in replay order (a partition's consumer never runs another partition's work).
+SELECT at, recipient, thread, device, what, id FROM (
+    (SELECT end_at AS at, recipient, thread, ''::text COLLATE "C" AS device,
+            'flush'::text COLLATE "C" AS what, 0::bigint AS id
+     FROM {schema}.windows
+     WHERE end_at <= %(until)s AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+     ORDER BY end_at, recipient, thread LIMIT %(limit)s)
+    UNION ALL
+    (SELECT due_at, recipient, thread, device, 'release'::text COLLATE "C", id
+     FROM {schema}.delayed_releases
+     WHERE due_at <= %(until)s AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+     ORDER BY due_at, recipient, thread, device, id LIMIT %(limit)s)
+    UNION ALL
+    (SELECT due_at, recipient, ''::text COLLATE "C", ''::text COLLATE "C",
+            'badge_sync'::text COLLATE "C", 0::bigint
+     FROM {schema}.badge_syncs
+     WHERE pending AND due_at <= %(until)s
+       AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+     ORDER BY due_at, recipient LIMIT %(limit)s)
+) d
+ORDER BY at, recipient, thread, device, what, id
+LIMIT %(limit)s
+
+-- name: next_due_part
+-- When the first pending work of one recipient partition comes due (NULL when none).
+SELECT min(at) FROM (
+    SELECT min(end_at) AS at FROM {schema}.windows
+    WHERE {schema}.partition_of(recipient, %(parts)s) = %(part)s
+    UNION ALL SELECT min(due_at) FROM {schema}.delayed_releases
+    WHERE {schema}.partition_of(recipient, %(parts)s) = %(part)s
+    UNION ALL SELECT min(due_at) FROM {schema}.badge_syncs
+    WHERE pending AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+) d
+
 -- name: claim_window_skip
 -- Claim a window that has ended, unless another worker holds it.
 SELECT end_at FROM {schema}.windows
@@ -108,18 +143,41 @@ SET last_sync_at = EXCLUDED.last_sync_at,
 UPDATE {schema}.badge_syncs SET due_at = %(due_at)s
 WHERE recipient = %(recipient)s AND pending
 
--- name: ensure_cursor
--- Create a consumer's cursor at the start of the log unless it exists.
-INSERT INTO {schema}.consumer_cursors (name) VALUES (%(name)s) ON CONFLICT (name) DO NOTHING
+-- name: lock_consumer
+-- Serialize the creation and the re-partitioning of one consumer's cursors until commit.
+SELECT pg_advisory_xact_lock(hashtextextended('notify.consumer:' || %(schema)s || ':' || %(name)s, 0))
+
+-- name: consumer_partitions
+-- A consumer's cursors: partition, partition count and position, by partition.
+SELECT part, parts, position FROM {schema}.consumer_cursors WHERE name = %(name)s ORDER BY part
+
+-- name: lock_consumer_partitions
+-- Take all of a consumer's cursors, waiting for rounds in progress (before they are replaced).
+SELECT part, parts, position FROM {schema}.consumer_cursors WHERE name = %(name)s
+ORDER BY part FOR UPDATE
+
+-- name: delete_cursors
+-- Remove a consumer's cursors (they are replaced by cursors for another partition count).
+DELETE FROM {schema}.consumer_cursors WHERE name = %(name)s
+
+-- name: insert_cursors
+-- Create the cursors of partitions 0 to parts - 1 of a consumer, all at one position.
+INSERT INTO {schema}.consumer_cursors (name, part, parts, position)
+SELECT %(name)s, p, %(parts)s, %(position)s FROM generate_series(0, %(parts)s - 1) AS p
+ON CONFLICT (name, part) DO NOTHING
 
 -- name: lock_cursor
--- Take a consumer's cursor for one round, unless another worker is running a round of it.
-SELECT position FROM {schema}.consumer_cursors WHERE name = %(name)s FOR UPDATE SKIP LOCKED
+-- Take the cursor of one partition of a consumer for one round: the most lagging one that no other worker is running a round of.
+SELECT part, position FROM {schema}.consumer_cursors
+WHERE name = %(name)s AND parts = %(parts)s
+ORDER BY position, part
+LIMIT 1
+FOR UPDATE SKIP LOCKED
 
 -- name: move_cursor
--- Move a consumer's cursor at the end of its round.
+-- Move the cursor of one partition of a consumer at the end of its round.
 UPDATE {schema}.consumer_cursors SET position = %(position)s, updated_at = now()
-WHERE name = %(name)s
+WHERE name = %(name)s AND part = %(part)s
 
 -- name: read_events_page
 -- Events after a position in seq order, with the raw columns.
@@ -127,17 +185,18 @@ SELECT seq, type, occurred_at, actor, audience, scope, payload
 FROM {schema}.event_log WHERE seq > %(after)s ORDER BY seq LIMIT %(limit)s
 
 -- name: first_unconsumed_at
--- The time of the first event a consumer has not handled yet (NULL when it is at the head).
+-- The time of the first event some partition of a consumer has not handled yet (NULL when all are at the head).
 SELECT e.occurred_at FROM {schema}.event_log e
-WHERE e.seq > coalesce((SELECT position FROM {schema}.consumer_cursors WHERE name = %(name)s), 0)
+WHERE e.seq > coalesce(
+    (SELECT min(position) FROM {schema}.consumer_cursors WHERE name = %(name)s), 0)
 ORDER BY e.seq LIMIT 1
 
 -- name: status_consumers
--- Every consumer's position and how far it lags behind the head of the log.
-SELECT c.name, c.position, h.head - c.position, c.updated_at
+-- Every consumer partition's position and how far it lags behind the head of the log.
+SELECT c.name, c.part, c.parts, c.position, h.head - c.position, c.updated_at
 FROM {schema}.consumer_cursors c
 CROSS JOIN (SELECT coalesce(max(seq), 0) AS head FROM {schema}.event_log) h
-ORDER BY c.name
+ORDER BY c.name, c.part
 
 -- name: status_backlog
 -- Due work at the database's clock: open and ended windows, releases, pending badge syncs, push sends (all, due, leased, oldest), and that clock.

@@ -21,6 +21,7 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.decide import Policy, Skip, SkipReason
 from notify_core.events import Event, parse_event
+from notify_core.partitions import partition_of
 from notify_core.pipeline import Hint, Trigger
 from notify_core.replay import hint_to_json
 from notify_pg import EventLog, NewEvent
@@ -36,12 +37,43 @@ START = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
 from build import POLICY, Log  # noqa: E402
 
-__all__ = ["FAR", "POLICY", "START", "FakeClock", "Log", "PgRun", "TableSink", "lines_of"]
+__all__ = [
+    "FAR",
+    "POLICY",
+    "START",
+    "FakeClock",
+    "Log",
+    "PgRun",
+    "TableSink",
+    "assert_same_hints",
+    "lines_of",
+]
 
 
 def lines_of(log: Log) -> list[str]:
     """The JSON lines of a built log."""
     return [json.dumps(e, separators=(",", ":")) for e in log.events]
+
+
+def assert_same_hints(got: Sequence[str], expected: Sequence[str], parts: int) -> None:
+    """Partitioned consumers give exactly the hints of one consumer (`notify_core.partitions`).
+
+    One partition: the same lines in the same order. Several: the same lines, and for each
+    partition its recipients' lines in the replay's order (the rounds of different partitions
+    interleave, so only the order across partitions may differ).
+    """
+    if parts == 1:
+        assert list(got) == list(expected)
+        return
+    assert sorted(got) == sorted(expected)
+
+    def of(lines: Sequence[str], part: int) -> list[str]:
+        return [
+            line for line in lines if partition_of(json.loads(line)["recipient"], parts) == part
+        ]
+
+    for part in range(parts):
+        assert of(got, part) == of(expected, part), f"partition {part} of {parts}"
 
 
 class FakeClock:

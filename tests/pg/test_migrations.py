@@ -56,11 +56,21 @@ def catalog(conn: psycopg.Connection[Any], schema: str) -> dict[str, list[tuple[
            WHERE sequence_schema = %s ORDER BY 1""",
         [schema],
     ).fetchall()
+    functions = conn.execute(
+        """SELECT p.proname, pg_get_function_identity_arguments(p.oid),
+                  pg_get_function_result(p.oid), l.lanname, p.provolatile, p.proisstrict,
+                  p.proparallel, p.prosrc
+           FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+           JOIN pg_language l ON l.oid = p.prolang
+           WHERE n.nspname = %s ORDER BY 1, 2""",
+        [schema],
+    ).fetchall()
     return {
         "columns": [tuple(strip(v) if isinstance(v, str) else v for v in r) for r in columns],
         "constraints": [tuple(strip(v) for v in r) for r in constraints],
         "indexes": [tuple(strip(v) for v in r) for r in indexes],
         "sequences": list(sequences),
+        "functions": [tuple(strip(v) if isinstance(v, str) else v for v in r) for r in functions],
     }
 
 
@@ -87,6 +97,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "badge_syncs",
         "push_sends",
     }
+    assert [f[0] for f in migrated["functions"]] == ["partition_of", "preference_records_guard"]
 
 
 def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:

@@ -12,13 +12,16 @@ from pathlib import Path
 import psycopg
 import pytest
 from click.testing import CliRunner
-from pgpipeline import PgRun
+from pgpipeline import PgRun, assert_same_hints
+from pgworld import SCHEMA
 
 from notify_cli.main import cli
 from notify_core.decide import Policy
 from notify_core.events import parse_event
+from notify_core.partitions import partition_of
 from notify_core.replay import policy_from_mapping
 from notify_pg import NewEvent
+from notify_pg.worker import WorkerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = sorted(
@@ -34,12 +37,16 @@ def policy_of(log: Path) -> tuple[Policy, list[str]]:
     return Policy(), []
 
 
+@pytest.mark.parametrize("parts", [1, 2, 3], ids=lambda n: f"partitions{n}")
 @pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
 def test_replay_and_postgresql_give_the_same_hints(
     log: Path,
+    parts: int,
     new_database: Callable[[str | None], str],
     pg_template: str,
 ) -> None:
+    """One pipeline, two stores; with 2 or 3 recipient partitions the consumer's rounds of
+    the partitions together give the same hints (D1-D11, S1-S5, B2 hold per recipient)."""
     policy, options = policy_of(log)
     replay = CliRunner().invoke(cli, ["replay", str(log), *options, "--include-skips"])
     assert replay.exit_code == 0, replay.output
@@ -47,20 +54,27 @@ def test_replay_and_postgresql_give_the_same_hints(
 
     dsn = new_database(pg_template)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        run = PgRun(dsn, conn, policy)
+        run = PgRun(dsn, conn, policy, config=WorkerConfig(partitions=parts))
         run.feed_lines(log.read_text().splitlines())
         run.finish()
         got = run.hint_lines()
         run.worker.close()
-    assert got == expected
+        cursors = conn.execute(
+            f"SELECT part, parts FROM {SCHEMA}.consumer_cursors ORDER BY part"
+        ).fetchall()
+    assert_same_hints(got, expected, parts)
     assert expected  # every log gives hints
+    assert cursors == [(p, parts) for p in range(parts)]
 
 
+@pytest.mark.parametrize("parts", [1, 2], ids=lambda n: f"partitions{n}")
 def test_parity_holds_with_a_lagging_consumer(
-    new_database: Callable[[str | None], str], pg_template: str
+    parts: int, new_database: Callable[[str | None], str], pg_template: str
 ) -> None:
     """The consumer may lag: ten messages are appended in a burst and a due-work round runs at
-    the clock's time first; it must not flush the window past the first unhandled message."""
+    the clock's time first; it must not flush the window past the first unhandled message
+    (D6, D8), of any partition: with two partitions one of them has handled the burst and the
+    other has not."""
     log = ROOT / "tests" / "replay" / "ten_messages.jsonl"
     policy, options = policy_of(log)
     replay = CliRunner().invoke(cli, ["replay", str(log), *options, "--include-skips"])
@@ -69,7 +83,7 @@ def test_parity_holds_with_a_lagging_consumer(
     assert {e.type for e in burst} == {"message.created"}
     dsn = new_database(pg_template)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        run = PgRun(dsn, conn, policy)
+        run = PgRun(dsn, conn, policy, config=WorkerConfig(partitions=parts))
         run.feed_lines(head)
         run.due(burst[0].occurred_at)
         for event in burst:
@@ -86,9 +100,22 @@ def test_parity_holds_with_a_lagging_consumer(
                 )
             run.seq_map[seq] = event.seq
         run.clock.set(burst[-1].occurred_at + timedelta(minutes=5))
+        if parts > 1:
+            # The partition that owns the window's person reaches the head; the other lags.
+            owner = partition_of("alex", parts)
+            with conn.transaction():
+                conn.execute(
+                    f"SELECT 1 FROM {SCHEMA}.consumer_cursors WHERE part <> %s FOR UPDATE",
+                    [owner],
+                )
+                while run.worker.consume():
+                    pass
+            rows = conn.execute(f"SELECT part, position FROM {SCHEMA}.consumer_cursors")
+            positions: dict[int, int] = dict(rows.fetchall())
+            assert positions[owner] > min(positions.values())
         assert run.worker.run_due() == 0  # the window's end lies after the first unhandled event
         run.finish()
         got = run.hint_lines()
         run.worker.close()
-    assert got == replay.stdout.splitlines()
+    assert_same_hints(got, replay.stdout.splitlines(), parts)
     assert sum('"count":10' in line for line in got) == 1

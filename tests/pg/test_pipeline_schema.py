@@ -73,11 +73,14 @@ def test_push_registrations_as_seed_001_note_2(conn: psycopg.Connection[Any]) ->
 
 def test_due_work_uniqueness(conn: psycopg.Connection[Any]) -> None:
     """One open window per (recipient, thread), one pending badge sync per person, one push
-    send per notification and registration."""
+    send per notification and registration, one cursor per partition of a consumer."""
     defs = {n: d for _t, n, _k, d in catalog(conn, SCHEMA)["constraints"]}
     assert defs["windows_pkey"] == "PRIMARY KEY (recipient, thread)"
     assert defs["badge_syncs_pkey"] == "PRIMARY KEY (recipient)"
-    assert defs["consumer_cursors_pkey"] == "PRIMARY KEY (name)"
+    assert defs["consumer_cursors_pkey"] == "PRIMARY KEY (name, part)"
+    assert defs["consumer_cursors_part_check"] == (
+        "CHECK (((parts >= 1) AND (part >= 0) AND (part < parts)))"
+    )
     assert defs["push_sends_notification_registration_key"] == (
         "UNIQUE (notification_id, registration_id)"
     )
