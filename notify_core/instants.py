@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -102,3 +103,8 @@ def seconds(value: object, pointer: str = "") -> timedelta:
     if value != value or value in (float("inf"), float("-inf")) or value < 0:
         raise InvalidInput("invalid_duration", f"invalid duration: {value!r}", pointer)
     return timedelta(seconds=value)
+
+
+#: `format_instant` with a memory of recent instants: the hints of one event, and the windows
+#: and delayed pushes they open, share their instants, and the output writes each many times.
+format_instant_cached = functools.lru_cache(maxsize=4096)(format_instant)

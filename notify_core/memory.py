@@ -11,7 +11,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
 
 import attrs
@@ -32,6 +32,13 @@ _Access = tuple[Collection[str] | None, Collection[str], Collection[str]]
 #: The row that automatic following inserts (S5); rows are values, so one serves all.
 _FOLLOWED = Preference(level=Level.ALL)
 _DEFAULT_LEVEL_KEY = "notify.default_level"
+_NO_ROWS: dict[str, Preference] = {}
+
+
+def _may_be_all(level: object) -> bool:
+    """Whether a stored level may mean ``all``: any but none, ``mentions`` and ``mute`` (B1
+    candidates err on the side of more; a value not understood is checked as any other)."""
+    return not (level is None or (isinstance(level, str) and level in ("mentions", "mute")))
 
 
 @attrs.define
@@ -90,11 +97,19 @@ class MemoryStore:
         factory=lambda: defaultdict(list), init=False, repr=False
     )
     _order: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
-    # `rows` by person and the personal defaults of `settings`: a fan-out looks each person
-    # up once, and people with neither share one LevelFacts value per channel kind.
+    # `rows` by what they are on, and the personal defaults of `settings`: a fan-out reads the
+    # rows of its thread, channel and space once, and everyone with neither a row there nor a
+    # default of their own shares one LevelFacts value per channel kind.
+    _rows_at: dict[tuple[str, str], dict[str, Preference]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
+    # The badge's candidates (`badge_threads`): rows by person, mentioned threads by person,
+    # and each thread's place in its channel.
     _rows_of: dict[str, dict[tuple[str, str], Preference]] = attrs.field(
         factory=dict, init=False, repr=False
     )
+    _mentioned: dict[str, set[str]] = attrs.field(factory=dict, init=False, repr=False)
+    _position: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
     _personal: dict[str, object] = attrs.field(factory=dict, init=False, repr=False)
     _shared_levels: dict[tuple[str | None, bool, Level], LevelFacts] = attrs.field(
         factory=dict, init=False, repr=False
@@ -114,7 +129,13 @@ class MemoryStore:
         for device in self.registrations.values():
             self._registered[device] = self._registered.get(device, 0) + 1
         for (user, kind, target), row in self.rows.items():
+            self._rows_at.setdefault((kind, target), {})[user] = row
             self._rows_of.setdefault(user, {})[(kind, target)] = row
+        for user, thread in self.mentions:
+            self._mentioned.setdefault(user, set()).add(thread)
+        for threads in self.threads_of_channel.values():
+            for index, thread in enumerate(threads):
+                self._position[thread] = index
         for (user, key), value in self.settings.items():
             self._update_switches(user)
             if key == _DEFAULT_LEVEL_KEY:
@@ -212,24 +233,82 @@ class MemoryStore:
         return len(seqs) - bisect.bisect_right(seqs, floor)
 
     def badge_threads(self, user: str) -> Iterable[str]:
-        """Return the threads of the channels a person can read that hold messages."""
-        if user in self.owners:
-            candidates: Iterable[ChannelInfo] = self.channels.values()
-        else:  # only the channels the person has a way into, in creation order
-            ids: set[str] = set(self._dms_of.get(user, ()))
-            for kind, target in self._grants_of.get(user, ()):
-                if kind == "channel":
-                    ids.add(target)
-                elif kind == "space":
-                    ids.update(self.channels_of_space.get(target, ()))
-            order = self._order
-            known = [self.channels[c] for c in ids if c in self.channels]
-            candidates = sorted(known, key=lambda info: order[info.id])
-        for channel in candidates:
+        """Return the readable threads with messages that may count for a person's badge (B1).
+
+        A thread counts only where it holds an unread mention of the person, has effective
+        level ``all``, or is in a DM channel. ``all`` comes from one of the person's rows,
+        the channel's default, their own default or the instance's; so, unless one of the last
+        two is ``all``, the candidates are the threads of their DM channels, of channels whose
+        default is ``all``, of the channels and spaces they hold a row on, the threads they
+        hold a row on and those that mention them; not every thread they can read, which grows
+        with the log. Ordered by channel, then thread, in creation order.
+        """
+        if _may_be_all(self.instance_default) or _may_be_all(self._personal.get(user)):
+            yield from self.readable_threads(user)
+            return
+        whole = {
+            c.id for c in self._channels_into(user) if c.direct or _may_be_all(c.default_level)
+        }
+        single = set(self._mentioned.get(user, ()))
+        for kind, target in self._rows_of.get(user, ()):
+            if kind == "thread":
+                single.add(target)
+            elif kind == "channel":
+                whole.add(target)
+            elif kind == "space":
+                whole.update(self.channels_of_space.get(target, ()))
+        channels, threads, order, position = (
+            self.channels,
+            self.threads,
+            self._order,
+            self._position,
+        )
+        readable: dict[str, bool] = {}
+        picked: list[tuple[int, int, str]] = []
+        for channel_id in whole:
+            info = channels.get(channel_id)
+            if info is None or not self._can_read_channel(user, info):
+                continue
+            rank = order[channel_id]
+            for index, thread in enumerate(self.threads_of_channel.get(channel_id, ())):
+                if threads[thread].last_message_seq > 0:
+                    picked.append((rank, index, thread))
+        for thread in single:
+            thread_info = threads.get(thread)
+            if thread_info is None or thread_info.last_message_seq == 0:
+                continue
+            channel_id = thread_info.channel
+            if channel_id in whole:
+                continue  # listed with its channel
+            can = readable.get(channel_id)
+            if can is None:
+                info = channels.get(channel_id)
+                can = readable[channel_id] = info is not None and self._can_read_channel(user, info)
+            if can:
+                picked.append((order[channel_id], position.get(thread, 0), thread))
+        picked.sort()
+        for _rank, _index, thread in picked:
+            yield thread
+
+    def readable_threads(self, user: str) -> Iterator[str]:
+        """Return every thread with messages in the channels a person can read, in order."""
+        for channel in sorted(self._channels_into(user), key=lambda info: self._order[info.id]):
             if self._can_read_channel(user, channel):
                 for thread in self.threads_of_channel.get(channel.id, ()):
                     if self.threads[thread].last_message_seq > 0:
                         yield thread
+
+    def _channels_into(self, user: str) -> Iterable[ChannelInfo]:
+        """The channels a person has a way into (all for an owner); read right not checked."""
+        if user in self.owners:
+            return self.channels.values()
+        ids: set[str] = set(self._dms_of.get(user, ()))
+        for kind, target in self._grants_of.get(user, ()):
+            if kind == "channel":
+                ids.add(target)
+            elif kind == "space":
+                ids.update(self.channels_of_space.get(target, ()))
+        return [self.channels[c] for c in ids if c in self.channels]
 
     def devices(self, user: str) -> tuple[Device, ...]:
         """Return a person's active devices."""
@@ -288,35 +367,31 @@ class MemoryStore:
                 direct_message=direct,
                 instance_default=self.instance_default,
             )
-        on_thread, on_channel, on_space = (
-            ("thread", thread),
-            ("channel", channel_id),
-            ("space", space),
-        )
-        rows_of, personal_of = self._rows_of, self._personal
-        built: dict[tuple[int, int, int], LevelFacts] = {}  # by the rows' identities
-        out = {}
-        for user in users:
-            mine = rows_of.get(user)
-            personal = personal_of.get(user)
-            if mine is None:
-                if personal is None:
-                    out[user] = shared
-                    continue
-                row_thread = row_channel = row_space = None
+        out = dict.fromkeys(users, shared)
+        rows_at, personal_of = self._rows_at, self._personal
+        on_thread = rows_at.get(("thread", thread), _NO_ROWS)
+        on_channel = rows_at.get(("channel", channel_id), _NO_ROWS)
+        on_space = rows_at.get(("space", space), _NO_ROWS)
+        # Only the people with a row here or a default of their own differ from `shared`:
+        # found from whichever side is smaller, the fan-out or the rows.
+        special: dict[str, None] = {}
+        for held in (on_thread, on_channel, on_space, personal_of):
+            if not held:
+                continue
+            if len(held) < len(out):
+                special.update((user, None) for user in held if user in out)
             else:
-                row_thread = mine.get(on_thread)
-                row_channel = mine.get(on_channel)
-                row_space = mine.get(on_space)
-                if (
-                    personal is None
-                    and row_thread is None
-                    and row_channel is None
-                    and row_space is None
-                ):
-                    out[user] = shared
+                special.update((user, None) for user in out if user in held)
+        built: dict[tuple[int, int, int], LevelFacts] = {}  # by the rows' identities
+        for user in special:
+            row_thread = on_thread.get(user)
+            row_channel = on_channel.get(user)
+            row_space = on_space.get(user)
+            personal = personal_of.get(user)
+            if personal is None:
+                if row_thread is None and row_channel is None and row_space is None:
                     continue
-            if personal is None:  # people with the same rows here share their value
+                # people with the same rows here share their value
                 rows_key = (id(row_thread), id(row_channel), id(row_space))
                 facts = built.get(rows_key)
                 if facts is None:
@@ -376,6 +451,7 @@ class MemoryStore:
         user, kind, target = key
         if row is not None:
             self.rows[key] = row
+            self._rows_at.setdefault((kind, target), {})[user] = row
             self._rows_of.setdefault(user, {})[(kind, target)] = row
         else:
             self.rows.pop(key, None)
@@ -384,6 +460,11 @@ class MemoryStore:
                 mine.pop((kind, target), None)
                 if not mine:
                     del self._rows_of[user]
+            here = self._rows_at.get((kind, target))
+            if here is not None:
+                here.pop(user, None)
+                if not here:
+                    del self._rows_at[(kind, target)]
 
     # --- Schedule ---------------------------------------------------------------------------
 
@@ -503,6 +584,7 @@ class MemoryStore:
     def _on_thread_created(self, event: Event, p: dict[str, object]) -> None:
         thread, channel = str(p["thread"]), str(p["channel"])
         self.threads[thread] = ThreadInfo(id=thread, channel=channel, main=bool(p["main"]))
+        self._position[thread] = len(self.threads_of_channel[channel])
         self.threads_of_channel[channel].append(thread)
 
     def _on_access_granted(self, event: Event, p: dict[str, object]) -> None:
@@ -653,6 +735,7 @@ class MemoryStore:
         for person in p.get("mention_ids", ()):  # type: ignore[attr-defined]
             if person != author:
                 bisect.insort(self.mentions.setdefault((str(person), thread_id), []), seq)
+                self._mentioned.setdefault(str(person), set()).add(thread_id)
 
     def _on_run_state_changed(self, event: Event, p: dict[str, object]) -> None:
         run = self.runs.setdefault(str(p["run"]), _Run(thread=str(p["thread"])))

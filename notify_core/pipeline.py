@@ -486,7 +486,14 @@ class Pipeline:
         sync; the badge sync of the pipeline counts the same way.
         """
         counted = []
-        for thread in self.world.badge_threads(user):
+        world = self.world
+        for thread in world.badge_threads(user):
+            info = world.thread(thread)
+            # A thread that is not unread never counts (B1): skip building its facts.
+            if info is None or info.last_message_seq <= max(
+                world.read_seq(user, thread), info.unread_floor_seq
+            ):
+                continue
             facts = self._badge_facts(user, thread, now)
             if facts is not None and counts_for_badge(facts):
                 counted.append(thread)

@@ -127,7 +127,12 @@ class WorldFacts(Protocol):
         """Return how many mentions of a person in a thread are unread."""
 
     def badge_threads(self, user: str) -> Iterable[str]:
-        """Return the threads a person can read that can be unread (for the badge)."""
+        """Return the threads that may count for a person's badge (B1), each once.
+
+        At least every thread the person can read that holds messages and could count: an
+        unread mention, effective level ``all`` or a DM channel. More is allowed (the pipeline
+        checks each with `notify_core.badge.counts_for_badge`), e.g. every readable thread.
+        """
 
     def devices(self, user: str) -> tuple[Device, ...]:
         """Return a person's active devices."""

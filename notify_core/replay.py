@@ -6,7 +6,6 @@ output of the same lines and policy is the same, byte for byte (formats.md secti
 
 from __future__ import annotations
 
-import functools
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -18,7 +17,7 @@ import attrs
 from notify_core.decide import Collect, Policy, Skip, SkipReason, Via
 from notify_core.errors import InvalidInput
 from notify_core.events import PAYLOADS, Event, EventError, EventLogReader
-from notify_core.instants import format_instant
+from notify_core.instants import format_instant_cached
 from notify_core.levels import parse_level
 from notify_core.memory import MemoryStore
 from notify_core.pipeline import Hint, Pipeline, Trigger
@@ -87,17 +86,13 @@ def policy_from_mapping(values: Mapping[str, object]) -> Policy:
     )
 
 
-#: The hints of one event or due time share their instant: it is formatted once.
-_instant_text = functools.lru_cache(maxsize=1024)(format_instant)
-
-
 def hint_to_json(hint: Hint) -> dict[str, object]:
     """Return the replay output object of a hint (formats.md section 3), members in order."""
     out: dict[str, object] = {}
     if hint.seq is not None:
         out["seq"] = hint.seq
     out["trigger"] = hint.trigger.value
-    out["at"] = _instant_text(hint.at)
+    out["at"] = format_instant_cached(hint.at)
     out["recipient"] = hint.recipient
     out["kind"] = hint.kind.value
     if hint.thread is not None:

@@ -34,7 +34,7 @@ from notify_core.decide import (
 )
 from notify_core.delivery import RegistrationState, SendResult, apply_result, retry_delay
 from notify_core.errors import InvalidInput, NotifyError
-from notify_core.instants import format_instant, parse_instant, seconds
+from notify_core.instants import format_instant, format_instant_cached, parse_instant, seconds
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
 from notify_core.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_until, rule_from_json
@@ -328,16 +328,16 @@ def decision_to_json(decision: Decision) -> dict[str, Json]:
         for route in decision.routes:
             item: dict[str, Json] = {"device": route.device, "via": route.via.value}
             if route.due is not None:
-                item["due"] = format_instant(route.due)
+                item["due"] = format_instant_cached(route.due)
             routes.append(item)
         out["routes"] = routes
         if decision.opens_window_until is not None:
-            out["opens_window_until"] = format_instant(decision.opens_window_until)
+            out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
         if decision.count is not None:
             out["count"] = decision.count
         return out
     if isinstance(decision, Collect):
-        return {"decision": "collect", "until": format_instant(decision.until)}
+        return {"decision": "collect", "until": format_instant_cached(decision.until)}
     return {"decision": "skip", "reason": decision.reason.value}
 
 

@@ -1,0 +1,129 @@
+"""The in-memory store's indexes agree with its plain tables (L3 facts, B1 candidates).
+
+`MemoryStore` answers from derived indexes for speed; these properties compare each answer
+with the one read naively from the store's own tables, so an index that drifts fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from notify_core.instants import parse_instant
+from notify_core.levels import Level, LevelFacts, Preference
+from notify_core.memory import MemoryStore
+from notify_core.ports import ChannelInfo, ThreadInfo
+from notify_core.replay import Replay
+from notify_core.synth import SynthConfig, synth_events
+
+PEOPLE = [f"u{i}" for i in range(8)]
+LEVELS = [level.value for level in Level]
+TARGETS = [("thread", "t1"), ("thread", "t2"), ("channel", "c1"), ("space", "s1"), ("space", "")]
+
+rows = st.dictionaries(
+    st.tuples(st.sampled_from(PEOPLE), st.sampled_from(TARGETS)).map(lambda k: (k[0], *k[1])),
+    st.builds(Preference, level=st.sampled_from(LEVELS)),
+    max_size=20,
+)
+personal = st.dictionaries(
+    st.sampled_from(PEOPLE).map(lambda u: (u, "notify.default_level")),
+    st.sampled_from(LEVELS),
+    max_size=4,
+)
+changes = st.lists(
+    st.tuples(
+        st.sampled_from(PEOPLE),
+        st.sampled_from(TARGETS),
+        st.none() | st.builds(Preference, level=st.sampled_from(LEVELS)),
+    ),
+    max_size=12,
+)
+
+
+def naive(store: MemoryStore, thread: str, user: str) -> LevelFacts:
+    info = store.threads.get(thread)
+    channel = store.channels.get(info.channel) if info is not None else None
+    space = channel.space if channel is not None and channel.space else ""
+    return LevelFacts(
+        thread=store.rows.get((user, "thread", thread)),
+        channel=store.rows.get((user, "channel", channel.id if channel else "")),
+        space=store.rows.get((user, "space", space)),
+        channel_default=channel.default_level if channel is not None else None,
+        direct_message=channel is not None and channel.direct,
+        personal_default=store.settings.get((user, "notify.default_level")),
+        instance_default=store.instance_default,
+    )
+
+
+@given(
+    rows=rows,
+    personal=personal,
+    changes=changes,
+    default=st.none() | st.sampled_from(LEVELS),
+    users=st.lists(st.sampled_from(PEOPLE), max_size=10),
+    follows=st.lists(st.tuples(st.sampled_from(PEOPLE), st.sampled_from(["t1", "t2"]))),
+)
+def test_level_facts_agree_with_the_rows(
+    rows: dict[tuple[str, str, str], Preference],
+    personal: dict[tuple[str, str], object],
+    changes: list[tuple[str, tuple[str, str], Preference | None]],
+    default: str | None,
+    users: list[str],
+    follows: list[tuple[str, str]],
+) -> None:
+    """L3: the facts of a fan-out are each person's own rows and defaults, whatever indexes."""
+    store = MemoryStore(
+        channels={"c1": ChannelInfo(id="c1", kind="public", space="s1", default_level=default)},
+        threads={
+            "t1": ThreadInfo(id="t1", channel="c1"),
+            "t2": ThreadInfo(id="t2", channel="c1"),
+        },
+        rows=dict(rows),
+        settings=dict(personal),
+    )
+    for user, (kind, target), row in changes:
+        store._set_row((user, kind, target), row)
+    for user, thread in follows:
+        store.follow(user, thread)
+    for thread in ("t1", "t2", "t-unknown"):
+        got = store.level_facts(thread, users)
+        assert list(got) == list(dict.fromkeys(users))
+        for user in users:
+            assert got[user] == naive(store, thread, user), (thread, user)
+
+
+class _EveryReadableThread:
+    """The store, but `badge_threads` lists every readable thread (the plain answer)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "badge_threads":
+            return self._store.readable_threads
+        return getattr(self._store, name)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_badge_candidates_give_the_badge_of_every_readable_thread(seed: int) -> None:
+    """B1: the store's narrowed candidates count exactly what every readable thread counts."""
+    config = SynthConfig(events=5_000, users=120, seed=seed, max_fanout=50)
+    replay = Replay()
+    plain = attrs.evolve(replay.pipeline, world=_EveryReadableThread(replay.store))
+    checked = counted = 0
+    for number, event in enumerate(synth_events(config), start=1):
+        for _hint in replay.feed(json.dumps(event), number):
+            pass
+        if number % 500 == 0:
+            now = parse_instant(str(event["occurred_at"]))
+            for user in replay.store.users:
+                narrow = replay.pipeline.counted_threads(user, now)
+                assert narrow == plain.counted_threads(user, now), (number, user)
+                checked += 1
+                counted += len(narrow)
+    assert checked > 0 and counted > 0  # the log gives badges to check
