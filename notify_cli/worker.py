@@ -20,6 +20,10 @@ import click
 
 from notify_cli.options import BadInput, dsn_option, read_policy, schema_option
 
+#: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
+#: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
+DEFAULT_PARTITIONS = 1
+
 
 class JsonLines(logging.Formatter):
     """One JSON object per log record: time, level, logger, message and the record's fields."""
@@ -75,6 +79,16 @@ def _logging(level: str) -> None:
     metavar="NAME",
     help="Accept every push for provider NAME without sending (demo and tests; repeatable).",
 )
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=DEFAULT_PARTITIONS,
+    show_default=True,
+    metavar="N",
+    help="Recipient partitions of the consumer: up to N workers run consumer rounds side by "
+    "side. Every worker of a database needs the same N; a new N is taken only while the "
+    "consumer's cursors stand at one position.",
+)
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @click.option(
     "--log-level",
@@ -90,6 +104,7 @@ def worker(
     policy_file: str | None,
     poll_interval: float,
     fake_providers: tuple[str, ...],
+    partitions: int,
     once: bool,
     log_level: str,
 ) -> None:
@@ -99,7 +114,10 @@ def worker(
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
     come due and sends pushes through the registered providers (none unless --fake-provider:
     pushes of other providers are skipped as no_provider). SIGTERM or SIGINT finish the
-    round in progress and exit 0. Several workers may run on one database.
+    round in progress and exit 0. Several workers may run on one database; with
+    --partitions N their consumer rounds run side by side, each deciding for one partition
+    of the recipients. A database that cannot be reached or a partition count that cannot
+    be taken now: a message on stderr and exit code 2.
     """
     try:
         import psycopg
@@ -117,7 +135,7 @@ def worker(
     policy = read_policy(policy_file)
     _logging(log_level)
     log = logging.getLogger("notify_pg.worker")
-    config = WorkerConfig(poll_interval=timedelta(seconds=poll_interval))
+    config = WorkerConfig(poll_interval=timedelta(seconds=poll_interval), partitions=partitions)
     work = Worker(
         lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10),
         ReferenceHost(host_schema),
@@ -126,14 +144,18 @@ def worker(
         config=config,
         providers=[FakeProvider(name) for name in fake_providers],
     )
-    if once:
-        try:
+    try:
+        # Cursors first: a partition count that cannot be taken now is refused before any
+        # round, with the positions named (PartitionError), not retried in the loop.
+        work.prepare()
+        if once:
             while work.run_once():
                 pass
-        except NotifyError as exc:
-            raise BadInput(f"worker: {exc}") from None
-        finally:
-            work.close()
+    except NotifyError as exc:
+        work.close()
+        raise BadInput(f"worker: {exc}") from None
+    if once:
+        work.close()
         return
     stop = threading.Event()
 
@@ -143,7 +165,10 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    log.info("worker started", extra={"fields": {"consumer": config.consumer}})
+    log.info(
+        "worker started",
+        extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
+    )
     work.run(stop)
     log.info("worker stopped", extra={"fields": work_counts(work)})
 

@@ -65,7 +65,9 @@ def assert_same_hints(got: Sequence[str], expected: Sequence[str], parts: int) -
     if parts == 1:
         assert list(got) == list(expected)
         return
-    assert sorted(got) == sorted(expected)
+    missing = sorted(set(expected) - set(got))
+    extra = sorted(set(got) - set(expected))
+    assert sorted(got) == sorted(expected), {"missing": missing, "extra": extra}
 
     def of(lines: Sequence[str], part: int) -> list[str]:
         return [

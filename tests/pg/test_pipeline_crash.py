@@ -1,7 +1,9 @@
 """Seed 001 requirement 1, TestRestartMidRound_NoDuplicateNoLoss: a consumer round inserts its
 due work and push sends and moves its cursor in one transaction, so a crash in the middle of a
 round (its backend terminated, a handler error, a cancelled query) neither doubles nor loses a
-hint: a fresh worker reaches the head and the hints equal a replay of the same log."""
+hint: a fresh worker reaches the head and the hints equal a replay of the same log. With
+recipient partitions the crashing round is one partition's, while another partition has
+already handled the whole burst: the same holds."""
 
 from __future__ import annotations
 
@@ -14,14 +16,14 @@ from typing import Any
 
 import psycopg
 import pytest
-from pgpipeline import PgRun
+from pgpipeline import PgRun, assert_same_hints
 from pgworld import SCHEMA
 
 from notify_core.events import Event, parse_event
 from notify_core.replay import Replay, dumps_hint, policy_from_mapping
 from notify_pg import NewEvent
 from notify_pg.errors import StorageError
-from notify_pg.worker import Worker
+from notify_pg.worker import Worker, WorkerConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
 from build import POLICY, Log
@@ -36,7 +38,7 @@ def burst_log() -> tuple[list[str], int]:
     head = len(log.events)
     writers = ["alex", "sam", "owner"]
     for i in range(12):
-        extra: dict[str, object] = {}
+        extra: dict[str, Any] = {}
         if i in (4, 9):
             extra["mention_ids"] = ["alex", "sam"]
         log.at(60 + i * 4).msg(f"m{i + 1}", writers[i % 3], seq=i + 1, **extra)
@@ -94,9 +96,11 @@ def cancel(dsn: str) -> Callable[[psycopg.Connection[Any]], None]:
     return crash
 
 
+@pytest.mark.parametrize("parts", [1, 2], ids=lambda n: f"partitions{n}")
 @pytest.mark.parametrize("how", [terminate, handler_error, cancel], ids=lambda f: f.__name__)
 def test_restart_mid_round_no_duplicate_no_loss(
     how: Callable[[str], Callable[[psycopg.Connection[Any]], None]],
+    parts: int,
     new_database: Callable[[str | None], str],
     pg_template: str,
 ) -> None:
@@ -104,12 +108,19 @@ def test_restart_mid_round_no_duplicate_no_loss(
     expected = replayed(lines)
     dsn = new_database(pg_template)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        run = PgRun(dsn, conn, policy_from_mapping(_policy()))
+        config = WorkerConfig(partitions=parts)
+        run = PgRun(dsn, conn, policy_from_mapping(_policy()), config=config)
         run.feed_lines(lines[:head])
         burst = [parse_event(json.loads(line)) for line in lines[head:]]
         run.due(burst[0].occurred_at)
         append_burst(run, burst)
-        before = conn.execute(f"SELECT position FROM {SCHEMA}.consumer_cursors").fetchone()
+        if parts > 1:
+            # Partition 1 handles the whole burst first; the crash hits partition 0's round.
+            with conn.transaction():
+                conn.execute(f"SELECT 1 FROM {SCHEMA}.consumer_cursors WHERE part = 0 FOR UPDATE")
+                assert run.worker.consume() == len(burst)
+        cursor_rows = f"SELECT part, position FROM {SCHEMA}.consumer_cursors ORDER BY part"
+        before = conn.execute(cursor_rows).fetchall()
         sends_before = conn.execute(f"SELECT count(*) FROM {SCHEMA}.push_sends").fetchone()
         hints_before = conn.execute("SELECT count(*) FROM public.sink_hints").fetchone()
 
@@ -127,6 +138,7 @@ def test_restart_mid_round_no_duplicate_no_loss(
             run.host,
             schema=SCHEMA,
             policy=run.worker.policy,
+            config=config,
             clock=run.clock,
             sink=run.sink,
             on_event=hook,
@@ -136,7 +148,7 @@ def test_restart_mid_round_no_duplicate_no_loss(
         crashing.close()
         assert handled == CRASH_AT
         # Nothing of the round stayed: cursor, push sends, hints.
-        assert conn.execute(f"SELECT position FROM {SCHEMA}.consumer_cursors").fetchone() == before
+        assert conn.execute(cursor_rows).fetchall() == before
         assert conn.execute(f"SELECT count(*) FROM {SCHEMA}.push_sends").fetchone() == sends_before
         assert conn.execute("SELECT count(*) FROM public.sink_hints").fetchone() == hints_before
 
@@ -145,7 +157,7 @@ def test_restart_mid_round_no_duplicate_no_loss(
         got = run.hint_lines()
         sends = run.push_sends()
         run.worker.close()
-    assert got == expected
+    assert_same_hints(got, expected, parts)
     # Exactly one push send per hint and routed registration, one notification id per hint.
     routed = [
         (json.loads(line)["recipient"], route["device"])

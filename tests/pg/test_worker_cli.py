@@ -20,7 +20,9 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from notify_cli.main import cli
 from notify_core.events import parse_event
 from notify_pg import EventLog, NewEvent
+from notify_pg.reference_host import ReferenceHost
 from notify_pg.reference_host.world import WorldLoader
+from notify_pg.worker import Worker, WorkerConfig
 
 PEOPLE = ("alex", "sam", "owner", "robin", "lotse")
 
@@ -62,6 +64,10 @@ def test_worker_once_consumes_and_pushes(conn: psycopg.Connection[Any], db_dsn: 
     (consumer,) = status["consumers"]
     assert consumer["name"] == "push" and consumer["lag"] == 0
     assert consumer["position"] == status["head_seq"]
+    assert consumer["partitions"] == 1
+    assert [(p["part"], p["position"], p["lag"]) for p in consumer["parts"]] == [
+        (0, status["head_seq"], 0)
+    ]
     assert status["due"]["push_sends"] == {"pending": 0, "due": 0, "leased": 0}
     assert status["due"]["windows"]["open"] == 2  # Alex's and Sam's windows on t
 
@@ -131,3 +137,40 @@ def test_status_counts_due_work(
     status = json.loads(CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn]).stdout)
     assert status["due"]["windows"] == {"open": 2, "ended": 2}
     assert status["due"]["releases"] == {"pending": 0, "due": 0}
+
+
+def test_status_shows_each_partition(
+    conn: psycopg.Connection[Any], db_dsn: str, connect: Callable[[], psycopg.Connection[Any]]
+) -> None:
+    """`notify db status`: per consumer the lowest position of its partitions and the largest
+    lag, and each partition's position and lag (one partition held back by an open lock)."""
+    seed_now(conn)
+    cursors = Worker(
+        lambda: psycopg.connect(db_dsn, autocommit=True),
+        ReferenceHost(HOST_SCHEMA),
+        schema=SCHEMA,
+        config=WorkerConfig(partitions=2),
+    )
+    cursors.prepare()
+    cursors.close()
+    other = connect()
+    with other.transaction():
+        # Partition 1's cursor is held: the worker drains partition 0 only.
+        other.execute(f"SELECT 1 FROM {SCHEMA}.consumer_cursors WHERE part = 1 FOR UPDATE")
+        worker = CliRunner().invoke(cli, ["worker", "--dsn", db_dsn, "--once", "--partitions", "2"])
+        assert worker.exit_code == 0, worker.output
+    result = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    head = status["head_seq"]
+    (consumer,) = status["consumers"]
+    assert consumer["partitions"] == 2
+    parts = {p["part"]: p for p in consumer["parts"]}
+    assert sorted(parts) == [0, 1]
+    assert (parts[0]["position"], parts[0]["lag"]) == (head, 0)
+    assert (parts[1]["position"], parts[1]["lag"]) == (0, head)
+    assert consumer["position"] == min(p["position"] for p in parts.values())
+    assert consumer["lag"] == head - consumer["position"]
+    for part in parts.values():
+        assert part["lag"] == head - part["position"]
+        assert part["updated_at"].endswith("Z")
