@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from notify_cli import fastjson
+from notify_cli.batch import batch_gc
 from notify_cli.options import EXIT_BAD_INPUT, BadInput, lines_of, read_policy
 from notify_core.decide import Policy
 from notify_core.events import EventError
@@ -81,12 +82,13 @@ def _replay(
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     write = out.write if out is not None else None
-    for item in replay.run(_progress_lines(path, lines)):
-        if isinstance(item, EventError):
-            _report(path, item)
-            bad = True
-        elif write is not None:
-            write(dumps_hint(item, fastjson.dumps) + "\n")
+    with batch_gc():
+        for item in replay.run(_progress_lines(path, lines)):
+            if isinstance(item, EventError):
+                _report(path, item)
+                bad = True
+            elif write is not None:
+                write(dumps_hint(item, fastjson.dumps) + "\n")
     return replay.summary, bad
 
 
