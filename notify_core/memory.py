@@ -382,38 +382,35 @@ class MemoryStore:
                 special.update((user, None) for user in held if user in out)
             else:
                 special.update((user, None) for user in out if user in held)
-        built: dict[tuple[int, int, int], LevelFacts] = {}  # by the rows' identities
+        # People with the same rows here and the same default of their own share one value.
+        built: dict[tuple[int, int, int, object], LevelFacts] = {}
         for user in special:
             row_thread = on_thread.get(user)
             row_channel = on_channel.get(user)
             row_space = on_space.get(user)
             personal = personal_of.get(user)
-            if personal is None:
-                if row_thread is None and row_channel is None and row_space is None:
-                    continue
-                # people with the same rows here share their value
-                rows_key = (id(row_thread), id(row_channel), id(row_space))
-                facts = built.get(rows_key)
-                if facts is None:
-                    facts = built[rows_key] = LevelFacts(
-                        thread=row_thread,
-                        channel=row_channel,
-                        space=row_space,
-                        channel_default=default,
-                        direct_message=direct,
-                        instance_default=self.instance_default,
-                    )
-                out[user] = facts
+            if (
+                personal is None
+                and row_thread is None
+                and row_channel is None
+                and row_space is None
+            ):
                 continue
-            out[user] = LevelFacts(
-                thread=row_thread,
-                channel=row_channel,
-                space=row_space,
-                channel_default=default,
-                direct_message=direct,
-                personal_default=personal,
-                instance_default=self.instance_default,
-            )
+            # A stored default that is not text (bad data) is not shared: LevelFacts refuses it.
+            share = personal is None or type(personal) is str
+            same = (id(row_thread), id(row_channel), id(row_space), personal if share else user)
+            facts = built.get(same)
+            if facts is None:
+                facts = built[same] = LevelFacts(
+                    thread=row_thread,
+                    channel=row_channel,
+                    space=row_space,
+                    channel_default=default,
+                    direct_message=direct,
+                    personal_default=personal,
+                    instance_default=self.instance_default,
+                )
+            out[user] = facts
         return out
 
     def quiet_rules(self, users: Sequence[str]) -> dict[str, tuple[QuietRule, ...]]:
