@@ -9,6 +9,8 @@ Stages, each reported in the JSON object:
   figures are the command's own: events/s, recipient decisions/s (every decision of the
   pipeline, skips included; goal >= 100,000 on one core) and peak memory (the child's
   maximum resident set, from ``wait4``; goal < 1 GiB).
+- ``baseline_read_only``: this process reads and checks every event as the replay does and
+  decides nothing; ``replay_over_read`` is the replay's time as a multiple of it.
 - ``profile``: the same replay in this process under pyinstrument (first ``--profile-events``
   events, 0 = all), its time split into reading JSON, checking events, deciding (the
   pipeline, world state included), writing JSON and the summary.
@@ -112,6 +114,25 @@ def replay(path: Path, workdir: Path) -> dict[str, Any]:
         "peak_goal_mib": 1024,
         "decisions_by_kind": summary["decisions"],
         "sends_by_kind": summary["sends_by_kind"],
+    }
+
+
+def read_floor(path: Path, replay_seconds: float) -> dict[str, Any]:
+    """The baseline: read and check every event of the log as the replay does, decide
+    nothing. The replay's time over this one is what deciding and writing cost on top."""
+    reader = fastjson.reader()
+    start = time.perf_counter()
+    events = 0
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if reader.read(line, number) is not None:
+                events += 1
+    seconds = time.perf_counter() - start
+    return {
+        "seconds": round(seconds, 2),
+        "events": events,
+        "events_per_s": round(events / seconds),
+        "replay_over_read": round(replay_seconds / seconds, 2),
     }
 
 
@@ -279,6 +300,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         log = workdir / "synth.jsonl"
         result["log"] = generate(log, args.events, args.users, args.seed, args.max_fanout)
         result["replay"] = replay(log, workdir)
+        result["baseline_read_only"] = read_floor(log, result["replay"]["seconds"])
         result["json"] = json_libraries(log, args.json_sample)
         if not args.no_profile:
             result["profile"] = profile(log, args.profile_events)
