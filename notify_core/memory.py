@@ -156,7 +156,8 @@ class MemoryStore:
         return self.channels.get(channel)
 
     def readers(self, channel: str) -> Sequence[str]:
-        """Return who can read a channel: DM participants, grantees and owners."""
+        """Return the active humans who can read a channel (DM participants, grantees and
+        owners), ascending; cached until the channel, its grants or a person changes."""
         cached = self._readers.get(channel)
         if cached is not None:
             return cached
@@ -170,7 +171,12 @@ class MemoryStore:
             if info.space is not None:
                 people |= self.grants.get(("space", info.space), set())
             people |= self.owners
-        readers = self._readers[channel] = tuple(sorted(people))
+        users = self.users
+        readers = self._readers[channel] = tuple(
+            sorted(
+                p for p in people if (person := users.get(p)) is not None and person.active_human
+            )
+        )
         return readers
 
     def _can_read_channel(self, user: str, info: ChannelInfo) -> bool:
@@ -525,7 +531,7 @@ class MemoryStore:
     def _on_user_created(self, event: Event, p: dict[str, object]) -> None:
         user = str(p["user"])
         old = self.users.get(user)
-        self.users[user] = UserInfo(
+        new = self.users[user] = UserInfo(
             id=user,
             kind=str(p.get("kind", old.kind if old else "human")),
             active=bool(p.get("active", old.active if old else True)),
@@ -533,10 +539,10 @@ class MemoryStore:
         )
         if p.get("owner") is True:
             self.owners.add(user)
-            self._readers.clear()
         elif p.get("owner") is False:
             self.owners.discard(user)
-            self._readers.clear()
+        if "owner" in p or old is None or old.active_human != new.active_human:
+            self._readers.clear()  # readers are the active humans among those with access
 
     _on_user_updated = _on_user_created
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from itertools import pairwise
 from typing import Final
 
 import attrs
@@ -117,19 +116,26 @@ def classify(event: Event, world: WorldFacts) -> list[Candidate]:
     return []
 
 
-def _humans(
-    world: WorldFacts, people: Sequence[str], but: set[str], ascending: bool = False
-) -> tuple[str, ...]:
+def _humans(world: WorldFacts, people: Sequence[str], but: set[str]) -> tuple[str, ...]:
     """The active humans among ``people`` but ``but``, ascending and each once."""
     user = world.user
-    out = [
+    out = {
         person
         for person in people
         if person not in but and (info := user(person)) is not None and info.active_human
-    ]
-    if ascending and all(a < b for a, b in pairwise(out)):
-        return tuple(out)  # readers come ascending (WorldFacts.readers): no sort needed
-    return tuple(sorted(set(out)))
+    }
+    return tuple(sorted(out))
+
+
+def _without(readers: Sequence[str], but: set[str]) -> tuple[str, ...]:
+    """``readers`` (active humans, ascending: `WorldFacts.readers`) but the few of ``but``."""
+    if but.isdisjoint(readers):
+        return tuple(readers)
+    out = list(readers)
+    for person in but:
+        if person in out:
+            out.remove(person)  # a C-level scan: a fan-out can be hundreds, ``but`` a handful
+    return tuple(out)
 
 
 def _classify_message(event: Event, world: WorldFacts) -> list[Candidate]:
@@ -157,7 +163,7 @@ def _classify_message(event: Event, world: WorldFacts) -> list[Candidate]:
         out.append(attrs.evolve(base, kind=Kind.MENTION, recipients=mentioned))
     if p["origin"] == "agent" and world.during_run(thread_id, author):
         return out  # S2: no message hints during a run; its end gives one
-    readers = _humans(world, world.readers(channel.id), {author, *mentioned}, ascending=True)
+    readers = _without(world.readers(channel.id), {author, *mentioned})
     if readers:
         out.append(attrs.evolve(base, recipients=readers))
     return out
@@ -185,7 +191,7 @@ def _classify_run(event: Event, world: WorldFacts) -> list[Candidate]:
         )
     if state in _RUN_ENDS and message is not None:
         but = {str(p["agent"])} | ({starter} if state is not RunState.CANCELLED else set())
-        readers = _humans(world, world.readers(str(p["channel"])), but, ascending=True)
+        readers = _without(world.readers(str(p["channel"])), but)
         if readers:
             out.append(
                 Candidate(

@@ -115,7 +115,11 @@ class WorldFacts(Protocol):
         """Return a channel, or ``None`` when unknown."""
 
     def readers(self, channel: str) -> Sequence[str]:
-        """Return who can read a channel, ascending (a superset; `allowed` decides)."""
+        """Return the active humans who can read a channel: ascending by code point, each once.
+
+        A superset is allowed (`allowed` decides per thread), but only of active humans: the
+        pipeline takes them as message candidates (S1) without looking each one up again.
+        """
 
     def allowed(self, user: str, thread: str) -> bool:
         """Tell whether a person may read a thread now (D2)."""

@@ -161,10 +161,17 @@ class PgWorld:
         return s.channels[channel]
 
     def readers(self, channel: str) -> Sequence[str]:
-        """Return who can read a channel, ascending; their facts are loaded in one go."""
+        """Return the active humans who can read a channel, ascending by code point.
+
+        Their facts are loaded in one go. Sorted here, not by SQL: a database collation may
+        order ids otherwise than the in-memory store, and hints of one event go by recipient.
+        """
         readers = self._host.channel_readers(self._s.conn, channel)
         self._load_users(readers)
-        return readers
+        users = self._s.users
+        return sorted(
+            {p for p in readers if (info := users.get(p)) is not None and info.active_human}
+        )
 
     def allowed(self, user: str, thread: str) -> bool:
         """Tell whether a person may read a thread now (D2), for the whole batch at once."""
