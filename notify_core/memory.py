@@ -378,16 +378,12 @@ class MemoryStore:
         on_thread = rows_at.get(("thread", thread), _NO_ROWS)
         on_channel = rows_at.get(("channel", channel_id), _NO_ROWS)
         on_space = rows_at.get(("space", space), _NO_ROWS)
-        # Only the people with a row here or a default of their own differ from `shared`:
-        # found from whichever side is smaller, the fan-out or the rows.
-        special: dict[str, None] = {}
+        # Only the people with a row here or a default of their own differ from `shared`
+        # (key views intersect in C, walking the smaller side).
+        special: set[str] = set()
         for held in (on_thread, on_channel, on_space, personal_of):
-            if not held:
-                continue
-            if len(held) < len(out):
-                special.update((user, None) for user in held if user in out)
-            else:
-                special.update((user, None) for user in out if user in held)
+            if held:
+                special |= held.keys() & out.keys()
         # People with the same rows here and the same default of their own share one value.
         built: dict[tuple[int, int, int, object], LevelFacts] = {}
         for user in special:
@@ -421,14 +417,15 @@ class MemoryStore:
 
     def quiet_rules(self, users: Sequence[str]) -> dict[str, tuple[QuietRule, ...]]:
         """Return the quiet rules of many people."""
-        return {user: self.rules[user] for user in users if user in self.rules}
+        rules = self.rules
+        return {user: rules[user] for user in rules.keys() & users}
 
     def switches(self, users: Sequence[str]) -> dict[str, Switches]:
         """Return the switches of many people; a stored non-boolean counts as unset."""
         known = self._switches
         if not known:
             return {}
-        return {user: known[user] for user in users if user in known}
+        return {user: known[user] for user in known.keys() & users}
 
     def _update_switches(self, user: str) -> None:
         admin = self.settings.get((user, "notify.admin_enabled"))
