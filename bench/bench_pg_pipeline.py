@@ -3,7 +3,8 @@
 Prints one JSON object. The database server is NOTIFY_BENCH_DSN (a role with CREATEDB; scratch
 databases are created and dropped) or, without it, a throwaway pgserver instance.
 
-    python bench/bench_pg_pipeline.py [--people 200] [--messages 1000] [--rate 40] [--duration 10]
+    python bench/bench_pg_pipeline.py [--people 200] [--messages 1000] [--partitions 2]
+                                      [--rate 40] [--duration 10] [--repeat 1]
 
 Workload: one space with one channel and ``threads`` threads; ``people`` humans, each with a
 phone and a push registration (provider ``apns``, answered by a `FakeProvider` that accepts
@@ -12,15 +13,27 @@ come from the humans in turn on random threads, one in ten mentions two people. 
 windows of 2 s, no mobile delay, badge syncs at most once a second.
 
 Figures:
-- ``end_to_end``: ``messages`` messages are appended first, then 1 or 2 worker processes run
-  until the consumer is at the head and no due work or push send is left: hint decisions,
-  sends and pushes per second of wall time.
+- ``end_to_end``: the same backlog (the world, then ``messages`` messages) is generated into a
+  fresh database for each configuration, then worker processes run until every partition of
+  the consumer is at the head and no due work or push send is left: hint decisions, sends and
+  pushes per second of wall time. Configurations: 1 worker with 1 partition (the baseline),
+  1 worker with ``partitions`` partitions, 2 workers with 1 partition, 2 workers with
+  ``partitions`` partitions; ``ratio`` is each one's hint decisions per second over the
+  baseline's, measured in the same run. Each worker process also times its SQL statements
+  (the seam's calls, round trips included): ``sql_share`` and ``python_share`` of its busy
+  time (the rest: the pipeline, decisions, parsing; provider calls and idle pauses apart),
+  and ``statements_per_event`` (all partitions' statements over the events of the log).
+  With ``--repeat`` each configuration runs several times (one database each, round-robin
+  over the configurations) and the median run by hint decisions per second is reported,
+  with all rates listed. The machine's CPU time is split into ``cpu``: the workers, the
+  PostgreSQL server, this script and ``other_s``, the rest of the machine. Before each run
+  the script waits until the machine is idle, and a run that other jobs disturbed (over 5 %
+  of the cores) is repeated, up to three times (``disturbed`` marks the last one). Linux only
+  (``/proc``). ``active_backend_samples`` counts what the workers' backends were doing when
+  sampled every 50 ms (``cpu``, or a wait event such as ``Lock:transactionid``).
 - ``steady_stream``: a producer appends ``rate`` messages a second for ``duration`` seconds
   while one worker runs; the consumer's lag (events behind the head, and the age of the oldest
   unhandled event) sampled every 0.25 s.
-- ``where_time_goes``: one worker in this process over the same backlog, with the time spent
-  in SQL statements (the seam's calls, including the round trips) apart from the rest
-  (Python: the pipeline, decisions, parsing) and the provider calls.
 """
 
 from __future__ import annotations
@@ -30,6 +43,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import resource
 import shutil
 import statistics
 import tempfile
@@ -42,6 +56,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+import attrs
 import psycopg
 from psycopg.conninfo import make_conninfo
 
@@ -189,8 +204,8 @@ class Stream:
 
 def settled(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute(
-        f"SELECT (SELECT coalesce(max(seq), 0) FROM {SCHEMA}.event_log)"
-        f" - coalesce((SELECT position FROM {SCHEMA}.consumer_cursors WHERE name = 'push'), 0),"
+        f"SELECT (SELECT coalesce(max(seq), 0) FROM {SCHEMA}.event_log) - coalesce((SELECT"
+        f" min(position) FROM {SCHEMA}.consumer_cursors WHERE name = 'push'), 0),"
         f" (SELECT count(*) FROM {SCHEMA}.windows) + (SELECT count(*) FROM"
         f" {SCHEMA}.delayed_releases) + (SELECT count(*) FROM {SCHEMA}.badge_syncs WHERE pending)"
         f" + (SELECT count(*) FROM {SCHEMA}.push_sends)"
@@ -199,73 +214,213 @@ def settled(conn: psycopg.Connection[Any]) -> bool:
     return bool(row[0] == 0 and row[1] == 0)
 
 
-def new_worker(dsn: str) -> Worker:
+def new_worker(dsn: str, partitions: int = 1) -> Worker:
     return Worker(
         lambda: psycopg.connect(dsn, autocommit=True),
         ReferenceHost(HOST),
         schema=SCHEMA,
         policy=POLICY,
-        config=CONFIG,
+        config=attrs.evolve(CONFIG, partitions=partitions),
         providers=[FakeProvider("apns")],
     )
 
 
-def _work(dsn: str, stop: Any, out: Any) -> None:
-    worker = new_worker(dsn)
-    while not stop.is_set():
-        if not worker.run_once():
-            stop.wait(CONFIG.poll_interval.total_seconds())
+class SqlTimer:
+    """Times every statement of the seam (its four ways to run one) in this process."""
+
+    NAMES = ("all", "one", "run", "run_many")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.statements = 0
+        self._originals = {name: getattr(Seam, name) for name in self.NAMES}
+
+    def __enter__(self) -> SqlTimer:
+        for name, original in self._originals.items():
+            setattr(Seam, name, self._timed(original))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, original in self._originals.items():
+            setattr(Seam, name, original)
+
+    def _timed(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(seam: Seam, *args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(seam, *args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self.statements += 1
+
+        return wrapper
+
+
+def _work(dsn: str, partitions: int, stop: Any, out: Any) -> None:
+    worker = new_worker(dsn, partitions)
+    idle = 0.0
+    with SqlTimer() as sql:
+        started = time.perf_counter()
+        while not stop.is_set():
+            if not worker.run_once():
+                pause = time.perf_counter()
+                stop.wait(CONFIG.poll_interval.total_seconds())
+                idle += time.perf_counter() - pause
+        total = time.perf_counter() - started
     worker.close()
     s = worker.stats
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     out.put(
         {
+            "cpu_seconds": usage.ru_utime + usage.ru_stime,
             "events": s.events,
             "due": s.due,
             "decisions": dict(s.decisions),
             "push_sends": s.push_sends,
             "sent": dict(s.sent),
+            "seconds": total,
+            "idle_seconds": idle,
+            "sql_seconds": sql.seconds,
+            "statements": sql.statements,
+            "provider_seconds": s.provider_seconds,
         }
     )
 
 
-def run_workers(dsn: str, n: int, watch: Callable[[], bool], timeout: float) -> dict[str, Any]:
+def _ticks(fields: list[str]) -> int:
+    # /proc/<pid>/stat after the command: utime, stime, cutime, cstime are fields 14-17.
+    return sum(int(v) for v in fields[11:15])
+
+
+def server_cpu_seconds() -> float:
+    """CPU of every PostgreSQL process of this machine (Linux), including the backends that
+    already ended (their time is counted in the postmaster's cutime and cstime)."""
+    ticks = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        name = text[text.index("(") + 1 : text.rindex(")")]
+        if name == "postgres" or name.startswith("postgres:"):
+            ticks += _ticks(text[text.rindex(")") + 2 :].split())
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def machine_busy_seconds() -> float:
+    """CPU time all cores spent outside idle and iowait since boot (Linux /proc/stat)."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def sample_waits(conn: psycopg.Connection[Any], waits: dict[str, int]) -> None:
+    """Count what the database's active backends wait for right now (lock contention)."""
+    rows = conn.execute(
+        "SELECT coalesce(wait_event_type || ':' || wait_event, 'cpu') FROM pg_stat_activity"
+        " WHERE datname = current_database() AND pid <> pg_backend_pid() AND state = 'active'"
+    ).fetchall()
+    for (what,) in rows:
+        waits[what] = waits.get(what, 0) + 1
+
+
+def run_workers(
+    dsn: str, n: int, partitions: int, watch: Callable[[], bool], timeout: float
+) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_work, args=(dsn, stop, out)) for _ in range(n)]
+    procs = [ctx.Process(target=_work, args=(dsn, partitions, stop, out)) for _ in range(n)]
+    waits: dict[str, int] = {}
+    server_before, busy_before = server_cpu_seconds(), machine_busy_seconds()
+    self_before = time.process_time()
     started = time.perf_counter()
     for p in procs:
         p.start()
     deadline = started + timeout
-    while time.perf_counter() < deadline and not watch():
-        time.sleep(0.05)
+    with psycopg.connect(dsn, autocommit=True) as probe:
+        while time.perf_counter() < deadline and not watch():
+            sample_waits(probe, waits)
+            time.sleep(0.05)
     elapsed = time.perf_counter() - started
     stop.set()
     results = [out.get(timeout=60) for _ in procs]
     for p in procs:
         p.join(30)
-    total: dict[str, Any] = {"events": 0, "due": 0, "push_sends": 0, "decisions": {}, "sent": {}}
+    server = server_cpu_seconds() - server_before
+    busy = machine_busy_seconds() - busy_before
+    workers_cpu = sum(r["cpu_seconds"] for r in results)
+    mine = time.process_time() - self_before
+    sums = ("events", "due", "push_sends", "statements")
+    times = ("seconds", "idle_seconds", "sql_seconds", "provider_seconds")
+    total: dict[str, Any] = {key: 0 for key in (*sums, *times)}
+    total.update(decisions={}, sent={})
     for r in results:
-        for key in ("events", "due", "push_sends"):
+        for key in (*sums, *times):
             total[key] += r[key]
         for key in ("decisions", "sent"):
             for k, v in r[key].items():
                 total[key][k] = total[key].get(k, 0) + v
-    total["seconds"] = round(elapsed, 3)
+    total["wall_seconds"] = round(elapsed, 3)
     total["per_worker_events"] = [r["events"] for r in results]
+    # The two cores' time: workers (their whole processes, start-up included), the server,
+    # this script (the watcher), and the rest of the machine (other jobs disturb the figures).
+    total["cpu"] = {
+        "workers_s": round(workers_cpu, 2),
+        "server_s": round(server, 2),
+        "bench_s": round(mine, 2),
+        "other_s": round(max(0.0, busy - workers_cpu - server - mine), 2),
+        "cores_busy": round(busy / elapsed, 2),
+    }
+    total["waits"] = dict(sorted(waits.items(), key=lambda kv: -kv[1]))
     return total
 
 
-def end_to_end(base: str, people: int, threads: int, messages: int, workers: int) -> dict[str, Any]:
-    with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
-        stream = Stream(conn, people, threads)
-        stream.world()
-        for _ in range(messages):
-            stream.message()
-        result = run_workers(dsn, workers, lambda: settled(conn), timeout=600)
+@contextmanager
+def backlog(base: str, people: int, threads: int, messages: int) -> Iterator[str]:
+    """A fresh database with the world and ``messages`` messages appended (the same each time:
+    the stream is seeded)."""
+    with database(base) as dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            stream = Stream(conn, people, threads)
+            stream.world()
+            for _ in range(messages):
+                stream.message()
+        yield dsn
+
+
+def wait_for_quiet(limit: float = 1800.0) -> float:
+    """Wait until the machine is idle (under 0.2 cores busy over 2 s, e.g. no other benchmark
+    or test run on the shared machine); return the seconds waited (``limit`` at most)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        before = machine_busy_seconds()
+        time.sleep(2.0)
+        if (machine_busy_seconds() - before) / 2.0 < 0.2:
+            break
+    return round(time.perf_counter() - started, 1)
+
+
+def end_to_end(
+    base: str, people: int, threads: int, messages: int, workers: int, partitions: int
+) -> dict[str, Any]:
+    with (
+        backlog(base, people, threads, messages) as dsn,
+        psycopg.connect(dsn, autocommit=True) as conn,
+    ):
+        head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
+        waited = wait_for_quiet()
+        result = run_workers(dsn, workers, partitions, lambda: settled(conn), timeout=900)
     decisions = sum(result["decisions"].values())
-    seconds = result["seconds"]
+    seconds = result["wall_seconds"]
+    busy = result["seconds"] - result["idle_seconds"]
+    python = busy - result["sql_seconds"] - result["provider_seconds"]
+    log_events = int(head[0]) if head is not None else 0
     return {
         "workers": workers,
+        "partitions": partitions,
         "messages": messages,
         "seconds": seconds,
         "hint_decisions": decisions,
@@ -276,7 +431,63 @@ def end_to_end(base: str, people: int, threads: int, messages: int, workers: int
         "decisions": result["decisions"],
         "pushes": sum(result["sent"].values()),
         "per_worker_events": result["per_worker_events"],
+        "statements_per_event": round(result["statements"] / max(1, log_events), 1),
+        "sql_share": round(result["sql_seconds"] / busy, 3) if busy else 0.0,
+        "python_share": round(python / busy, 3) if busy else 0.0,
+        "worker_busy_seconds": round(busy, 3),
+        "cpu": result["cpu"],
+        "active_backend_samples": result["waits"],
+        "waited_for_quiet_s": waited,
     }
+
+
+def undisturbed(
+    base: str, people: int, threads: int, messages: int, workers: int, partitions: int
+) -> dict[str, Any]:
+    """One run; again (up to three times) when other jobs took more than 5 % of the cores."""
+    for attempt in range(1, 4):
+        run = end_to_end(base, people, threads, messages, workers, partitions)
+        allowed = 0.05 * run["seconds"] * (os.cpu_count() or 1)
+        run["attempts"] = attempt
+        run["disturbed"] = run["cpu"]["other_s"] > allowed
+        if not run["disturbed"]:
+            break
+    return run
+
+
+def compare(
+    base: str, people: int, threads: int, messages: int, partitions: int, repeat: int
+) -> list[dict[str, Any]]:
+    """Every configuration on the same backlog; ratios against 1 worker with 1 partition."""
+    configs = [(1, 1), (1, partitions), (2, 1), (2, partitions)]
+    configs = list(dict.fromkeys(configs))  # --partitions 1 measures two configurations
+    runs: dict[tuple[int, int], list[dict[str, Any]]] = {c: [] for c in configs}
+    # Round-robin over the configurations, so that a drift of the machine hits all alike.
+    for _ in range(repeat):
+        for workers, parts in configs:
+            runs[workers, parts].append(
+                undisturbed(base, people, threads, messages, workers, parts)
+            )
+    out = []
+    first = runs[configs[0]]
+    for config in configs:
+        mine = runs[config]
+        median = sorted(mine, key=lambda r: r["hint_decisions_per_s"])[len(mine) // 2]
+        if repeat > 1:
+            # In run order, and each over the baseline's run of the same round.
+            median["runs_hint_decisions_per_s"] = [r["hint_decisions_per_s"] for r in mine]
+            median["ratio_per_round"] = [
+                round(r["hint_decisions_per_s"] / b["hint_decisions_per_s"], 2)
+                for r, b in zip(mine, first, strict=True)
+            ]
+        out.append(median)
+    baseline = out[0]
+    for row in out:
+        row["ratio"] = {
+            key: round(row[key] / baseline[key], 2) if baseline[key] else None
+            for key in ("hint_decisions_per_s", "pushes_per_s")
+        }
+    return out
 
 
 def steady(base: str, people: int, threads: int, rate: float, duration: float) -> dict[str, Any]:
@@ -285,7 +496,7 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
         stream.world()
         ctx = mp.get_context("spawn")
         stop, out = ctx.Event(), ctx.Queue()
-        proc = ctx.Process(target=_work, args=(dsn, stop, out))
+        proc = ctx.Process(target=_work, args=(dsn, 1, stop, out))
         proc.start()
         deadline = time.perf_counter() + 300
         while time.perf_counter() < deadline and not settled(conn):
@@ -301,7 +512,7 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
                         f"SELECT (SELECT coalesce(max(seq), 0) FROM {SCHEMA}.event_log)"
                         f" - c.position, extract(epoch FROM now() - (SELECT occurred_at"
                         f" FROM {SCHEMA}.event_log WHERE seq > c.position ORDER BY seq LIMIT 1))"
-                        f" FROM {SCHEMA}.consumer_cursors c WHERE c.name = 'push'"
+                        f" FROM {SCHEMA}.consumer_cursors c WHERE c.name = 'push' AND c.part = 0"
                     ).fetchone()
                     if row is not None:
                         lags.append(int(row[0]))
@@ -344,79 +555,32 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
     }
 
 
-def where_time_goes(base: str, people: int, threads: int, messages: int) -> dict[str, Any]:
-    spent = {"sql": 0.0, "statements": 0}
-    originals = {name: getattr(Seam, name) for name in ("all", "one", "run", "run_many")}
-
-    def timed(name: str) -> Callable[..., Any]:
-        original = originals[name]
-
-        def wrapper(self: Seam, *args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                spent["sql"] += time.perf_counter() - started
-                spent["statements"] += 1
-
-        return wrapper
-
-    with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
-        stream = Stream(conn, people, threads)
-        stream.world()
-        for _ in range(messages):
-            stream.message()
-        worker = new_worker(dsn)
-        idle = 0.0
-        for name in originals:
-            setattr(Seam, name, timed(name))
-        try:
-            started = time.perf_counter()
-            while not settled(conn):
-                if not worker.run_once():
-                    pause = time.perf_counter()
-                    time.sleep(0.02)
-                    idle += time.perf_counter() - pause
-            total = time.perf_counter() - started
-        finally:
-            for name, original in originals.items():
-                setattr(Seam, name, original)
-            worker.close()
-    provider = worker.stats.provider_seconds
-    python = total - spent["sql"] - provider
-    return {
-        "seconds": round(total, 3),
-        "sql_seconds": round(spent["sql"], 3),
-        "sql_share": round(spent["sql"] / total, 3),
-        "statements": spent["statements"],
-        "statements_per_event": round(spent["statements"] / max(1, worker.stats.events), 1),
-        "provider_seconds": round(provider, 3),
-        "python_seconds": round(python - idle, 3),
-        "python_share": round((python - idle) / total, 3),
-        "idle_seconds": round(idle, 3),
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--people", type=int, default=200)
     parser.add_argument("--threads", type=int, default=20)
     parser.add_argument("--messages", type=int, default=1000)
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--rate", type=float, default=40.0)
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--no-steady", action="store_true", help="skip the steady stream")
     args = parser.parse_args()
+    if args.partitions < 1 or args.repeat < 1:
+        parser.error("--partitions and --repeat must be at least 1")
     with server() as base:
-        report = {
+        report: dict[str, Any] = {
             "people": args.people,
             "threads": args.threads,
             "cores": os.cpu_count(),
-            "end_to_end": [
-                end_to_end(base, args.people, args.threads, args.messages, workers)
-                for workers in (1, 2)
-            ],
-            "steady_stream": steady(base, args.people, args.threads, args.rate, args.duration),
-            "where_time_goes": where_time_goes(base, args.people, args.threads, args.messages),
+            "end_to_end": compare(
+                base, args.people, args.threads, args.messages, args.partitions, args.repeat
+            ),
         }
+        if not args.no_steady:
+            report["steady_stream"] = steady(
+                base, args.people, args.threads, args.rate, args.duration
+            )
     print(json.dumps(report, indent=2))
 
 

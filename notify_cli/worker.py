@@ -22,7 +22,7 @@ from notify_cli.options import BadInput, dsn_option, read_policy, schema_option
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
-DEFAULT_PARTITIONS = 1
+DEFAULT_PARTITIONS = 2
 
 
 class JsonLines(logging.Formatter):

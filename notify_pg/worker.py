@@ -117,7 +117,8 @@ class WorkerConfig:
             own cursor (`notify_core.partitions`); consumer rounds of different partitions run
             side by side on several workers. Every worker of a consumer must use the same
             count; changing it is allowed only while all cursors stand at one position
-            (`Worker.prepare`).
+            (`Worker.prepare`). The default 2 lets a second worker add decisions for a few
+            per cent more statements (bench/bench_pg_pipeline.py, docs/decisions.md).
         batch_size: events per consumer round (``consumer.batch_size``).
         due_batch: due work per due-work transaction.
         send_batch: push sends claimed per push round.
@@ -135,7 +136,7 @@ class WorkerConfig:
     """
 
     consumer: str = "push"
-    partitions: int = attrs.field(default=1, validator=_at_least_one)
+    partitions: int = attrs.field(default=2, validator=_at_least_one)
     batch_size: int = 100
     due_batch: int = 100
     send_batch: int = 50

@@ -148,7 +148,9 @@ def test_a_fan_out_costs_a_constant_number_of_statements(
         lines = lines_of(log)
         dsn = new_database(pg_template)
         with psycopg.connect(dsn, autocommit=True) as conn:
-            run = PgRun(dsn, conn, policy_from_mapping(_policy()))
+            # One partition: one round decides the message for every reader.
+            one = WorkerConfig(partitions=1)
+            run = PgRun(dsn, conn, policy_from_mapping(_policy()), config=one)
             run.feed_lines(lines[:-1])
             event = parse_event(json.loads(lines[-1]))
             run.due(event.occurred_at)

@@ -64,9 +64,10 @@ def test_worker_once_consumes_and_pushes(conn: psycopg.Connection[Any], db_dsn: 
     (consumer,) = status["consumers"]
     assert consumer["name"] == "push" and consumer["lag"] == 0
     assert consumer["position"] == status["head_seq"]
-    assert consumer["partitions"] == 1
+    assert consumer["partitions"] == 2  # the default (docs/decisions.md)
     assert [(p["part"], p["position"], p["lag"]) for p in consumer["parts"]] == [
-        (0, status["head_seq"], 0)
+        (0, status["head_seq"], 0),
+        (1, status["head_seq"], 0),
     ]
     assert status["due"]["push_sends"] == {"pending": 0, "due": 0, "leased": 0}
     assert status["due"]["windows"]["open"] == 2  # Alex's and Sam's windows on t

@@ -1,0 +1,28 @@
+"""Smoke test of bench/bench_pg_pipeline.py: one small end-to-end run with two worker
+processes and two partitions on the test server (no timings checked), so the script keeps
+working."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def test_two_workers_with_two_partitions_drain_a_small_backlog(
+    pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Importable by name: the worker processes (spawned) import the script to run _work.
+    monkeypatch.syspath_prepend(str(BENCH))
+    bench = importlib.import_module("bench_pg_pipeline")
+    monkeypatch.setattr(bench, "wait_for_quiet", lambda: 0.0)  # the test run is not idle
+    run = bench.end_to_end(pg_server, people=8, threads=2, messages=6, workers=2, partitions=2)
+    assert (run["workers"], run["partitions"]) == (2, 2)
+    # Every message is decided for every reader but its author, by exactly one partition.
+    assert run["hint_decisions"] >= 6 * 7
+    assert run["per_worker_events"] and sum(run["per_worker_events"]) > 0
+    assert 0 < run["sql_share"] < 1 and run["statements_per_event"] > 0
+    assert set(run["cpu"]) == {"workers_s", "server_s", "bench_s", "other_s", "cores_busy"}
