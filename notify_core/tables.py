@@ -44,7 +44,7 @@ __all__ = [
     "FUNCTIONS",
     "Case",
     "CaseError",
-    "Outcome",
+    "CaseOutcome",
     "answer",
     "diff",
     "parse_cases",
@@ -76,7 +76,7 @@ class Case:
 
 
 @attrs.frozen(kw_only=True)
-class Outcome:
+class CaseOutcome:
     """The result of running one case: what the library answered and how it differs."""
 
     case: Case
@@ -560,10 +560,10 @@ def _parse_case(line: str, number: int) -> Case:
     )
 
 
-def run_case(case: Case) -> Outcome:
+def run_case(case: Case) -> CaseOutcome:
     """Answer a case and compare the answer with its expectation."""
     actual = answer(case.function, case.input)
-    return Outcome(case=case, actual=actual, differences=tuple(diff(case.expect, actual)))
+    return CaseOutcome(case=case, actual=actual, differences=tuple(diff(case.expect, actual)))
 
 
 def diff(expected: Json, actual: Json, pointer: str = "") -> Iterator[str]:
