@@ -8,7 +8,14 @@ library's tables (consumer, due work, push sends; `notify_pg.pipeline_ports`). S
 docs/postgresql.md.
 """
 
-from notify_pg.errors import Conflict, LimitReached, MigrationError, NotFound, StorageError
+from notify_pg.errors import (
+    Conflict,
+    LimitReached,
+    MigrationError,
+    NotFound,
+    PartitionError,
+    StorageError,
+)
 from notify_pg.events import EventLog, NewEvent, payload_size, read_event_log
 from notify_pg.facts import DEFAULT_LEVEL_KEY, FactsReader
 from notify_pg.migrate import DEFAULT_SCHEMA, Migration, migrate, migrations
@@ -63,6 +70,7 @@ __all__ = [
     "NotFound",
     "NotificationPath",
     "NotifyStore",
+    "PartitionError",
     "PeoplePort",
     "PgPreferences",
     "PgSchedule",

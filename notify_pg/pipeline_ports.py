@@ -12,7 +12,8 @@ implements them for one transaction of a worker (a `Session`):
 - `PgSchedule` (`Schedule`): the due-work tables ``windows``, ``delayed_releases`` and
   ``badge_syncs``, claimed with ``FOR UPDATE SKIP LOCKED`` by due-work rounds and with
   ``FOR UPDATE`` (waiting) by consumer rounds, so due work at or before an event always runs
-  before it, as in a replay.
+  before it, as in a replay; the round of one recipient partition sees only its recipients'
+  due work (``{schema}.partition_of``).
 
 The pipeline asks per person; the ports answer from caches that they fill for all candidates
 of a fan-out at once (the people of the last batched read), so a fan-out costs a constant
