@@ -379,17 +379,10 @@ class Worker:
         position = positions[0] if positions else 0
         if rows:
             self._seam.run(conn, "delete_cursors", {"name": name})
-            _log.info(
-                "consumer partitions changed",
-                extra={
-                    "fields": {
-                        "from": int(rows[0][1]),
-                        "to": parts,
-                        "position": position,
-                    }
-                },
-            )
         self._seam.run(conn, "insert_cursors", {"name": name, "parts": parts, "position": position})
+        if rows:
+            changed = {"from": int(rows[0][1]), "to": parts, "position": position}
+            _log.info("consumer partitions changed", extra={"fields": changed})
 
     def consume(self) -> int:
         """Run one consumer round on one partition; return the number of events it handled.
