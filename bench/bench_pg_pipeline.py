@@ -490,14 +490,28 @@ def compare(
     return out
 
 
-def steady(base: str, people: int, threads: int, rate: float, duration: float) -> dict[str, Any]:
+def steady(
+    base: str,
+    people: int,
+    threads: int,
+    rate: float,
+    duration: float,
+    workers: int = 1,
+    partitions: int = 1,
+) -> dict[str, Any]:
+    """A producer appends messages at ``rate`` for ``duration`` seconds while ``workers``
+    processes with ``partitions`` consume; the lag is that of the lowest cursor (the events
+    not yet handled for everybody) and the age of the first of them."""
     with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
         stream = Stream(conn, people, threads)
         stream.world()
         ctx = mp.get_context("spawn")
         stop, out = ctx.Event(), ctx.Queue()
-        proc = ctx.Process(target=_work, args=(dsn, 1, stop, out))
-        proc.start()
+        procs = [
+            ctx.Process(target=_work, args=(dsn, partitions, stop, out)) for _ in range(workers)
+        ]
+        for proc in procs:
+            proc.start()
         deadline = time.perf_counter() + 300
         while time.perf_counter() < deadline and not settled(conn):
             time.sleep(0.1)  # the worker starts and handles the world first
@@ -510,9 +524,10 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
                 while not done.is_set():
                     row = watch.execute(
                         f"SELECT (SELECT coalesce(max(seq), 0) FROM {SCHEMA}.event_log)"
-                        f" - c.position, extract(epoch FROM now() - (SELECT occurred_at"
-                        f" FROM {SCHEMA}.event_log WHERE seq > c.position ORDER BY seq LIMIT 1))"
-                        f" FROM {SCHEMA}.consumer_cursors c WHERE c.name = 'push' AND c.part = 0"
+                        f" - c.low, extract(epoch FROM now() - (SELECT occurred_at"
+                        f" FROM {SCHEMA}.event_log WHERE seq > c.low ORDER BY seq LIMIT 1))"
+                        f" FROM (SELECT min(position) AS low FROM {SCHEMA}.consumer_cursors"
+                        f" WHERE name = 'push') c"
                     ).fetchone()
                     if row is not None:
                         lags.append(int(row[0]))
@@ -537,9 +552,13 @@ def steady(base: str, people: int, threads: int, rate: float, duration: float) -
         done.set()
         sampler.join()
         stop.set()
-        out.get(timeout=60)
-        proc.join(30)
+        for _ in procs:
+            out.get(timeout=60)
+        for proc in procs:
+            proc.join(30)
     return {
+        "workers": workers,
+        "partitions": partitions,
         "rate_per_s": rate,
         "messages": sent,
         "produce_seconds": round(produce_seconds, 2),
@@ -565,6 +584,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=40.0)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--no-steady", action="store_true", help="skip the steady stream")
+    parser.add_argument(
+        "--steady-only", action="store_true", help="skip the backlog runs (end_to_end)"
+    )
     args = parser.parse_args()
     if args.partitions < 1 or args.repeat < 1:
         parser.error("--partitions and --repeat must be at least 1")
@@ -573,14 +595,17 @@ def main() -> None:
             "people": args.people,
             "threads": args.threads,
             "cores": os.cpu_count(),
-            "end_to_end": compare(
-                base, args.people, args.threads, args.messages, args.partitions, args.repeat
-            ),
         }
-        if not args.no_steady:
-            report["steady_stream"] = steady(
-                base, args.people, args.threads, args.rate, args.duration
+        if not args.steady_only:
+            report["end_to_end"] = compare(
+                base, args.people, args.threads, args.messages, args.partitions, args.repeat
             )
+        if not args.no_steady:
+            # The baseline (1 worker, 1 partition) and the default deployment, same stream.
+            report["steady_stream"] = [
+                steady(base, args.people, args.threads, args.rate, args.duration, w, n)
+                for w, n in ((1, 1), (2, args.partitions))
+            ]
     print(json.dumps(report, indent=2))
 
 

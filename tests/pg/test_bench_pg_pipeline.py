@@ -26,3 +26,15 @@ def test_two_workers_with_two_partitions_drain_a_small_backlog(
     assert run["per_worker_events"] and sum(run["per_worker_events"]) > 0
     assert 0 < run["sql_share"] < 1 and run["statements_per_event"] > 0
     assert set(run["cpu"]) == {"workers_s", "server_s", "bench_s", "other_s", "cores_busy"}
+
+
+def test_steady_stream_with_two_workers_reports_the_lowest_cursors_lag(
+    pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    bench = importlib.import_module("bench_pg_pipeline")
+    run = bench.steady(pg_server, 8, 2, rate=6.0, duration=1.0, workers=2, partitions=2)
+    assert (run["workers"], run["partitions"]) == (2, 2)
+    assert run["messages"] >= 3
+    assert run["lag_events"]["max"] >= run["lag_events"]["p50"] >= 0
+    assert run["settled_after_last_message_s"] >= 0
