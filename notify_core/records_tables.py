@@ -5,18 +5,20 @@ input raises a `NotifyError` with ``code`` and ``pointer`` (pointing into ``inpu
 table runner turns into ``{"error": {"code", "pointer"}}``. Instants are RFC 3339 text; no
 answer ever holds ``null`` (G5).
 
-``records_lifecycle`` - a lifecycle kept as a table. Input::
+``records_lifecycle`` - a lifecycle kept as a table. Input (``?``: optional):
 
-    {"declared_channels": ["email", "sms"],          # default set injected into every set
-     "steps": [
-       {"op": "set", "now", "preference_id", "principal_ref",
-        "channel_preferences"?, "frequency_limit"?, "quiet_hours"?, "format"?, "metadata"?,
-        "declared_channels"?},                        # this call's own injected set
-       {"op": "suspend", "now", "preference_id"},
-       {"op": "delete", "now", "preference_id"},
-       {"op": "current_for", "principal_ref"},
-       {"op": "read", "preference_id"},
-       {"op": "in_effect_at", "principal_ref", "at"}]}
+```text
+{"declared_channels": ["email", "sms"],          # default set injected into every set
+ "steps": [
+   {"op": "set", "now", "preference_id", "principal_ref",
+    "channel_preferences"?, "frequency_limit"?, "quiet_hours"?, "format"?, "metadata"?,
+    "declared_channels"?},                        # this call's own injected set
+   {"op": "suspend", "now", "preference_id"},
+   {"op": "delete", "now", "preference_id"},
+   {"op": "current_for", "principal_ref"},
+   {"op": "read", "preference_id"},
+   {"op": "in_effect_at", "principal_ref", "at"}]}
+```
 
 Expect ``{"answers": [one per step], "records": [every record in recording order],
 "current": {principal_ref: preference_id currently in effect}}``, where an answer is
