@@ -22,19 +22,24 @@ from notify_pg.push import FakeProvider
 from notify_pg.worker import Worker, WorkerConfig
 
 
+def add_reader(log: Log, person: str, registration: str) -> None:
+    """A reader of space ``s`` with an android phone, its push registration and level all on
+    channel ``c``."""
+    log.user(person)
+    log.add("access.granted", {"user": person, "target": {"kind": "space", "id": "s"}})
+    log.device(f"{person}-phone", person, "android")
+    log.add(
+        "push.registered",
+        {"registration": registration, "device": f"{person}-phone", "provider": "fcm"},
+    )
+    log.pref(person, "channel", "c", "all")
+
+
 def wide_burst() -> tuple[list[str], int]:
     """Eight more readers with level all on the channel; 30 messages in one window."""
     log = Log().team().pref("sam", "thread", "t", "all").pref("owner", "channel", "c", "all")
     for i in range(8):
-        person = f"reader{i}"
-        log.user(person)
-        log.add("access.granted", {"user": person, "target": {"kind": "space", "id": "s"}})
-        log.device(f"{person}-phone", person, "android")
-        log.add(
-            "push.registered",
-            {"registration": f"r-{person}-phone", "device": f"{person}-phone", "provider": "fcm"},
-        )
-        log.pref(person, "channel", "c", "all")
+        add_reader(log, f"reader{i}", f"r-reader{i}-phone")
     head = len(log.events)
     writers = ["alex", "sam", "owner", "reader0"]
     for i in range(30):
@@ -135,15 +140,7 @@ def test_a_fan_out_costs_a_constant_number_of_statements(
     for readers in (5, 40):
         log = Log().team()
         for i in range(readers):
-            person = f"reader{i:02d}"
-            log.user(person)
-            log.add("access.granted", {"user": person, "target": {"kind": "space", "id": "s"}})
-            log.device(f"{person}-phone", person, "android")
-            log.add(
-                "push.registered",
-                {"registration": f"r-{person}", "device": f"{person}-phone", "provider": "fcm"},
-            )
-            log.pref(person, "channel", "c", "all")
+            add_reader(log, f"reader{i:02d}", f"r-reader{i:02d}")
         log.at(10).msg("m1", "owner", seq=1)
         lines = lines_of(log)
         dsn = new_database(pg_template)
