@@ -39,7 +39,7 @@ from notify_core.decide import (
 from notify_core.events import Event
 from notify_core.kinds import Kind, RunState
 from notify_core.levels import LevelFacts, effective
-from notify_core.ports import Due, PreferenceFacts, Schedule, WorldFacts
+from notify_core.ports import Due, PreferenceFacts, Schedule, ThreadInfo, WorldFacts
 
 __all__ = ["Candidate", "Hint", "Pipeline", "Trigger", "classify"]
 
@@ -467,8 +467,10 @@ class Pipeline:
                 return
             self._badge_on_read(event, event.audience, str(p["thread"]), int(p["last_read_seq"]))  # type: ignore[call-overload]
 
-    def _badge_facts(self, user: str, thread: str, now: datetime) -> ThreadBadgeFacts | None:
-        info = self.world.thread(thread)
+    def _badge_facts(
+        self, user: str, thread: str, now: datetime, info: ThreadInfo | None = None
+    ) -> ThreadBadgeFacts | None:
+        info = info or self.world.thread(thread)
         if info is None:
             return None
         channel = self.world.channel(info.channel)
@@ -500,7 +502,7 @@ class Pipeline:
                 world.read_seq(user, thread), info.unread_floor_seq
             ):
                 continue
-            facts = self._badge_facts(user, thread, now)
+            facts = self._badge_facts(user, thread, now, info)
             if facts is not None and counts_for_badge(facts):
                 counted.append(thread)
         return counted
