@@ -51,13 +51,24 @@ KNOWN = [
     "R2",
     "R3",
     "B1",
+    "B1a",
     "B2",
+    "B3",
 ]
+
+# Ids of behaviour.md whose behaviour is not built yet: listed here explicitly, never cited by
+# a test, and removed the moment a test cites them (the list only shrinks, to empty).
+NOT_BUILT = {
+    *(f"N{i}" for i in range(1, 13)),
+    *(f"E{i}" for i in range(1, 7)),
+    *(f"U{i}" for i in range(1, 5)),
+    *(f"H{i}" for i in range(1, 5)),
+}
 
 
 def rule_ids() -> list[str]:
     if SPEC.exists():
-        found = re.findall(r"^- ([A-Z]\d+)\.", SPEC.read_text(encoding="utf-8"), re.MULTILINE)
+        found = re.findall(r"^- ([A-Z]\d+[a-z]?)\.", SPEC.read_text(encoding="utf-8"), re.MULTILINE)
         assert set(KNOWN) <= set(found), "behaviour.md lost rule ids this project cites"
         return found
     return KNOWN
@@ -66,15 +77,29 @@ def rule_ids() -> list[str]:
 def cited_text() -> str:
     parts = []
     for pattern in ("**/*.py", "**/*.jsonl"):
-        parts.extend(p.read_text(encoding="utf-8") for p in TESTS.glob(pattern))
+        # This file names every id (KNOWN, NOT_BUILT): it cites nothing.
+        parts.extend(
+            p.read_text(encoding="utf-8")
+            for p in TESTS.glob(pattern)
+            if p.resolve() != Path(__file__).resolve()
+        )
     return "\n".join(parts)
+
+
+def is_cited(rule: str, text: str) -> bool:
+    # B1 must not count as a citation of B1a, nor B1a of B1.
+    return re.search(rf"(?<![A-Za-z0-9]){rule}(?![0-9a-z])", text, re.IGNORECASE) is not None
 
 
 def test_every_rule_id_is_cited_by_a_test() -> None:
     text = cited_text()
-    missing = [
-        rule
-        for rule in rule_ids()
-        if not re.search(rf"(?<![A-Za-z0-9]){rule}(?![0-9])", text, re.IGNORECASE)
-    ]
+    missing = [rule for rule in rule_ids() if rule not in NOT_BUILT and not is_cited(rule, text)]
     assert missing == []
+
+
+def test_the_not_built_list_names_only_uncited_ids_of_the_spec() -> None:
+    text = cited_text()
+    if SPEC.exists():
+        assert set(rule_ids()) >= NOT_BUILT, "an id of NOT_BUILT left behaviour.md"
+    cited_now = sorted(rule for rule in NOT_BUILT if is_cited(rule, text))
+    assert cited_now == [], f"cited by a test now: remove from NOT_BUILT: {cited_now}"
