@@ -14,8 +14,19 @@ from rich.table import Table
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
-from notify_cli.options import EXIT_BAD_INPUT, BadInput, lines_of, read_policy
+from notify_cli.options import (
+    EXIT_BAD_INPUT,
+    BadInput,
+    Utf8Text,
+    label,
+    lines_of,
+    open_out,
+    read_policy,
+    write_file,
+    writing,
+)
 from notify_core.decide import Policy
+from notify_core.errors import NotifyError
 from notify_core.events import EventError
 from notify_core.instants import format_instant
 from notify_core.replay import Replay, Summary, compare, dumps_hint
@@ -28,7 +39,7 @@ def _report(path: str, error: EventError) -> None:
     click.echo(f"{path}:{error.line}: bad event{pointer}: {error.message} ({error.code})", err=True)
 
 
-def _progress_lines(path: str, lines: Iterable[str]) -> Iterator[str]:
+def _progress_lines(path: str, lines: Iterable[str | bytes]) -> Iterator[str | bytes]:
     """Show a spinner-style progress on stderr when it is a terminal; data stays on stdout."""
     if not sys.stderr.isatty():
         yield from lines
@@ -48,11 +59,11 @@ def _progress_lines(path: str, lines: Iterable[str]) -> Iterator[str]:
             yield line
 
 
-def _source(path: str | None, dsn: str | None, schema: str) -> tuple[str, Iterable[str]]:
-    """Return a label for messages and the lines of the log: a file or ``event_log``."""
+def _source(path: str | None, dsn: str | None, schema: str) -> tuple[str, Iterable[str | bytes]]:
+    """Return a label for messages and the lines of the log: a file, stdin or ``event_log``."""
     if dsn is None:
         assert path is not None
-        return path, lines_of(path)
+        return label(path), lines_of(path)
     return f"postgresql {schema}.event_log", _pg_lines(dsn, schema)
 
 
@@ -70,19 +81,24 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             for event in read_event_log(conn, schema):
                 yield json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    except psycopg.Error as exc:
+    except (psycopg.Error, NotifyError) as exc:  # the adapter translates most psycopg errors
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInput(f"cannot read {schema}.event_log: {reason}") from None
 
 
 def _replay(
-    source: tuple[str, Iterable[str]], policy: Policy, include_skips: bool, out: IO[str] | None
+    source: tuple[str, Iterable[str | bytes]],
+    policy: Policy,
+    include_skips: bool,
+    out: IO[str] | None,
+    out_name: str = "stdout",
 ) -> tuple[Summary, bool]:
     path, lines = source
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     write = out.write if out is not None else None
-    with batch_gc():
+    # Reading errors become BadInput where they happen (lines_of); an OSError here is a write.
+    with batch_gc(), writing(out_name):
         for item in replay.run(_progress_lines(path, lines)):
             if isinstance(item, EventError):
                 _report(path, item)
@@ -142,8 +158,12 @@ def _compare_table(diff: dict[str, object]) -> Table:
 
 @click.command()
 @click.argument("log", required=False)
-@click.option("--from-pg", "dsn", metavar="DSN", help="Read the event log from PostgreSQL.")
-@click.option("--schema", default="notify", show_default=True, help="Schema of --from-pg.")
+@click.option(
+    "--from-pg", "dsn", metavar="DSN", type=Utf8Text(), help="Read the event log from PostgreSQL."
+)
+@click.option(
+    "--schema", default="notify", show_default=True, type=Utf8Text(), help="Schema of --from-pg."
+)
 @click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
 @click.option("--out", "out_file", metavar="FILE", help="Write hints here instead of stdout.")
 @click.option("--include-skips", is_flag=True, help="Also write skip decisions.")
@@ -179,7 +199,7 @@ def replay(
         diff = compare(summary_a, summary_b)
         text = json.dumps(diff, ensure_ascii=False, indent=2) + "\n"
         if out_file is not None:
-            _write_file(out_file, text)
+            write_file(out_file, text)
         else:
             click.echo(text, nl=False)
         _stderr.print(_compare_table(diff))
@@ -189,28 +209,13 @@ def replay(
     if out_file is None:
         summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, sys.stdout)
     else:
-        with _open_out(out_file) as out:
-            summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, out)
+        with open_out(out_file) as out:
+            summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, out, out_file)
     _stderr.print(_summary_table(summary))
     if summary_json is not None:
-        _write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+        write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
     if bad:
         sys.exit(EXIT_BAD_INPUT)
-
-
-def _open_out(path: str) -> IO[str]:
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
-
-
-def _write_file(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
 
 
 @click.command(name="explain")
@@ -228,11 +233,14 @@ def explain_command(
     """
     policy = read_policy(policy_file)
     replay = Replay(policy=policy, reader=fastjson.reader())
+    name = label(log)
+    bad = False
     for number, text in enumerate(lines_of(log), start=1):
         try:
             event = replay.reader.read(text, number)
         except EventError as error:
-            _report(log, error)
+            _report(name, error)
+            bad = True
             continue
         if event is None:
             continue
@@ -240,19 +248,21 @@ def explain_command(
             explanation = replay.pipeline.explain(event, recipient)
             if explanation is None:
                 raise BadInput(
-                    f"{log}:{number}: {recipient} is no candidate of event {seq} ({event.type})"
+                    f"{name}:{number}: {recipient} is no candidate of event {seq} ({event.type})"
                 )
             _print_explanation(event.type, event.seq, recipient, explanation, as_json)
+            if bad:  # the same rule as replay: a bad line read on the way makes it 2
+                sys.exit(EXIT_BAD_INPUT)
             return
         if event.seq > seq:
             break
         try:
-            for _ in replay.pipeline.handle(event):
+            for _ in replay.feed_event(event, number):
                 pass
         except EventError as error:
-            error.line = number
-            _report(log, error)
-    raise BadInput(f"{log}: no event with seq {seq}")
+            _report(name, error)
+            bad = True
+    raise BadInput(f"{name}: no event with seq {seq}")
 
 
 def _plain(value: object) -> object:

@@ -393,7 +393,9 @@ def run_log(log: Log, include_skips: bool = True) -> tuple[str, list[dict[str, o
         include_skips=include_skips,
     )
     text = "".join(dumps_hint(h) + "\n" for h in replay.run(lines))  # type: ignore[arg-type]
-    return text, [json.loads(line) for line in text.splitlines()]
+    # Lines of unknown references (a presence of a device never registered) are no hints.
+    hints = [json.loads(line) for line in text.splitlines()]
+    return text, [h for h in hints if h.get("reason") != "unknown_reference"]
 
 
 @settings(max_examples=60)
