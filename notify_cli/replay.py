@@ -117,6 +117,8 @@ def _summary_table(summary: Summary) -> Table:
         table.add_row(f"events {name}", f"{count:,}")
     for name, count in data["unknown_event_types"].items():  # type: ignore[attr-defined]
         table.add_row(f"ignored unknown type {name}", f"{count:,}")
+    for name, count in data["unknown_references"].items():  # type: ignore[attr-defined]
+        table.add_row(f"unknown references {name}", f"{count:,}")
     for kind, routes in data["routes_by_kind"].items():  # type: ignore[attr-defined]
         for via, count in routes.items():
             table.add_row(f"routes {kind} {via}", f"{count:,}")
@@ -181,13 +183,15 @@ def replay(
     summary_json: str | None,
     compare_file: str | None,
 ) -> None:
-    """Replay the event log LOG and write one JSON line per hint decision.
+    """Replay the event log LOG (- for stdin) and write one JSON line per hint decision.
 
     The same log and options give byte-identical output. A summary table goes to stderr.
     Bad lines are reported with file, line and reason, the replay goes on, and the exit code
-    is 2. With --compare, the log is replayed under --policy (A) and POLICY_B (B) and the
-    difference is written as JSON (to --out or stdout) and as a table on stderr. With
-    --from-pg DSN the log is the table event_log of --schema, read in seq order.
+    is 2. References to objects the log never created are counted in the summary (and with
+    --include-skips written as skips, reason unknown_reference). With --compare, the log is
+    replayed under --policy (A) and POLICY_B (B) and the difference is written as JSON (to
+    --out or stdout) and as a table on stderr. With --from-pg DSN the log is the table
+    event_log of --schema, read in seq order.
     """
     if (log is None) == (dsn is None):
         raise BadInput("give either LOG or --from-pg DSN")
@@ -229,7 +233,9 @@ def explain_command(
 ) -> None:
     """Explain the decision of event SEQ for RECIPIENT, step by step (D1-D7, D11).
 
-    The log is replayed up to the event, so the facts are those the decision saw.
+    The log (- for stdin) is replayed up to the event, so the facts are those the decision
+    saw. Bad lines on the way are reported as replay reports them and make the exit code 2,
+    after the explanation.
     """
     policy = read_policy(policy_file)
     replay = Replay(policy=policy, reader=fastjson.reader())
