@@ -17,6 +17,13 @@ import attrs
 from notify_core.decide import Collect, Policy, Skip, SkipReason, Via
 from notify_core.errors import InvalidInput
 from notify_core.events import PAYLOADS, Event, EventError, EventLogReader
+from notify_core.inbox.pipeline import (
+    INBOX_TYPES,
+    EntryDecisionKind,
+    InboxLine,
+    InboxPipeline,
+    inbox_line_to_json,
+)
 from notify_core.instants import MAX_DURATION, format_instant_cached, seconds
 from notify_core.levels import parse_level
 from notify_core.memory import MemoryStore
@@ -32,6 +39,7 @@ __all__ = [
     "UnknownReference",
     "compare",
     "dumps_hint",
+    "dumps_item",
     "dumps_line",
     "hint_to_json",
     "policy_from_mapping",
@@ -161,11 +169,8 @@ class UnknownReference:
         }
 
 
-def hint_to_json(hint: Hint | UnknownReference) -> dict[str, object]:
+def hint_to_json(hint: Hint) -> dict[str, object]:
     """Return the replay output object of a hint (formats.md section 3), members in order."""
-    if type(hint) is UnknownReference:
-        return hint.to_json()
-    assert isinstance(hint, Hint)
     out: dict[str, object] = {}
     if hint.seq is not None:
         out["seq"] = hint.seq
@@ -188,7 +193,7 @@ def dumps_json(obj: object) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
-def dumps_hint(hint: Hint | UnknownReference, dumps: Callable[[object], str] = dumps_json) -> str:
+def dumps_hint(hint: Hint, dumps: Callable[[object], str] = dumps_json) -> str:
     """Return the JSON line of a hint: compact, members in format order, no ``null``.
 
     Args:
@@ -197,6 +202,19 @@ def dumps_hint(hint: Hint | UnknownReference, dumps: Callable[[object], str] = d
             in orjson, which does for hints: they hold only strings, integers and booleans).
     """
     return dumps(hint_to_json(hint))
+
+
+def dumps_item(
+    item: Hint | InboxLine | UnknownReference, dumps: Callable[[object], str] = dumps_json
+) -> str:
+    """Return the JSON line of a hint, an inbox entry line or an unknown reference's skip
+    (formats.md sections 3, 4)."""
+    if type(item) is Hint:
+        return dumps(hint_to_json(item))
+    if type(item) is UnknownReference:
+        return dumps(item.to_json())
+    assert isinstance(item, InboxLine)
+    return dumps(inbox_line_to_json(item))
 
 
 def dumps_line(obj: Mapping[str, object], dumps: Callable[[object], str] = dumps_json) -> str:
@@ -225,6 +243,8 @@ class Summary:
     skips: Counter[str] = attrs.field(factory=Counter)
     quiet: int = 0
     pushes: Counter[str] = attrs.field(factory=Counter)
+    entries: Counter[tuple[str, str]] = attrs.field(factory=Counter)
+    entry_skips: Counter[str] = attrs.field(factory=Counter)
 
     def add_event(self, event: Event) -> None:
         """Count an event by type; unknown types are named apart."""
@@ -251,6 +271,12 @@ class Summary:
                 if route.via is Via.PUSH:
                     self.pushes[hint.recipient] += 1
 
+    def add_entry(self, line: InboxLine) -> None:
+        """Count an inbox entry decision by category and decision, a skip by reason."""
+        self.entries[(line.category, line.decision.value)] += 1
+        if line.reason is not None:
+            self.entry_skips[line.reason.value] += 1
+
     def to_json(self) -> dict[str, object]:
         """Return the summary as JSON (the ``--summary-json`` file)."""
         volumes = sorted(self.pushes.values())
@@ -259,6 +285,9 @@ class Summary:
         routes: dict[str, dict[str, int]] = {}
         for (kind, via), count in sorted(self.routes.items()):
             routes.setdefault(kind, {})[via] = count
+        entries: dict[str, dict[str, int]] = {}
+        for (category, decision), count in sorted(self.entries.items()):
+            entries.setdefault(category, {})[decision] = count
         return {
             "format": 1,
             "events": dict(sorted(self.events.items())),
@@ -278,6 +307,8 @@ class Summary:
                 "p99": _percentile(volumes, 0.99),
                 "max": volumes[-1] if volumes else 0,
             },
+            "entries_by_category": entries,
+            "entry_skips_by_reason": dict(sorted(self.entry_skips.items())),
         }
 
 
@@ -303,6 +334,7 @@ class Replay:
     summary: Summary = attrs.field(factory=Summary)
     store: MemoryStore = attrs.field(init=False)
     pipeline: Pipeline = attrs.field(init=False)
+    inbox: InboxPipeline = attrs.field(factory=InboxPipeline)
     reader: EventLogReader = attrs.field(factory=EventLogReader)
     _known: dict[str, Container[str]] = attrs.field(init=False, factory=dict, repr=False)
 
@@ -313,8 +345,8 @@ class Replay:
         )
         self._known = {kind: collection(self.store) for kind, collection in KNOWN.items()}
 
-    def feed(self, text: str | bytes, line: int) -> Iterator[Hint | UnknownReference]:
-        """Read one line and yield the hints it causes (due work first).
+    def feed(self, text: str | bytes, line: int) -> Iterator[Hint | InboxLine | UnknownReference]:
+        """Read one line and yield the hints and entry lines it causes (due work first).
 
         Raises:
             EventError: a bad line (with its number); the replay can go on with the next.
@@ -324,8 +356,10 @@ class Replay:
             return
         yield from self.feed_event(event, line)
 
-    def feed_event(self, event: Event, line: int = 0) -> Iterator[Hint | UnknownReference]:
-        """Apply an event already read (by `reader`) and yield the hints it causes.
+    def feed_event(
+        self, event: Event, line: int = 0
+    ) -> Iterator[Hint | InboxLine | UnknownReference]:
+        """Apply an event already read (by `reader`) and yield the hints and lines it causes.
 
         Raises:
             EventError: the event contradicts the formats (with ``line`` set).
@@ -335,10 +369,14 @@ class Replay:
         unknown = self._unknown(event, refs) if refs is not None else None
         try:
             hints = self.pipeline.handle(event)
+            # A wiki's events take the inbox path; a chat log pays one set lookup per event.
+            lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
         except EventError as error:
             error.line = line
             raise
         yield from self._out(hints)
+        if lines:
+            yield from self._out_entries(lines)
         if unknown:
             counts = self.summary.unknown_references
             for ref in unknown:
@@ -398,7 +436,15 @@ class Replay:
                 continue
             yield hint
 
-    def run(self, lines: Iterable[str | bytes]) -> Iterator[Hint | UnknownReference | EventError]:
+    def _out_entries(self, lines: Iterable[InboxLine]) -> Iterator[InboxLine]:
+        for entry_line in lines:
+            self.summary.add_entry(entry_line)
+            if entry_line.decision is not EntryDecisionKind.SKIP or self.include_skips:
+                yield entry_line
+
+    def run(
+        self, lines: Iterable[str | bytes]
+    ) -> Iterator[Hint | InboxLine | UnknownReference | EventError]:
         """Replay all lines; bad lines come out as `EventError` values, in place."""
         for number, text in enumerate(lines, start=1):
             try:

@@ -35,6 +35,7 @@ from notify_core.decide import (
 from notify_core.delivery import RegistrationState, SendResult, apply_result, retry_delay
 from notify_core.errors import InvalidInput, NotifyError
 from notify_core.events import loads_json
+from notify_core.inbox.tables import INBOX_FUNCTIONS
 from notify_core.instants import (
     MAX_DURATION,
     format_instant,
@@ -501,6 +502,7 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "retry_delay": _retry_delay,
     "badge_count": _badge_count,
     **RECORD_FUNCTIONS,
+    **INBOX_FUNCTIONS,
 }
 
 

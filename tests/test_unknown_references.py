@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from notify_cli.main import cli
 from notify_core.events import PAYLOADS
-from notify_core.replay import KNOWN, REFERENCES, Replay, dumps_hint
+from notify_core.replay import KNOWN, REFERENCES, Replay, dumps_item
 
 SPEC_LOG = Path(__file__).resolve().parents[1] / "examples" / "spec-example.jsonl"
 BASE = SPEC_LOG.read_text().splitlines()
@@ -94,7 +94,7 @@ def test_unknown_references_are_counted_by_type_and_written_as_skips(tmp_path: P
 
 def test_the_skip_lines_of_an_event_follow_its_hints() -> None:
     replay = Replay(include_skips=True)
-    lines = [json.loads(dumps_hint(h)) for h in replay.run([*BASE, GHOSTS[0]])]  # type: ignore[arg-type]
+    lines = [json.loads(dumps_item(h)) for h in replay.run([*BASE, GHOSTS[0]])]  # type: ignore[arg-type]
     of_20 = [line for line in lines if line.get("seq") == 20]
     assert [line.get("reason") for line in of_20][-1] == "unknown_reference"
     assert any(line.get("recipient") == "u-ana" for line in of_20)  # the mention still decided
