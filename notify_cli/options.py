@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import math
 import os
 import sys
 import tomllib
@@ -61,6 +62,35 @@ class Utf8Text(_ParamType):
                 f"{option}: not UTF-8 text (a bad byte at character {exc.start + 1})"
             ) from None
         return value
+
+
+if TYPE_CHECKING:
+    _SecondsBase = click.ParamType[float, Any]
+else:
+    _SecondsBase = click.ParamType
+
+
+class Seconds(_SecondsBase):
+    """A finite number of seconds within [least, most]; anything else names the option."""
+
+    name = "seconds"
+
+    def __init__(self, least: float, most: float) -> None:
+        self.least, self.most = least, most
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the number, or raise `BadInput` naming the option and the range."""
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not self.least <= number <= self.most:  # also refuses NaN
+            option = param.opts[0] if param is not None and param.opts else "seconds"
+            raise BadInput(
+                f"{option}: must be a number of seconds from {self.least:g} to {self.most:g},"
+                f" not {value!r}"
+            )
+        return number
 
 
 #: ``--dsn``: where the database is (shared by every command that talks to PostgreSQL).

@@ -206,12 +206,21 @@ def test_a_table_case_at_the_end_of_the_calendar_answers_an_error(tmp_path: Path
         (["db", "status", "--dsn", "dbname=\udcff"], "--dsn"),
         (["worker", "--dsn", "dbname=\udcff", "--once"], "--dsn"),
         (["records", "audit", "--dsn", "dbname=\udcff", "--principal", "p"], "--dsn"),
+        (["records", "audit", "--dsn", "dbname=x", "--principal", "p\udcff"], "--principal"),
+        (["worker", "--dsn", "dbname=x", "--host-schema", "h\udcff", "--once"], "--host-schema"),
     ],
 )
 def test_a_dsn_with_a_byte_that_is_not_utf8_names_the_option(args: list[str], option: str) -> None:
     result = run(args)
     assert result.exit_code == 2
     assert f"notify: {option}: not UTF-8 text" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e308", "0", "x"])
+def test_a_worker_poll_interval_out_of_range_names_the_option(value: str) -> None:
+    result = run(["worker", "--dsn", "dbname=x", "--poll-interval", value, "--once"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("notify: --poll-interval: must be a number of seconds")
 
 
 def test_synth_names_every_bad_option() -> None:
