@@ -246,6 +246,8 @@ def test_synth_ends_with_one_line_of_events_file_and_seconds(tmp_path: Path) -> 
 # --- generated hostile input ----------------------------------------------------------------
 
 BASE_LOG = SPEC_LOG.read_text().splitlines()
+#: A wiki's log (formats.md section 4): the inbox path of the same replay.
+INBOX_LOG = (ROOT / "tests" / "inbox" / "spec_example.jsonl").read_text().splitlines()
 #: Values that broke a command once, or that sit on an edge of a type.
 NASTY = st.sampled_from(
     [
@@ -327,7 +329,7 @@ TOML_VALUES = st.sampled_from(
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(
-    log=hostile_lines(BASE_LOG),
+    log=st.sampled_from([BASE_LOG, INBOX_LOG]).flatmap(hostile_lines),
     policy=st.dictionaries(st.sampled_from(POLICY_KEYS), TOML_VALUES, max_size=3),
     seq=st.integers(-5, 20),
     recipient=st.sampled_from(["u-ana", "u-ben", "", "\udcff", "u-nobody"]),
