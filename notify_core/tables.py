@@ -37,6 +37,7 @@ from notify_core.errors import InvalidInput, NotifyError
 from notify_core.instants import format_instant, format_instant_cached, parse_instant, seconds
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
+from notify_core.mail.tables import MAIL_FUNCTIONS
 from notify_core.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_until, rule_from_json
 from notify_core.records_tables import RECORD_FUNCTIONS
 
@@ -485,6 +486,7 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "retry_delay": _retry_delay,
     "badge_count": _badge_count,
     **RECORD_FUNCTIONS,
+    **MAIL_FUNCTIONS,
 }
 
 

@@ -60,8 +60,10 @@ KNOWN = [
 # a test, and removed the moment a test cites them (the list only shrinks, to empty).
 NOT_BUILT = {
     *(f"N{i}" for i in range(1, 13)),
-    *(f"E{i}" for i in range(1, 7)),
-    *(f"U{i}" for i in range(1, 5)),
+    "E1",
+    *(f"E{i}" for i in range(4, 7)),
+    "U3",
+    "U4",
     *(f"H{i}" for i in range(1, 5)),
 }
 
