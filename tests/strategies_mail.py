@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo
 
 from hypothesis import strategies as st
 
+from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import EmailSchedule, slot_offset
 
 #: Zones with daylight-saving gaps and repeated hours of one hour (Berlin, New York), of 30
@@ -21,17 +22,8 @@ MAIL_ZONES = (
     "Asia/Kathmandu",
     "UTC",
 )
-#: The launch categories and their digest flags (behaviour.md section 9), for tokens and
-#: reschedules.
-DIGEST = {
-    "watched_page": True,
-    "review_requested": False,
-    "watched_page_comment": True,
-    "comment_reply": False,
-    "mention": False,
-    "page_created": True,
-    "page_deleted": True,
-}
+#: Every category of the inbox registry with its digest flag.
+DIGEST = {key: category.digest for key, category in CATEGORY_BY_KEY.items()}
 KNOWN = frozenset(DIGEST)
 SECRET = bytes(range(32))
 

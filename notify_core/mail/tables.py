@@ -13,6 +13,7 @@ input raises a `NotifyError` with ``code`` and ``pointer``, which the table runn
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Final
@@ -26,22 +27,12 @@ from notify_core.mail.tokens import (
     verify_unsubscribe_token,
 )
 
-__all__ = ["MAIL_FUNCTIONS"]
+__all__ = ["mail_functions"]
 
 Json = object
 JsonObject = Mapping[str, Json]
+TableFunction = Callable[[JsonObject], dict[str, Json]]
 
-# The launch categories' digest flags (behaviour.md N1), until the category registry of
-# notify_core.inbox lands; then these facts come from the registry.
-_DIGEST: Final[Mapping[str, bool]] = {
-    "watched_page": True,
-    "review_requested": False,
-    "watched_page_comment": True,
-    "comment_reply": False,
-    "mention": False,
-    "page_created": True,
-    "page_deleted": True,
-}
 _HEX: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
 
 
@@ -82,16 +73,16 @@ def _secret(obj: JsonObject) -> bytes:
     return bytes.fromhex(text)
 
 
-def _category_digest(category: str) -> bool:
-    if category not in _DIGEST:
-        known = ", ".join(sorted(_DIGEST))
+def _category_digest(digest: Mapping[str, bool], category: str) -> bool:
+    if category not in digest:
+        known = ", ".join(sorted(digest))
         raise InvalidInput(
             "unknown_category", f"unknown category {category!r} (known: {known})", "/category"
         )
-    return _DIGEST[category]
+    return digest[category]
 
 
-def _email_after_for(inp: JsonObject) -> dict[str, Json]:
+def _email_after_for(digest: Mapping[str, bool], inp: JsonObject) -> dict[str, Json]:
     now = parse_instant(_member(inp, "now"), "/now")
     schedule = EmailSchedule(
         schedule=_member(inp, "schedule"),
@@ -101,7 +92,7 @@ def _email_after_for(inp: JsonObject) -> dict[str, Json]:
         schedule,
         now,
         person=_required_str(inp, "person"),
-        digest=_category_digest(_required_str(inp, "category")),
+        digest=_category_digest(digest, _required_str(inp, "category")),
         time_zone=_str(inp, "time_zone", required=False),
         site_time_zone=_str(inp, "site_time_zone", required=False),
         delay=seconds(_member(inp, "email_delay_s"), "/email_delay_s"),
@@ -121,10 +112,10 @@ def _unsubscribe_token(inp: JsonObject) -> dict[str, Json]:
     return {"token": unsubscribe_token(secret, person, raw)}
 
 
-def _verify_unsubscribe_token(inp: JsonObject) -> dict[str, Json]:
+def _verify_unsubscribe_token(digest: Mapping[str, bool], inp: JsonObject) -> dict[str, Json]:
     secret = _secret(inp)
     found = verify_unsubscribe_token(
-        secret, _required_str(inp, "token"), known_categories=_DIGEST.keys()
+        secret, _required_str(inp, "token"), known_categories=digest.keys()
     )
     if found is None:
         # U2: one answer for every fault, without a pointer that would say which part failed.
@@ -132,9 +123,16 @@ def _verify_unsubscribe_token(inp: JsonObject) -> dict[str, Json]:
     return {"person": found.person, "categories": list(found.categories)}
 
 
-#: The table functions of this subpackage, merged into `notify_core.tables.FUNCTIONS`.
-MAIL_FUNCTIONS: Final[dict[str, Callable[[JsonObject], dict[str, Json]]]] = {
-    "email_after_for": _email_after_for,
-    "unsubscribe_token": _unsubscribe_token,
-    "verify_unsubscribe_token": _verify_unsubscribe_token,
-}
+def mail_functions(digest: Mapping[str, bool]) -> dict[str, TableFunction]:
+    """Return the table functions of this subpackage for a category registry.
+
+    Args:
+        digest: every known category key with its ``digest`` flag; `notify_core.tables`
+            passes the inbox registry's, so this subpackage imports no sibling.
+    """
+    flags = dict(digest)
+    return {
+        "email_after_for": functools.partial(_email_after_for, flags),
+        "unsubscribe_token": _unsubscribe_token,
+        "verify_unsubscribe_token": functools.partial(_verify_unsubscribe_token, flags),
+    }
