@@ -11,7 +11,7 @@ from typing import Final
 
 import attrs
 
-from notify_core.events import Event
+from notify_core.events import Event, EventError
 from notify_core.inbox.access import Group, Match, Rule
 from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
@@ -176,7 +176,11 @@ class WikiMemory:
     # --- recording the world ----------------------------------------------------------------
 
     def record(self, event: Event) -> None:
-        """Apply what an event changes in the wiki's facts."""
+        """Apply what an event changes in the wiki's facts.
+
+        Raises:
+            EventError: a person left ``daily`` without a daily hour; nothing was changed.
+        """
         handler = _HANDLERS.get(event.type)
         if handler is not None:
             handler(self, event, event.payload)
@@ -187,12 +191,17 @@ class WikiMemory:
 
     def _on_user(self, event: Event, p: Mapping[str, object]) -> None:
         person = str(p["user"])
-        user = self.users.get(person) or _User()
+        old = self.users.get(person)
+        user = attrs.evolve(old) if old is not None else _User()
         for name in strings(p.get("unset")):
             setattr(user, name, attrs.fields_dict(_User)[name].default)
         for name in attrs.fields_dict(_User):
             if name in p:
                 setattr(user, name, p[name])
+        if user.email_schedule == "daily" and user.daily_hour is None:
+            raise EventError(
+                "missing_member", "a daily email schedule needs daily_hour", "/payload/daily_hour"
+            )
         self.users[person] = user
         self._changed(person)
 
