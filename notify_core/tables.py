@@ -34,6 +34,7 @@ from notify_core.decide import (
 )
 from notify_core.delivery import RegistrationState, SendResult, apply_result, retry_delay
 from notify_core.errors import InvalidInput, NotifyError
+from notify_core.inbox.tables import INBOX_FUNCTIONS
 from notify_core.instants import format_instant, format_instant_cached, parse_instant, seconds
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
@@ -485,6 +486,7 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "retry_delay": _retry_delay,
     "badge_count": _badge_count,
     **RECORD_FUNCTIONS,
+    **INBOX_FUNCTIONS,
 }
 
 

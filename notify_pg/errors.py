@@ -11,8 +11,11 @@ class                  codes                             meaning
                                                          migration this package lacks
 `NotFound`             ``not_found``                     unknown or unreadable target, unknown
                                                          or foreign rule (identical answers)
+`Forbidden`            ``subject_kind_not_allowed``      an agent or an app reads or writes
+                                                         preferences or quiet hours
 `Conflict`             ``target_archived``,              a new preference on an archived target
-                       ``already_exists``                / a given rule id is taken
+                       ``already_exists``,               / a given rule id is taken / an
+                       ``idempotency_key_reused``        idempotency key sent with another rule
 `LimitReached`         ``limit_reached``                 an event payload would exceed the
                                                          configured byte bound
 `StorageError`         ``storage_unavailable``,          psycopg failed (see `translate`)
@@ -33,6 +36,7 @@ from notify_core.errors import InvalidInput, NotifyError
 
 __all__ = [
     "Conflict",
+    "Forbidden",
     "LimitReached",
     "MigrationError",
     "NotFound",
@@ -62,8 +66,28 @@ class NotFound(NotifyError, LookupError):
         super().__init__(code, message or "not found", pointer)
 
 
+class Forbidden(NotifyError, PermissionError):
+    """The principal may not use the operation at all (code ``subject_kind_not_allowed``).
+
+    Preferences and quiet hours belong to humans: the host knows the caller as an agent or an
+    app (seed 000 requirement 2). A host answers it as 403, not as 404: it says nothing about
+    any target or rule.
+    """
+
+    def __init__(
+        self,
+        code: str = "subject_kind_not_allowed",
+        message: str = "",
+        pointer: str | None = None,
+    ):
+        super().__init__(
+            code, message or "agents and apps have no notification preferences", pointer
+        )
+
+
 class Conflict(NotifyError):
-    """The write conflicts with the state of the target (code ``target_archived``)."""
+    """The write conflicts with stored state (codes ``target_archived``, ``already_exists``,
+    ``idempotency_key_reused``)."""
 
 
 class LimitReached(InvalidInput):

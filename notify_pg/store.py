@@ -77,9 +77,10 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
 
     The library's tables have no foreign keys into the host's tables, so a host that deletes
     a person calls this in the same transaction. It removes the person's preference rows, their
-    quiet-hour rules, the personal events whose audience is the person (their payloads are
-    the person's settings), their push registrations and their pending due work (windows,
-    delayed pushes, badge syncs, push sends). It appends no event. Events the person only
+    quiet-hour rules and the idempotency keys of their creates, the personal events whose
+    audience is the person (their payloads are the person's settings), their push
+    registrations and their pending due work (windows, delayed pushes, badge syncs, push
+    sends). It appends no event. Events the person only
     caused (``actor``) stay: their payloads are about other people.
     """
     seam = Seam("notify_pg", schema)
@@ -87,6 +88,7 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     with seam.transaction(conn):
         seam.run(conn, "forget_preferences", params)
         seam.run(conn, "forget_quiet_hours", params)
+        seam.run(conn, "forget_quiet_hours_idempotency", params)
         seam.run(conn, "forget_events", params)
         # Part 2 (the pipeline): registrations and due work of the person.
         for query in (

@@ -88,6 +88,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
     assert {t for t, *_ in migrated["columns"]} == {
         "notification_preferences",
         "quiet_hours",
+        "quiet_hours_idempotency",
         "event_log",
         "preference_records",
         "push_registrations",
@@ -115,6 +116,7 @@ def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
     )
     assert defs["quiet_hours_pkey"] == "PRIMARY KEY (id)"
     assert defs["quiet_hours_weekdays_check"] == ("CHECK (((weekdays >= 1) AND (weekdays <= 127)))")
+    assert defs["quiet_hours_idempotency_pkey"] == "PRIMARY KEY (user_id, idempotency_key)"
     assert not [k for _t, _n, k, _d in cat["constraints"] if k == "f"]
     indexes = {name: d for _t, name, d in cat["indexes"]}
     assert indexes["notification_preferences_target_idx"].endswith("(target_kind, target_id)")
