@@ -37,8 +37,9 @@ ANCHOR = re.compile(r"^\{#([A-Za-z0-9-]+)\}$", re.MULTILINE)
 # The preference records of rules.md have no letter ids: code and tests name their section.
 RECORDS = "records"
 RECORDS_CITATION = re.compile(r"section 8|behaviour\.md 8|seed 002|rules\.md#records")
-# Tests also cite a rule in their name: ``def test_g3_values_are_frozen``.
-TEST_NAME = re.compile(rf"\bdef test_([{LETTERS.lower()}]\d{{1,2}}a?)_")
+# Tests also cite a rule in their name, in any case: ``def test_g3_values_are_frozen``.
+TEST_NAME = re.compile(r"\bdef (test_\w+)")
+NAME_PART = re.compile(rf"[{LETTERS}]\d{{1,2}}a?", re.IGNORECASE)
 
 
 def rule_anchors(markdown: str) -> list[str]:
@@ -57,7 +58,12 @@ def ids_in(text: str) -> set[str]:
         found.update(f"{letter}{n}" for n in range(int(first), int(last) + 1))
     if RECORDS_CITATION.search(text):
         found.add(RECORDS)
-    found.update(name[0].upper() + name[1:] for name in TEST_NAME.findall(text))
+    for name in TEST_NAME.findall(text):
+        found.update(
+            part[0].upper() + part[1:].lower()
+            for part in name.split("_")[1:]
+            if NAME_PART.fullmatch(part)
+        )
     return found
 
 

@@ -4,6 +4,7 @@ README's links and its 5-minute tour against the files and the library's real ou
 from __future__ import annotations
 
 import ast
+import inspect
 import itertools
 import pkgutil
 import re
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import notify_cli
 import notify_core
+import notify_core.inbox
 import notify_pg
 from notify_cli.main import cli
 from tests.test_rule_ids import NOT_BUILT
@@ -143,3 +145,22 @@ def test_docstring_lists_start_after_a_blank_line() -> None:
 def test_glued_lists_finds_a_list_glued_to_its_paragraph() -> None:
     assert glued_lists("Rules:\n- one\n- two\n  more") == ["- one"]
     assert glued_lists("Rules:\n\n- one\n  more\n- two") == []
+
+
+def test_api_reference_renders_every_module_a_package_exports_from() -> None:
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    rendered = set(re.findall(r"^::: ([\w.]+)$", api, re.MULTILINE))
+    homes = {
+        getattr(package, name).__module__
+        for package in (notify_core, notify_pg, notify_core.inbox)
+        for name in package.__all__
+        if inspect.isclass(getattr(package, name)) or inspect.isfunction(getattr(package, name))
+    }
+    # A name exported by a subpackage counts as rendered with the subpackage's page section.
+    missing = {
+        home
+        for home in homes
+        if home not in rendered
+        and not any(home.startswith(f"{r}.") for r in rendered - {"notify_core", "notify_pg"})
+    }
+    assert sorted(missing) == [], "docs/api.md: add a ::: line for these modules"

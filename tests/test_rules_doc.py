@@ -114,6 +114,7 @@ def test_each_rule_gets_its_code_and_test_links(anchors: list[str]) -> None:
         ("UTF8 D12x aL3 L3b 2D5 B1-like", {"B1"}),
         ("behaviour.md section 8", {"records"}),
         ("    def test_g3_values_are_frozen(self) -> None:", {"G3"}),
+        ("def test_levels_l2_and_L4(self) -> None:", {"L2", "L4"}),
     ],
 )
 def test_ids_in_reads_ids_and_ranges(text: str, cited: set[str]) -> None:
