@@ -106,6 +106,9 @@ class StorageError(NotifyError):
             ``storage_failure`` (anything else).
         message: one sentence; never contains parameter values.
         retryable: whether a retry of the whole transaction may succeed.
+        sqlstate: PostgreSQL's SQLSTATE, when the server answered with one.
+        server_message: PostgreSQL's primary message, when it names no value (see
+            `server_message`); ``None`` otherwise.
     """
 
     def __init__(
@@ -115,9 +118,13 @@ class StorageError(NotifyError):
         pointer: str | None = None,
         *,
         retryable: bool = False,
+        sqlstate: str | None = None,
+        server_message: str | None = None,
     ) -> None:
         super().__init__(code, message, pointer)
         self.retryable = retryable
+        self.sqlstate = sqlstate
+        self.server_message = server_message
 
 
 class PartitionError(NotifyError):
@@ -138,27 +145,65 @@ class PartitionError(NotifyError):
     """
 
 
+#: SQLSTATE classes whose primary message may quote a value (data exceptions quote the bad
+#: input; a function's RAISE says anything): their message is left out.
+_VALUE_CLASSES = ("22", "P0")
+
+
+def server_message(exc: psycopg.Error) -> str | None:
+    """PostgreSQL's primary message of ``exc``, when it cannot carry a parameter value.
+
+    Primary messages name objects and causes (``permission denied for table event_log``,
+    ``cannot execute INSERT in a read-only transaction``, ``terminating connection due to
+    administrator command``); values appear only in the detail, which is never read, and in
+    the messages of data exceptions (class 22) and of raised exceptions (class P0), which are
+    left out. ``None`` when there is none to give.
+    """
+    state = exc.sqlstate or ""
+    if not state or state.startswith(_VALUE_CLASSES):
+        return None
+    primary = exc.diag.message_primary
+    return primary.strip().splitlines()[0] if primary and primary.strip() else None
+
+
 def translate(exc: psycopg.Error) -> NotifyError:
     """Map a psycopg error to the library's error; the only place that knows psycopg's tree.
 
     Messages name the kind of failure and the SQLSTATE, never parameter values (which may be
-    personal data).
+    personal data); a `StorageError` carries the SQLSTATE and PostgreSQL's primary message
+    (`server_message`) for the operator's log.
     """
     state = exc.sqlstate or ""
-    if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+    said = server_message(exc)
+
+    def storage(code: str, message: str, *, retryable: bool = False) -> StorageError:
         return StorageError(
+            code, message, retryable=retryable, sqlstate=state or None, server_message=said
+        )
+
+    if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+        return storage(
             "storage_conflict", f"transaction conflict ({state}): retry it", retryable=True
         )
     if isinstance(exc, pg_errors.UndefinedTable | pg_errors.InvalidSchemaName):
-        return StorageError(
-            "schema_missing", f"the notify schema is missing ({state}): run `notify db migrate`"
+        return storage(
+            "schema_missing",
+            f"the notify schema is missing ({state}): run `notify db migrate`",
         )
     if isinstance(exc, pg_errors.UniqueViolation):
         return Conflict("already_exists", f"the key exists already ({state})")
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, psycopg.OperationalError) and not state:
-        return StorageError("storage_unavailable", f"cannot reach PostgreSQL: {reason}")
+        return storage("storage_unavailable", f"cannot reach PostgreSQL: {reason}")
     if isinstance(exc, psycopg.ProgrammingError) and not state:
         # Raised before any statement ran: a malformed connection string, a closed connection.
-        return StorageError("storage_unavailable", f"invalid connection or call: {reason}")
-    return StorageError("storage_failure", f"PostgreSQL error {type(exc).__name__} ({state})")
+        return storage("storage_unavailable", f"invalid connection or call: {reason}")
+    if state.startswith(("57P", "08", "25P03")):
+        # The server ended the session (shutdown, terminated backend, idle timeout) or the
+        # connection broke: the database is unavailable for now, not refusing the statement.
+        return storage(
+            "storage_unavailable",
+            f"PostgreSQL ended the session ({state}): {said or reason}",
+        )
+    tail = f": {said}" if said else ""
+    return storage("storage_failure", f"PostgreSQL error {type(exc).__name__} ({state}){tail}")

@@ -23,7 +23,9 @@ from notify_core.quiet import QuietRule, validate_time_zone
 from notify_pg.errors import Conflict, NotFound
 from notify_pg.events import QUIET_HOURS_UPDATED, EventLog, NewEvent
 from notify_pg.ids import new_id
+from notify_pg.ports import PeoplePort
 from notify_pg.seam import Conn, Seam
+from notify_pg.subjects import require_humans
 from notify_pg.values import RuleResult, StoredRule
 
 __all__ = ["QuietHoursRepository"]
@@ -32,18 +34,28 @@ __all__ = ["QuietHoursRepository"]
 class QuietHoursRepository:
     """Reads and writes the quiet-hour rules of people (rules Q1-Q4).
 
+    Every operation refuses a person (or actor) the host knows as an agent or an app with
+    `Forbidden` (``subject_kind_not_allowed``, seed 000 requirement 2), before it reads a rule.
+
     Args:
         events: the event log the changes are appended to (it holds the payload bound).
         schema: the library's schema.
+        people: the host's principals, to refuse agents and apps.
     """
 
-    def __init__(self, events: EventLog, schema: str) -> None:
+    def __init__(self, events: EventLog, schema: str, *, people: PeoplePort) -> None:
+        self._people = people
         self._events = events
         self._seam = Seam("notify_pg", schema)
         self._schema = schema
 
     def list(self, conn: Conn, user_id: str) -> builtins.list[StoredRule]:
-        """Return all rules of the person, disabled ones included, in ascending id."""
+        """Return all rules of the person, disabled ones included, in ascending id.
+
+        Raises:
+            Forbidden: the host knows the person as an agent or an app.
+        """
+        require_humans(self._people, conn, user_id, None)
         return self._list(conn, user_id)
 
     def create(
@@ -70,6 +82,8 @@ class QuietHoursRepository:
                 nothing (`create_idempotent`, which also tells a replay apart).
 
         Raises:
+            Forbidden: the host knows the person or the actor as an agent or an app
+                (``subject_kind_not_allowed``), checked before anything else is read.
             LimitReached: the complete list would exceed the payload bound; nothing stored.
             Conflict: ``rule_id`` is taken (``already_exists``), or ``idempotency_key`` was
                 used by the person for another rule (``idempotency_key_reused``).
@@ -81,6 +95,7 @@ class QuietHoursRepository:
             ).rule
         _check_zone(rule)
         with self._seam.transaction(conn):
+            require_humans(self._people, conn, user_id, actor)
             current = self._locked_list(conn, user_id)
             return self._insert(conn, user_id, rule, current, rule_id=rule_id, actor=actor)
 
@@ -109,6 +124,8 @@ class QuietHoursRepository:
             ``Idempotent-Replay: true``).
 
         Raises:
+            Forbidden: the host knows the person or the actor as an agent or an app
+                (``subject_kind_not_allowed``), checked before anything else is read.
             Conflict: the person used the key for another rule (``idempotency_key_reused``,
                 pointer ``/idempotency_key``), or ``rule_id`` is taken (``already_exists``).
             LimitReached: a first call whose list would exceed the payload bound.
@@ -124,6 +141,7 @@ class QuietHoursRepository:
         _check_zone(rule)
         key = {"user_id": user_id, "idempotency_key": idempotency_key}
         with self._seam.transaction(conn):
+            require_humans(self._people, conn, user_id, actor)
             current = self._locked_list(conn, user_id)
             row = self._seam.one(conn, "get_idempotent_create", key)
             if row is not None:
@@ -183,12 +201,15 @@ class QuietHoursRepository:
             The stored rule and whether it changed; equal values change nothing (no event).
 
         Raises:
+            Forbidden: the host knows the person or the actor as an agent or an app
+                (``subject_kind_not_allowed``), checked before anything else is read.
             NotFound: no rule with that id belongs to the person (unknown and foreign ids
                 answer the same).
             LimitReached: the complete list would exceed the payload bound; nothing stored.
         """
         _check_zone(rule)
         with self._seam.transaction(conn):
+            require_humans(self._people, conn, user_id, actor)
             current = self._locked_list(conn, user_id)
             old = next((r for r in current if r.id == rule_id), None)
             if old is None:
@@ -209,9 +230,12 @@ class QuietHoursRepository:
         """Remove a rule and append the list without it.
 
         Raises:
+            Forbidden: the host knows the person or the actor as an agent or an app
+                (``subject_kind_not_allowed``), checked before anything else is read.
             NotFound: no rule with that id belongs to the person (also when already deleted).
         """
         with self._seam.transaction(conn):
+            require_humans(self._people, conn, user_id, actor)
             current = self._locked_list(conn, user_id)
             if not any(r.id == rule_id for r in current):
                 raise NotFound()

@@ -48,7 +48,7 @@ class NotifyStore:
         self.config = config or StoreConfig()
         self.events = EventLog(schema, max_payload_bytes=self.config.event_payload_max_bytes)
         self.preferences = PreferenceRepository(host, self.events, schema)
-        self.quiet_hours = QuietHoursRepository(self.events, schema)
+        self.quiet_hours = QuietHoursRepository(self.events, schema, people=host)
         self.facts = FactsReader(host, self.config, schema)
 
     def level_facts(

@@ -97,6 +97,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "delayed_releases",
         "badge_syncs",
         "push_sends",
+        "consumer_failures",
     }
     assert [f[0] for f in migrated["functions"]] == ["partition_of", "preference_records_guard"]
 
@@ -246,7 +247,9 @@ def test_query_files_are_named_and_described() -> None:
         queries = load_queries(package)
         assert queries
         for name, text in queries.items():
-            assert "{schema}" in text or name == "lock_migrations" or "pg_advisory" in text, name
+            # Session settings name no table: the worker's timeouts, a read-write transaction.
+            sessionwide = name in {"lock_migrations", "worker_session", "read_write"}
+            assert "{schema}" in text or sessionwide or "pg_advisory" in text, name
             # Values are parameters: no quoted literal other than fixed kinds, levels and keys.
             for literal in re.findall(r"'([^']*)'", text):
                 assert re.fullmatch(r"[a-z_.:-]*|-infinity", literal), (name, literal)
