@@ -4,6 +4,7 @@ README's links and its 5-minute tour against the files and the library's real ou
 from __future__ import annotations
 
 import ast
+import importlib
 import inspect
 import itertools
 import pkgutil
@@ -11,10 +12,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import notify_cli
 import notify_core
-import notify_core.inbox
 import notify_pg
 from notify_cli.main import cli
 from tests.test_rule_ids import NOT_BUILT
@@ -147,12 +148,21 @@ def test_glued_lists_finds_a_list_glued_to_its_paragraph() -> None:
     assert glued_lists("Rules:\n\n- one\n  more\n- two") == []
 
 
+def subpackages(*packages: ModuleType) -> list[ModuleType]:
+    return [
+        importlib.import_module(f"{package.__name__}.{info.name}")
+        for package in packages
+        for info in pkgutil.iter_modules(package.__path__)
+        if info.ispkg
+    ]
+
+
 def test_api_reference_renders_every_module_a_package_exports_from() -> None:
     api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
     rendered = set(re.findall(r"^::: ([\w.]+)$", api, re.MULTILINE))
     homes = {
         getattr(package, name).__module__
-        for package in (notify_core, notify_pg, notify_core.inbox)
+        for package in (notify_core, notify_pg, *subpackages(notify_core, notify_pg))
         for name in package.__all__
         if inspect.isclass(getattr(package, name)) or inspect.isfunction(getattr(package, name))
     }
