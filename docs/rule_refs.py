@@ -99,8 +99,11 @@ class Citations:
             (self.tests, _files(["tests"], TEST_SUFFIXES)),
         ):
             for path in paths:
+                # tests/hostile holds bytes that are not UTF-8 on purpose: read them anyway.
                 relative = path.relative_to(ROOT).as_posix()
-                for rule, line in first_lines(path.read_text(encoding="utf-8")).items():
+                for rule, line in first_lines(
+                    path.read_text(encoding="utf-8", errors="replace")
+                ).items():
                     target.setdefault(rule, {})[relative] = line
 
     def files(self) -> set[str]:
@@ -160,7 +163,7 @@ def with_refs(markdown: str, citations: Citations, unbuilt: frozenset[str]) -> s
 
 def source_page(path: str) -> str:
     """The markdown of the page showing the file ``path``, one anchor per line."""
-    text = (ROOT / path).read_text(encoding="utf-8")
+    text = (ROOT / path).read_text(encoding="utf-8", errors="replace")
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
     language = {".py": "python", ".sql": "sql", ".jsonl": "json"}[Path(path).suffix]
     up = "../" * (path.count("/") + 1)
