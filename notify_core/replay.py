@@ -387,38 +387,30 @@ class Replay:
     def _unknown(
         self, event: Event, refs: tuple[tuple[str, str], ...]
     ) -> list[UnknownReference] | None:
-        """The objects an event names that the log never created, in `REFERENCES` order."""
+        """The objects an event names that the log never created, in `REFERENCES` order.
+
+        Runs once per event: the usual answer (every object known) costs one membership test
+        per object named; pointers are built only for the unknown ones.
+        """
         known, payload = self._known, event.payload
         out: list[UnknownReference] | None = None
         for member, kind in refs:
-            if member == "@audience":
-                value: object = event.audience
-                pointer = "/audience"
-            else:
-                value = payload.get(member)
-                pointer = f"/payload/{member}"
+            value = event.audience if member == "@audience" else payload.get(member)
             if value is None:
                 continue
             if kind == "target":
                 assert isinstance(value, dict)  # parse_event checked the target's shape
-                kind, value, pointer = str(value["kind"]), value["id"], pointer + "/id"
-            items = value if isinstance(value, list) else (value,)
+                kind, value, member = str(value["kind"]), value["id"], "target/id"
             have = known.get(kind)
             if have is None:
                 continue  # a type of object this replay does not build (yet)
-            for index, item in enumerate(items):
-                if item not in have:
-                    where = f"{pointer}/{index}" if items is value else pointer
-                    out = out if out is not None else []
-                    out.append(
-                        UnknownReference(
-                            seq=event.seq,
-                            at=event.occurred_at,
-                            type=kind,
-                            id=str(item),
-                            pointer=where,
-                        )
-                    )
+            if type(value) is str:
+                if value not in have:
+                    out = _add(out, event, kind, value, _pointer(member))
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    if item not in have:
+                        out = _add(out, event, kind, str(item), f"{_pointer(member)}/{index}")
         return out
 
     def finish(self) -> Iterator[Hint | UnknownReference]:
@@ -453,6 +445,20 @@ class Replay:
                 self.summary.bad_lines += 1
                 yield error
         yield from self.finish()
+
+
+def _pointer(member: str) -> str:
+    return "/audience" if member == "@audience" else f"/payload/{member}"
+
+
+def _add(
+    out: list[UnknownReference] | None, event: Event, kind: str, id_: str, pointer: str
+) -> list[UnknownReference]:
+    ref = UnknownReference(seq=event.seq, at=event.occurred_at, type=kind, id=id_, pointer=pointer)
+    if out is None:
+        return [ref]
+    out.append(ref)
+    return out
 
 
 def compare(a: Summary, b: Summary) -> dict[str, object]:
