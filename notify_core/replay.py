@@ -253,6 +253,8 @@ class Summary:
     entry_skips: Counter[str] = attrs.field(factory=Counter)
     mails: Counter[str] = attrs.field(factory=Counter)
     mail_skips: Counter[str] = attrs.field(factory=Counter)
+    #: Whether the log configured mail (``notifications.settings``); ``None``: it never said.
+    mail_configured: bool | None = None
 
     def add_event(self, event: Event) -> None:
         """Count an event by type; unknown types are named apart."""
@@ -326,6 +328,8 @@ class Summary:
             "entry_skips_by_reason": dict(sorted(self.entry_skips.items())),
             "mails_by_template": dict(sorted(self.mails.items())),
             "mail_skips_by_reason": dict(sorted(self.mail_skips.items())),
+            # A wiki log without ``mail_configured: true`` sends no email (formats.md 4).
+            "mail_configured": bool(self.mail_configured),
         }
 
 
@@ -387,6 +391,8 @@ class Replay:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
+            if event.type == "notifications.settings":
+                self.summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
             error.line = line
             raise
