@@ -386,7 +386,9 @@ class Replay:
         self.summary.add_event(event)
         refs = REFERENCES.get(event.type)
         unknown = self._unknown(event, refs) if refs is not None else None
-        yield from self._due_mail(event.occurred_at)
+        due = self.inbox.next_mail_due()
+        if due is not None and due <= event.occurred_at:  # a chat log never has mail due
+            yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
