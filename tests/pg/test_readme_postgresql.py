@@ -1,0 +1,57 @@
+"""The README's PostgreSQL path, run as written: a throwaway server (`notify db up`), the
+schema, a synthetic log loaded to end now, one worker pass with fake providers, the status
+and the replay of what was written; the server is stopped and deleted at the end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "<!-- postgresql-path:"
+
+
+def readme_lines() -> list[str]:
+    """The command lines of the fenced block after the marker in README.md."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(MARKER) :].split("```sh\n", 1)[1]
+    block = after.split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_postgresql_path_runs_as_written(tmp_path: Path) -> None:
+    lines = readme_lines()
+    assert lines[0].startswith("export NOTIFY_DSN=$(.venv/bin/notify db up)")
+    assert any("notify db status" in line for line in lines)
+    assert any("notify replay --from-pg" in line for line in lines)
+    bindir = str(Path(sys.executable).parent)
+    script = "\n".join(["set -euo pipefail", *lines]).replace(".venv/bin/", bindir + "/")
+    env = {k: v for k, v in os.environ.items() if k != "NOTIFY_DSN"}
+    try:
+        done = subprocess.run(
+            ["bash", "-c", script],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        if (tmp_path / ".notify-pg" / "data").exists():  # the script failed before `db down`
+            subprocess.run([f"{bindir}/notify", "db", "down", "--delete"], cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    status = json.loads(done.stdout[done.stdout.index("{") :])
+    (consumer,) = status["consumers"]
+    assert consumer["lag"] == 0 and status["head_seq"] >= 200
+    assert "last_failure" not in consumer
+    logged = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    sent = [line for line in logged if line["msg"] == "push sent"]
+    assert sent and all(line["outcome"] == "accepted" for line in sent)
+    assert not [line for line in logged if line.get("reason") == "expired"]
+    assert (tmp_path / "from-pg.jsonl").read_text().count('"decision":"send"') >= len(sent) // 2
+    assert "to end now" in done.stderr
+    assert not (tmp_path / ".notify-pg").exists()
