@@ -10,6 +10,9 @@ category keys) are arguments too, so this subpackage depends on no registry.
 - `reschedule` (E3): the new due times of a person's pending entries after a schedule change.
 - `unsubscribe_token` and `verify_unsubscribe_token` (U1, U2): one-click unsubscribe tokens
   (RFC 8058) signed with HMAC-SHA256 and verified strictly in constant time.
+- `compose_mail` (E6): a mail as a value (subject, text and HTML bodies, the
+  ``Auto-Submitted`` and ``List-Unsubscribe`` headers) in the person's language, from the
+  catalogues of `notify_core.mail.catalogues`.
 """
 
 from notify_core.errors import InvalidSchedule, InvalidUnsubscribe
@@ -23,6 +26,17 @@ from notify_core.mail.cadence import (
     reschedule,
     slot_offset,
 )
+from notify_core.mail.message import (
+    INBOX_PATH,
+    MANAGE_PATH,
+    UNSUBSCRIBE_PATH,
+    Mail,
+    MailEntry,
+    MailSite,
+    compose_mail,
+    mail_locale,
+    unsubscribe_url,
+)
 from notify_core.mail.tokens import (
     MIN_SECRET_BYTES,
     TOKEN_VERSION,
@@ -34,19 +48,28 @@ from notify_core.mail.tokens import (
 
 __all__ = [
     "DEFAULT_EMAIL_DELAY",
+    "INBOX_PATH",
+    "MANAGE_PATH",
     "MIN_SECRET_BYTES",
     "TOKEN_VERSION",
+    "UNSUBSCRIBE_PATH",
     "EmailSchedule",
     "InvalidSchedule",
     "InvalidUnsubscribe",
+    "Mail",
+    "MailEntry",
+    "MailSite",
     "QueuedEmail",
     "Schedule",
     "Unsubscribe",
+    "compose_mail",
     "email_after_for",
+    "mail_locale",
     "mail_zone",
     "reschedule",
     "slot_offset",
     "token_payload",
     "unsubscribe_token",
+    "unsubscribe_url",
     "verify_unsubscribe_token",
 ]

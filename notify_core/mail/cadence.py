@@ -9,6 +9,7 @@ as arguments, so this module does not depend on where the category registry live
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from collections.abc import Iterable, Set
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -116,6 +117,11 @@ def slot_offset(person: str) -> int:
     return int.from_bytes(digest[:8], "big") % 3600
 
 
+#: `slot_offset` with a memory of recent people: one person's entries come again and again, and
+#: a fan-out computes the offset of each candidate.
+_offset = functools.lru_cache(maxsize=65_536)(slot_offset)
+
+
 def _zone_or_none(name: str | None, pointer: str) -> tzinfo | None:
     if name is None:
         return None
@@ -155,20 +161,19 @@ def _next_daily(base: datetime, hour: int, offset: int, zone: tzinfo) -> datetim
     minute, second = divmod(offset, 60)
     wall = time(hour, minute, second)
     local_day = base.astimezone(zone).date()
-    best: datetime | None = None
-    # The slot of the day before can lie after base when a gap shifts it past midnight; the
-    # days after cover a skipped day (Pacific/Apia, 2011-12-30) and a repeated hour.
+    # Slots are non-decreasing from day to day (fold=0 maps wall times monotonically), so the
+    # first at or after base wins. The day before comes first: a gap can shift its slot past
+    # midnight; the days after cover a repeated hour and a skipped day (Pacific/Apia,
+    # 2011-12-30, whose slot is the next day's).
     for days in (-1, 0, 1, 2, 3):
         try:
             day = local_day + timedelta(days=days)
         except OverflowError:
             continue
         slot = _wall_to_instant(day, wall, zone)
-        if slot is not None and slot >= base and (best is None or slot < best):
-            best = slot
-    if best is None:
-        raise InvalidInput("instant_out_of_range", "no daily slot within the datetime range")
-    return best
+        if slot is not None and slot >= base:
+            return slot
+    raise InvalidInput("instant_out_of_range", "no daily slot within the datetime range")
 
 
 def _wall_to_instant(day: date, wall: time, zone: tzinfo) -> datetime | None:
@@ -231,8 +236,8 @@ def email_after_for(
         raise UsageError("invalid_type", "delay must be a timedelta")
     if delay < timedelta(0):
         raise InvalidInput("invalid_duration", f"the email delay is negative: {delay}")
-    offset = slot_offset(person)
-    zone = mail_zone(time_zone, site_time_zone)
+    if not isinstance(person, str):
+        raise UsageError("invalid_type", f"person must be a string, not {type(person).__name__}")
     try:
         base = now.astimezone(UTC) + delay
     except OverflowError:
@@ -241,10 +246,12 @@ def email_after_for(
         ) from None
     if not digest or schedule.schedule is Schedule.IMMEDIATE:
         return base
+    offset = _offset(person)
     try:
         if schedule.schedule is Schedule.HOURLY:
             return _next_hourly(base, offset)
         assert schedule.daily_hour is not None  # EmailSchedule refuses daily without an hour
+        zone = mail_zone(time_zone, site_time_zone)
         return _next_daily(base, schedule.daily_hour, offset, zone)
     except OverflowError:
         raise InvalidInput(
