@@ -191,7 +191,8 @@ class PgWorld:
         """Return a person's read position in a thread (0 when never read).
 
         While an event is handled: the position of the person's last ``read_state.updated``
-        of the thread before the event (the facts before it, B2). Otherwise the host's.
+        of the thread before the event, moved up to their own later messages (B3), as of just
+        before the event (the facts before it, B2). Otherwise the host's.
         """
         s = self._s
         key = (user, thread)
@@ -207,8 +208,14 @@ class PgWorld:
                 s.read[key] = self._host.read_positions(s.conn, user, [thread]).get(thread, 0)
         return s.read[key]
 
-    def unread_mentions(self, user: str, thread: str) -> int:
-        """Return how many mentions of a person in a thread lie after the read position."""
+    def unread_mentions(self, user: str, thread: str, after: int | None = None) -> int:
+        """Return how many mentions of a person in a thread lie after the read position (or
+        after ``after`` instead) and the thread's unread floor."""
+        if after is not None:
+            info = self.thread(thread)
+            floor = max(after, info.unread_floor_seq if info else 0)
+            found = self._host.unread_mentions(self._s.conn, user, {thread: floor})
+            return found.get(thread, 0)
         key = (user, thread)
         if key not in self._s.mentions:
             info = self.thread(thread)
