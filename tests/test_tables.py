@@ -129,3 +129,9 @@ def test_diff_compares_instants_numbers_and_lenient_error_pointer() -> None:
     error_b = {"error": {"code": "x", "pointer": "/b"}}
     assert list(diff(error_b, error_a)) == ['/error/pointer: expected "/b", got "/a"']
     assert list(diff({"quiet": True}, {"quiet": 1})) == ["/quiet: expected true, got 1"]
+
+
+def test_cli_table_check_shipped_inbox_example() -> None:
+    result = CliRunner().invoke(cli, ["table", "check", str(EXAMPLES / "inbox-table.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip().endswith("8 passed, 0 failed")

@@ -1,0 +1,231 @@
+"""The fan-out decision (behaviour.md N6-N9): one event, its candidates, at most one entry each.
+
+Per event, per candidate of each firing category, in this order: the actor is skipped
+(``actor``); inactive, system and non-human accounts (``inactive``); those without the
+category's permission now (``no_access``, computed once per distinct group set); a section
+switched off (``section_off``); then the person's choices, with email only where mail is
+configured and their address verified (``preference`` when no channel is left). Of the
+categories that reach a person, the one of highest priority gives the entry, the others are
+``lower_priority``. Pure: the candidates, people and groups come in as values.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from typing import Final, NamedTuple
+
+import attrs
+
+from notify_core.inbox.access import AccessCache, Group, PageFacts
+from notify_core.inbox.categories import (
+    CATEGORY_BY_KEY,
+    Category,
+    Origin,
+    categories_for,
+)
+from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings, channels_for
+
+__all__ = [
+    "EntryDecision",
+    "FanOut",
+    "InboxEvent",
+    "InboxSkip",
+    "PersonFacts",
+    "SkipDecision",
+    "fan_out",
+    "firing",
+]
+
+
+class InboxSkip(enum.StrEnum):
+    """Why a candidate gets no entry from a category (formats.md section 4)."""
+
+    ACTOR = "actor"
+    INACTIVE = "inactive"
+    NO_ACCESS = "no_access"
+    PREFERENCE = "preference"
+    SECTION_OFF = "section_off"
+    SITE_OFF = "site_off"
+    LOWER_PRIORITY = "lower_priority"
+    PAGE_EXISTS = "page_exists"
+
+
+@attrs.frozen(kw_only=True)
+class PersonFacts:
+    """What the fan-out reads of a candidate.
+
+    Args:
+        active: the account is active.
+        human: a person (not an agent or an app).
+        system: a system account (never a recipient).
+        groups: the groups the person belongs to.
+        email: the address, if any.
+        verified: the address is verified (N4).
+        prefs: the person's stored choices (N2).
+    """
+
+    active: bool = True
+    human: bool = True
+    system: bool = False
+    groups: frozenset[str] = frozenset()
+    email: str | None = None
+    verified: bool = False
+    prefs: InboxPrefs = NO_PREFS
+
+    @property
+    def recipient(self) -> bool:
+        """Whether the account may receive anything: active, human, not a system account."""
+        return self.active and self.human and not self.system
+
+
+@attrs.frozen(kw_only=True)
+class InboxEvent:
+    """An event of the wiki as the fan-out sees it.
+
+    Args:
+        id: the event's id (idempotency key of coalescing).
+        type: the event type, e.g. ``page.edited``.
+        origin: ``user``, ``import`` or ``bulk`` (N6).
+        actor: who acted; never a recipient.
+        site: the site of the page.
+        page: the page's path and tags, as they are after the event (as they were before a
+            deletion).
+        ids: the ids the coalescing keys are made of: ``page``, ``comment``, ``parent``,
+            ``submission``.
+        variant: the event's variant (N1).
+        parent_author: the author of the parent comment of a reply.
+        previous_mentions: people mentioned before an edit of a comment (only new ones
+            are told).
+    """
+
+    id: str
+    type: str
+    origin: Origin = Origin.USER
+    actor: str | None = None
+    site: str | None = None
+    page: PageFacts | None = None
+    ids: Mapping[str, str] = attrs.field(factory=dict)
+    variant: str = ""
+    parent_author: str | None = None
+    previous_mentions: frozenset[str] = frozenset()
+
+
+class EntryDecision(NamedTuple):
+    """A person gets (or coalesces into) an entry of a category, on these channels."""
+
+    recipient: str
+    category: Category
+    in_app: bool
+    email: bool
+
+
+class SkipDecision(NamedTuple):
+    """A candidate of a category gets no entry from it, and why."""
+
+    recipient: str
+    category: Category
+    reason: InboxSkip
+
+
+@attrs.frozen(kw_only=True)
+class FanOut:
+    """The fan-out of one event: entries and skips, each by recipient then category key.
+
+    ``access_evaluations`` counts the rule evaluations (one per distinct group set and
+    permission, N7).
+    """
+
+    entries: tuple[EntryDecision, ...]
+    skips: tuple[SkipDecision, ...]
+    access_evaluations: int = 0
+
+
+def firing(event: InboxEvent) -> tuple[Category, ...]:
+    """Return the categories that fire for an event, highest priority first (N6).
+
+    A category fires for its event types and origins; ``comment_reply`` only for a comment
+    with a parent author.
+    """
+    return tuple(
+        category
+        for category in categories_for(event.type)
+        if event.origin in category.origins
+        and (category.key != "comment_reply" or event.parent_author is not None)
+    )
+
+
+_MENTION: Final = CATEGORY_BY_KEY["mention"]
+
+
+def _order(decision: EntryDecision | SkipDecision) -> tuple[str, str]:
+    return decision.recipient, decision.category.key
+
+
+def fan_out(
+    event: InboxEvent,
+    candidates: Mapping[str, Sequence[str]],
+    people: Mapping[str, PersonFacts],
+    groups: Mapping[str, Group],
+    settings: InboxSettings,
+) -> FanOut:
+    """Decide who gets an entry of an event, on which channels, and why the others do not.
+
+    Args:
+        event: the event.
+        candidates: per category key, its candidates (watchers, reviewers, the parent's
+            author, the mentioned, those who opted in). Only firing categories are read; a
+            ``mention`` candidate among ``event.previous_mentions`` is dropped.
+        people: the facts of the candidates; a candidate not in it is ``inactive``.
+        groups: the instance's groups and their rules (N8).
+        settings: sections and whether mail is configured.
+    """
+    access = AccessCache(groups, event.page)
+    holds = access.holds
+    actor = event.actor
+    mail = settings.mail_configured
+    person_of = people.get
+    reached: set[str] = set()
+    entries: list[EntryDecision] = []
+    skips: list[SkipDecision] = []
+    entry, skip = entries.append, skips.append
+    for category in firing(event):
+        listed = candidates.get(category.key, ())
+        if category is _MENTION and event.previous_mentions:
+            listed = [p for p in listed if p not in event.previous_mentions]
+        delivery = settings.delivery(category.section)
+        permission = category.access
+        default_in_app, default_email = category.defaults.in_app, category.defaults.email
+        email_allowed = mail and delivery is Delivery.EMAIL
+        for person in dict.fromkeys(listed):  # each candidate once, in order
+            if person == actor:
+                skip(SkipDecision(person, category, InboxSkip.ACTOR))
+                continue
+            facts = person_of(person)
+            if facts is None or not (facts.active and facts.human) or facts.system:
+                skip(SkipDecision(person, category, InboxSkip.INACTIVE))
+                continue
+            if permission is not None and not holds(facts.groups, permission):
+                skip(SkipDecision(person, category, InboxSkip.NO_ACCESS))
+                continue
+            if delivery is Delivery.OFF:
+                skip(SkipDecision(person, category, InboxSkip.SECTION_OFF))
+                continue
+            if facts.prefs.rows:
+                choice = channels_for(
+                    category, facts.prefs, delivery, mail and facts.verified and bool(facts.email)
+                )
+                in_app, email = choice.in_app, choice.email
+            else:  # the defaults: the common case, without building a value
+                in_app = default_in_app
+                email = default_email and email_allowed and facts.verified and bool(facts.email)
+            if not (in_app or email):
+                skip(SkipDecision(person, category, InboxSkip.PREFERENCE))
+            elif person in reached:
+                skip(SkipDecision(person, category, InboxSkip.LOWER_PRIORITY))
+            else:
+                reached.add(person)
+                entry(EntryDecision(person, category, in_app, email))
+    entries.sort(key=_order)
+    skips.sort(key=_order)
+    return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)
