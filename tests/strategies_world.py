@@ -98,7 +98,9 @@ def _world(log: _Log, draw: st.DrawFn) -> None:
 def _step(log: _Log, draw: st.DrawFn) -> None:
     what = draw(
         st.sampled_from(
-            ["message"] * 6 + ["read"] * 4 + ["pref", "grant", "revoke", "presence", "setting"]
+            ["message"] * 6
+            + ["read"] * 4
+            + ["pref", "grant", "revoke", "revoke", "presence", "setting"]
         )
     )
     user = draw(st.sampled_from(HUMANS))
