@@ -9,8 +9,10 @@ between a message and its push (D2, AZ-P5).
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from hypothesis import strategies as st
 
@@ -25,6 +27,55 @@ TARGETS = (
     {"kind": "channel", "id": "c2"},
 )
 START = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)  # a Friday
+
+
+T = TypeVar("T")
+
+
+class _Chooser(Protocol):
+    def pick(self, items: Sequence[T]) -> T: ...
+    def integer(self, lo: int, hi: int) -> int: ...
+    def flag(self) -> bool: ...
+    def sample(self, items: Sequence[T], k: int) -> list[T]: ...
+
+
+class _Drawn:
+    """Choices drawn by hypothesis (they shrink)."""
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self._draw = draw
+
+    def pick(self, items: Sequence[T]) -> T:
+        return self._draw(st.sampled_from(items))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self._draw(st.integers(lo, hi))
+
+    def flag(self) -> bool:
+        return self._draw(st.booleans())
+
+    def sample(self, items: Sequence[T], k: int) -> list[T]:
+        indexes = self._draw(st.permutations(range(len(items))))
+        return [items[i] for i in indexes[:k]]
+
+
+class _Seeded:
+    """Choices of a seeded generator (one fixed world per seed)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def pick(self, items: Sequence[T]) -> T:
+        return self._rng.choice(items)
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self._rng.randint(lo, hi)
+
+    def flag(self) -> bool:
+        return self._rng.random() < 0.5
+
+    def sample(self, items: Sequence[T], k: int) -> list[T]:
+        return self._rng.sample(list(items), k)
 
 
 def _at(seconds: int) -> str:
@@ -51,13 +102,13 @@ class _Log:
         self.events.append(event)
 
 
-def _world(log: _Log, draw: st.DrawFn) -> None:
+def _world(log: _Log, c: _Chooser) -> None:
     for user in HUMANS:
         log.add("user.created", {"user": user, "kind": "human", "time_zone": "Europe/Berlin"})
     log.add("user.created", {"user": AGENT, "kind": "agent"})
     log.add("space.created", {"space": "s"})
     c2: dict[str, Any] = {"channel": "c2", "space": "s", "kind": "text"}
-    default = draw(st.sampled_from([None, "all", "mentions", "mute"]))
+    default = c.pick([None, "all", "mentions", "mute"])
     if default is not None:
         c2["default_notification_level"] = default
     log.add("channel.created", {"channel": "c1", "space": "s", "kind": "text"})
@@ -67,11 +118,9 @@ def _world(log: _Log, draw: st.DrawFn) -> None:
         log.add("thread.created", {"thread": thread, "channel": channel, "main": thread in MAIN})
     log.add("access.granted", {"user": AGENT, "target": {"kind": "space", "id": "s"}})
     for user in HUMANS:
-        for target in draw(
-            st.lists(st.sampled_from(TARGETS), min_size=1, max_size=2, unique_by=str)
-        ):
+        for target in c.sample(TARGETS, c.integer(1, 2)):
             log.add("access.granted", {"user": user, "target": target})
-        platform = draw(st.sampled_from(["ios", "android"]))
+        platform = c.pick(["ios", "android"])
         phone = f"{user}-phone"
         log.add(
             "device.registered",
@@ -81,7 +130,7 @@ def _world(log: _Log, draw: st.DrawFn) -> None:
             "push.registered",
             {"registration": f"r-{phone}", "device": phone, "provider": "apns"},
         )
-        if draw(st.booleans()):
+        if c.flag():
             desk = f"{user}-desk"
             log.add(
                 "device.registered",
@@ -95,87 +144,81 @@ def _world(log: _Log, draw: st.DrawFn) -> None:
             )
 
 
-def _step(log: _Log, draw: st.DrawFn) -> None:
-    what = draw(
-        st.sampled_from(
-            ["message"] * 6
-            + ["read"] * 4
-            + ["pref", "grant", "revoke", "revoke", "presence", "setting"]
-        )
+def _step(log: _Log, c: _Chooser) -> None:
+    what = c.pick(
+        ["message"] * 6
+        + ["read"] * 4
+        + ["pref", "grant", "revoke", "revoke", "presence", "setting"]
     )
-    user = draw(st.sampled_from(HUMANS))
+    user = c.pick(HUMANS)
     # Half the messages and reads go to the thread of the last message: replies and reads
     # soon after a hint, before its window ends or its delayed push comes due.
-    recent = st.sampled_from([log.last] * 4 + sorted(THREADS))
+    recent = [log.last] * 4 + sorted(THREADS)
     if what == "message":
-        thread = log.last = draw(recent)
-        author = draw(st.sampled_from([*HUMANS, AGENT])) if thread != "dm-main" else user
+        thread = log.last = c.pick(recent)
+        author = c.pick([*HUMANS, AGENT]) if thread != "dm-main" else user
         if thread == "dm-main" and author not in HUMANS[:2]:
             author = HUMANS[0]
         log.seq[thread] += 1
         log.messages += 1
-        kind = draw(st.sampled_from(["text"] * 8 + ["run", "system"]))
+        kind = c.pick(["text"] * 8 + ["run", "system"])
         payload: dict[str, Any] = {
             "message": f"m{log.messages}",
             "thread": thread,
             "thread_seq": log.seq[thread],
             "author": author,
-            "origin": "agent"
-            if author == AGENT
-            else draw(st.sampled_from(["human"] * 5 + ["import"])),
+            "origin": "agent" if author == AGENT else c.pick(["human"] * 5 + ["import"]),
             "kind": kind,
         }
-        mentions = draw(st.lists(st.sampled_from(HUMANS), max_size=2))
+        mentions = [c.pick(HUMANS) for _ in range(c.integer(0, 2))]
         if mentions:
             payload["mention_ids"] = mentions
             log.mention = (mentions[0], thread, log.seq[thread])
         if kind == "run":
             payload["run"] = f"run{log.messages}"
-        if draw(st.integers(0, 9)) == 0:
+        if c.integer(0, 9) == 0:
             payload["silent"] = True
         log.add("message.created", payload, actor=author)
     elif what == "read":
-        thread = draw(recent)
+        thread = c.pick(recent)
         past = None
-        if log.mention is not None and draw(st.booleans()):
+        if log.mention is not None and c.flag():
             user, thread, past = log.mention  # the last person mentioned reads past it (B2)
         newest = log.seq[thread]
         # To the end, all but the newest message (past a mention before it, B2), or anywhere.
-        position = draw(st.sampled_from([newest, max(0, newest - 1), -1]))
+        position = c.pick([newest, max(0, newest - 1), -1])
         if past is not None:
-            position = draw(st.integers(past, max(past, newest - 1)))
+            position = c.integer(past, max(past, newest - 1))
         elif position < 0:
-            position = draw(st.integers(0, newest))
+            position = c.integer(0, newest)
         payload = {"thread": thread, "last_read_seq": position}
         log.add("read_state.updated", payload, actor=user, audience=user)
     elif what == "pref":
-        target = draw(
-            st.sampled_from([*TARGETS, *({"kind": "thread", "id": t} for t in sorted(THREADS))])
-        )
+        target = c.pick([*TARGETS, *({"kind": "thread", "id": t} for t in sorted(THREADS))])
         pref: dict[str, Any] = {
             "target": target,
-            "level": draw(st.sampled_from(["all", "mentions", "mute"])),
+            "level": c.pick(["all", "mentions", "mute"]),
             "version": 1,
         }
-        if draw(st.integers(0, 4)) == 0:
-            pref["muted_until"] = _at(log.clock + draw(st.integers(1, 600)))
+        if c.integer(0, 4) == 0:
+            pref["muted_until"] = _at(log.clock + c.integer(1, 600))
         payload = {"preference": pref}
-        if draw(st.integers(0, 5)) == 0:
+        if c.integer(0, 5) == 0:
             payload["deleted"] = True
         log.add("notification_pref.updated", payload, actor=user, audience=user)
     elif what in ("grant", "revoke"):
-        target = draw(st.sampled_from(TARGETS))
+        target = c.pick(TARGETS)
         kind = "access.granted" if what == "grant" else "access.revoked"
         log.add(kind, {"user": user, "target": target})
     elif what == "presence":
-        device = draw(st.sampled_from([f"{user}-desk", f"{user}-phone"]))
-        payload = {"device": device, "connected": draw(st.booleans())}
+        device = c.pick([f"{user}-desk", f"{user}-phone"])
+        payload = {"device": device, "connected": c.flag()}
         if payload["connected"]:
-            payload["focus"] = draw(st.lists(st.sampled_from(sorted(THREADS)), max_size=1))
-            payload["idle"] = draw(st.booleans())
+            payload["focus"] = c.sample(sorted(THREADS), c.integer(0, 1))
+            payload["idle"] = c.flag()
         log.add("presence.changed", payload, actor=user)
     else:
-        level = draw(st.sampled_from(["all", "mentions", "mute"]))
+        level = c.pick(["all", "mentions", "mute"])
         log.add(
             "settings.updated",
             {"key": "notify.default_level", "value": level},
@@ -184,15 +227,25 @@ def _step(log: _Log, draw: st.DrawFn) -> None:
         )
 
 
+def _build(c: _Chooser, min_steps: int, max_steps: int) -> list[dict[str, Any]]:
+    log = _Log()
+    _world(log, c)
+    for _ in range(c.integer(min_steps, max_steps)):
+        log.clock += c.pick([0, 1, 5, 10, 20, 20, 45, 90, 200, 1000])
+        _step(log, c)
+    return log.events
+
+
 @st.composite
 def small_world_logs(
     draw: st.DrawFn, min_steps: int = 10, max_steps: int = 60
 ) -> list[dict[str, Any]]:
     """An event log of a small world: its setup, then ``min_steps`` to ``max_steps`` random
     steps with random gaps (often shorter than a window or a push delay, sometimes longer)."""
-    log = _Log()
-    _world(log, draw)
-    for _ in range(draw(st.integers(min_steps, max_steps))):
-        log.clock += draw(st.sampled_from([0, 1, 5, 10, 20, 20, 45, 90, 200, 1000]))
-        _step(log, draw)
-    return log.events
+    return _build(_Drawn(draw), min_steps, max_steps)
+
+
+def seeded_small_world(seed: int, steps: int = 60) -> list[dict[str, Any]]:
+    """The same worlds from a seeded generator: one fixed log per seed, to show that a check
+    is reached (hypothesis's examples vary with what ran before)."""
+    return _build(_Seeded(random.Random(seed)), steps, steps)
