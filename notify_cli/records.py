@@ -12,11 +12,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from notify_cli.options import BadInput, dsn_option, schema_option
+from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
 
 _CONNECT_TIMEOUT_S = 10
 
 if TYPE_CHECKING:  # click >= 8.2 types ParamType generically; older ones cannot subscript it
+    from notify_core.records import CheckFailure
+
     _ParamType = click.ParamType[datetime, Any]
 else:
     _ParamType = click.ParamType
@@ -72,6 +74,7 @@ class GapBoundType(_ParamType):
     "--principal",
     "principal_ref",
     required=True,
+    type=Utf8Text(),
     metavar="P",
     help="The principal reference, matched exactly (no case folding, no trimming).",
 )
@@ -114,11 +117,13 @@ def audit(
     against --gap-bound (Check 4.1-4.2): within it "supersession", beyond it "ambiguous" (the
     records alone cannot tell a supersession from a delete and a later set), below zero
     "backward" (a clock stepped back). Records whose own stamps are out of order (Temporal
-    property 1-3) are named too.
+    property 1-3) are named too, and so are failures of Check 3.1 (two records in effect),
+    5.1 (a channel key the record does not declare) and 5.2 (no declared channels).
 
     --json prints {"principal_ref", "at", "records": [...], "in_effect": {"preference_id",
     "status_at"} or {"none": true}, "gap_bound_s", "supersessions": [{"prior", "successor",
-    "gap_s", "reading"}], "stamps_out_of_order": [preference_id...]}, records as in
+    "gap_s", "reading"}], "stamps_out_of_order": [preference_id...], "check_failures":
+    [{"check", "preference_ids", "channel"?}]}, records as in
     formats.md section 1 (absent members omitted).
     A bad DSN, an unreachable database, a bad instant or a bad bound: one line on stderr and
     exit code 2.
@@ -129,7 +134,7 @@ def audit(
 
         from notify_core.errors import NotifyError
         from notify_core.instants import format_instant
-        from notify_core.records import supersession_gaps
+        from notify_core.records import check_failures, supersession_gaps
         from notify_core.records_tables import record_to_json
         from notify_pg.errors import translate
         from notify_pg.records import PreferenceRecordRepository
@@ -157,6 +162,7 @@ def audit(
     status_at = None if governing is None else governing.status_at(instant)
     gaps = supersession_gaps(history, gap_bound)
     out_of_order = [r.preference_id for r in history if not r.stamps_in_order]
+    failures = check_failures(history)
 
     if as_json:
         in_effect: dict[str, object] = {"none": True}
@@ -178,6 +184,14 @@ def audit(
                 for g in gaps
             ],
             "stamps_out_of_order": out_of_order,
+            "check_failures": [
+                {
+                    "check": f.check,
+                    "preference_ids": list(f.preference_ids),
+                    **({} if f.channel is None else {"channel": f.channel}),
+                }
+                for f in failures
+            ],
         }
         click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
         return
@@ -219,6 +233,8 @@ def audit(
         )
     for preference_id in out_of_order:
         console.print(Text(f"stamps out of order (a clock stepped back): {preference_id}"))
+    for f in failures:
+        console.print(Text(f"check {f.check} failed: {', '.join(f.preference_ids)} ({_why(f)})"))
     if governing is None or status_at is None:
         console.print(Text(f"in effect at {format_instant(instant)}: none"))
     else:
@@ -234,3 +250,12 @@ def _seconds(value: timedelta) -> str:
     """Seconds without a needless fraction: ``0``, ``5``, ``0.25``."""
     number = value.total_seconds()
     return str(int(number)) if number.is_integer() else str(number)
+
+
+def _why(failure: CheckFailure) -> str:
+    """What a failed conformance check means, in words."""
+    if failure.check == "3.1":
+        return "more than one record in effect"
+    if failure.check == "5.1":
+        return f"channel {failure.channel!r} is not among the record's declared channels"
+    return "the record declares no channels"

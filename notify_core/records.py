@@ -11,6 +11,7 @@ record ever made, indexed per principal. The three writes are pure transitions t
     read(preference_id)         -> the whole record, deleted included | None ("not-known")
     in_effect_at(principal, t)  -> the record that governed t (Check 2.1, half-open 2.2)
     supersession_gaps(history, bound) -> each gap read against the bound (Check 4.1-4.2)
+    check_failures(history)     -> what Check 3.1, 5.1 and 5.2 find wrong in stored records
 
 Refusals are values, never exceptions: a refused write answers `Refused` and hands back the
 very store it was given (Operation 30). What raises is a fault that must not become an outcome:
@@ -40,6 +41,7 @@ from notify_core.errors import InvalidInput, NotifyError, UsageError
 from notify_core.instants import require_instant
 
 __all__ = [
+    "CheckFailure",
     "DegenerateChannelSet",
     "FrozenMap",
     "GapReading",
@@ -53,6 +55,7 @@ __all__ = [
     "Refused",
     "Status",
     "SupersessionGap",
+    "check_failures",
     "freeze_opaque",
     "json_pointer_token",
     "supersession_gaps",
@@ -814,3 +817,61 @@ def supersession_gaps(
             )
         )
     return tuple(gaps)
+
+
+@attrs.frozen(kw_only=True)
+class CheckFailure:
+    """One conformance check an auditor cannot clear on a principal's stored records.
+
+    Args:
+        check: ``3.1`` (two records in effect), ``5.1`` (a channel key outside the record's
+            own declared channels) or ``5.2`` (a record whose declared channels are empty).
+        preference_ids: the records at fault, in recording order.
+        channel: for ``5.1``, the undeclared channel key.
+    """
+
+    check: str
+    preference_ids: tuple[str, ...]
+    channel: str | None = None
+
+
+def check_failures(history: Iterable[PreferenceRecord]) -> tuple[CheckFailure, ...]:
+    """Run seed 002 Check 3.1, 5.1 and 5.2 over one principal's stored records.
+
+    The store's own writes never produce a failure (Invariant 3, 5, 10; the PostgreSQL schema
+    refuses such rows too); an audit runs the checks anyway, because it must clear them from
+    the stored fields alone (Generation acceptance), whoever wrote the rows.
+
+    Args:
+        history: one principal's records in recording order (`PreferenceStore.history`).
+
+    Returns:
+        The failures: one ``3.1`` naming every record in effect when there are two or more,
+        then per record in recording order one ``5.2`` if its declared channels are empty and
+        one ``5.1`` per undeclared channel key (in the map's order).
+
+    Raises:
+        UsageError: ``history`` holds something else than records (pointer ``/<index>``).
+
+    Example:
+        >>> check_failures(())
+        ()
+    """
+    records = tuple(history)
+    for i, record in enumerate(records):
+        if not isinstance(record, PreferenceRecord):
+            raise UsageError(
+                "invalid_type", f"not a PreferenceRecord: {type(record).__name__}", f"/{i}"
+            )
+    failures: list[CheckFailure] = []
+    in_effect = tuple(r.preference_id for r in records if r.in_effect)
+    if len(in_effect) > 1:
+        failures.append(CheckFailure(check="3.1", preference_ids=in_effect))
+    for record in records:
+        ids = (record.preference_id,)
+        if not record.declared_channels:
+            failures.append(CheckFailure(check="5.2", preference_ids=ids))
+        for key in record.channel_preferences or ():
+            if key not in record.declared_channels:
+                failures.append(CheckFailure(check="5.1", preference_ids=ids, channel=key))
+    return tuple(failures)

@@ -15,6 +15,7 @@ import pytest
 
 from notify_core.errors import NaiveDatetime, NotifyError, UsageError
 from notify_core.records import (
+    CheckFailure,
     DegenerateChannelSet,
     FrozenMap,
     GapReading,
@@ -26,6 +27,7 @@ from notify_core.records import (
     Refused,
     Status,
     SupersessionGap,
+    check_failures,
     freeze_opaque,
     supersession_gaps,
 )
@@ -680,3 +682,33 @@ def test_supersession_gap_bound_must_be_a_timedelta_of_zero_or_more(bound: objec
     with pytest.raises(UsageError) as info:
         supersession_gaps(["pref_001"], timedelta(0))  # type: ignore[list-item]
     assert info.value.pointer == "/0"
+
+
+# -- Check 3.1, 5.1, 5.2 over stored records -------------------------------------------------
+
+
+def test_check_failures_of_records_the_store_never_writes() -> None:
+    """The store's own history clears every check; records loaded as another writer stored
+    them are reported: two in effect (3.1), an undeclared key (5.1), empty declared channels
+    (5.2)."""
+    store = put(ONE, "user_u", "pref_088", T2, format="plain")
+    assert check_failures(store.history("user_u")) == ()
+    first = one(ONE, "pref_001")
+    rogue = attrs.evolve(
+        first,
+        preference_id="p2",
+        declared_channels=["sms"],
+        channel_preferences={"email": "x", "sms": "y", "fax": "z"},
+    )
+    empty = attrs.evolve(first, preference_id="p3", declared_channels=[], status="deleted",
+                         deleted_at=T2)  # fmt: skip
+    assert check_failures([first, rogue, empty]) == (
+        CheckFailure(check="3.1", preference_ids=("pref_001", "p2")),
+        CheckFailure(check="5.1", preference_ids=("p2",), channel="email"),
+        CheckFailure(check="5.1", preference_ids=("p2",), channel="fax"),
+        CheckFailure(check="5.2", preference_ids=("p3",)),
+        CheckFailure(check="5.1", preference_ids=("p3",), channel="email"),
+    )
+    with pytest.raises(UsageError) as info:
+        check_failures([first, "p2"])  # type: ignore[list-item]
+    assert info.value.pointer == "/1"

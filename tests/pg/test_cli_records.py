@@ -168,6 +168,40 @@ def test_stamps_that_went_back_are_reported(db_dsn: str, gaps: None) -> None:
     assert "stamps out of order (a clock stepped back): b1" in table
 
 
+def test_check_failures_of_rows_written_around_the_constraints(db_dsn: str, conn: Conn) -> None:
+    """Check 3.1, 5.1 and 5.2 from the stored fields alone: a writer that dropped the
+    schema's guards stored two records in effect, an undeclared key and an empty set."""
+    conn.execute(
+        f"DROP INDEX {SCHEMA}.preference_records_in_effect_idx; "
+        f"ALTER TABLE {SCHEMA}.preference_records DISABLE TRIGGER preference_records_guard, "
+        "DROP CONSTRAINT preference_records_declared_channels_check"
+    )
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.preference_records (preference_id, principal_ref, "
+        'declared_channels, set_at, status, channel_preferences, "format") VALUES '
+        "('x1', 'user_x', ARRAY['email'], '2026-05-01T09:00:00Z', 'active', "
+        "'{\"email\": 1}', NULL), "
+        "('x2', 'user_x', ARRAY['sms'], '2026-05-01T10:00:00Z', 'active', "
+        '\'{"fax": 1, "sms": 2}\', NULL), '
+        "('x3', 'user_x', ARRAY[]::text[], '2026-05-01T11:00:00Z', 'active', NULL, '1')"
+    )
+    out = json.loads(audit(db_dsn, "user_x", "--json").stdout)
+    assert out["check_failures"] == [
+        {"check": "3.1", "preference_ids": ["x1", "x2", "x3"]},
+        {"check": "5.1", "preference_ids": ["x2"], "channel": "fax"},
+        {"check": "5.2", "preference_ids": ["x3"]},
+    ]
+    table = audit(db_dsn, "user_x", "--at", "2026-05-01T12:00:00Z").stdout
+    lines = table.rstrip().splitlines()
+    assert lines[-4:-1] == [
+        "check 3.1 failed: x1, x2, x3 (more than one record in effect)",
+        "check 5.1 failed: x2 (channel 'fax' is not among the record's declared channels)",
+        "check 5.2 failed: x3 (the record declares no channels)",
+    ]
+    clean = json.loads(audit(db_dsn, "user_u", "--json").stdout)
+    assert clean["check_failures"] == []
+
+
 @pytest.mark.parametrize("bound", ["-1", "nan", "inf", "soon", "1e300", ""])
 def test_bad_gap_bound_exits_2(db_dsn: str, bound: str) -> None:
     result = audit(db_dsn, "user_u", "--gap-bound", bound)
