@@ -89,6 +89,7 @@ class _Log:
         self.seq: dict[str, int] = dict.fromkeys(THREADS, 0)
         self.messages = 0
         self.last = "c1-t"
+        self.devices: dict[str, list[str]] = {}
         self.mention: tuple[str, str, int] | None = None
 
     def add(self, type_: str, payload: dict[str, Any], **envelope: Any) -> None:
@@ -130,8 +131,10 @@ def _world(log: _Log, c: _Chooser) -> None:
             "push.registered",
             {"registration": f"r-{phone}", "device": phone, "provider": "apns"},
         )
+        log.devices[user] = [phone]
         if c.flag():
             desk = f"{user}-desk"
+            log.devices[user].append(desk)
             log.add(
                 "device.registered",
                 {"device": desk, "user": user, "platform": "desktop", "state": "active"},
@@ -211,7 +214,7 @@ def _step(log: _Log, c: _Chooser) -> None:
         kind = "access.granted" if what == "grant" else "access.revoked"
         log.add(kind, {"user": user, "target": target})
     elif what == "presence":
-        device = c.pick([f"{user}-desk", f"{user}-phone"])
+        device = c.pick(log.devices[user])
         payload = {"device": device, "connected": c.flag()}
         if payload["connected"]:
             payload["focus"] = c.sample(sorted(THREADS), c.integer(0, 1))
