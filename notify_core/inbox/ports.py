@@ -18,7 +18,16 @@ from notify_core.inbox.coalesce import EntryState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.prefs import InboxSettings
 
-__all__ = ["CommentInfo", "Entry", "EntryStore", "PageInfo", "SiteInfo", "WikiFacts", "WikiUser"]
+__all__ = [
+    "CommentInfo",
+    "Entry",
+    "EntryStore",
+    "EntryTarget",
+    "PageInfo",
+    "SiteInfo",
+    "WikiFacts",
+    "WikiUser",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -75,33 +84,21 @@ class WikiUser:
 
 
 @attrs.frozen(kw_only=True)
-class Entry:
-    """One inbox entry of one person: its place, its coalescing state and its snapshot (N11).
+class EntryTarget:
+    """What an entry is about, as it was at its latest event: the snapshot of N11.
 
     Args:
-        id: ``<person>:<group_key>:<n>`` in a replay.
-        person: whose entry it is.
-        category: the category's key.
-        group_key: the coalescing key.
-        site: the site of its page.
-        page: the page it is about (a review's: its submission's page).
-        comment: the comment it is about, if any (its excerpt shows only while it exists).
-        state: count, variants, email state, ... (`EntryState`).
-        created_at: when the first event reached the person.
-        title: the page's title at the latest event.
-        path: the page's path at the latest event.
-        locale: the page's locale at the latest event.
-        excerpt: the comment's excerpt at the latest event.
+        site: the site of the page.
+        page: the page (a review's: its submission's page).
+        comment: the comment, if any (its excerpt shows only while it exists).
+        title: the page's title.
+        path: the page's path.
+        locale: the page's locale.
+        excerpt: the comment's excerpt.
     """
 
-    id: str
-    person: str
-    category: str
-    group_key: str
     site: str | None
     page: str | None
-    state: EntryState
-    created_at: datetime
     comment: str | None = None
     title: str = ""
     path: str = ""
@@ -109,11 +106,42 @@ class Entry:
     excerpt: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class Entry:
+    """One inbox entry of one person.
+
+    Args:
+        id: ``<person>:<group_key>:<n>`` in a replay.
+        person: whose entry it is.
+        category: the category's key.
+        group_key: the coalescing key.
+        state: count, variants, email state, ... (`EntryState`).
+        created_at: when the first event reached the person.
+        target: the snapshot of what it is about (N11), shared by one event's entries.
+    """
+
+    id: str
+    person: str
+    category: str
+    group_key: str
+    state: EntryState
+    created_at: datetime
+    target: EntryTarget
+
+    @property
+    def page(self) -> str | None:
+        """The page the entry is about."""
+        return self.target.page
+
+
 class WikiFacts(Protocol):
     """The host's facts the inbox path reads: sites, pages, comments, people, groups."""
 
     def site(self, site: str) -> SiteInfo | None:
         """Return a site, or ``None`` when unknown."""
+
+    def first_site(self) -> str | None:
+        """Return the instance's first site (by creation): the mail site of entries without one."""
 
     def page(self, page: str) -> PageInfo | None:
         """Return a page (a deleted one too, as it was), or ``None`` when unknown."""
@@ -173,3 +201,9 @@ class EntryStore(Protocol):
 
     def dismiss(self, entry: str) -> None:
         """Delete an entry."""
+
+    def next_due(self) -> datetime | None:
+        """Return the earliest ``email_after`` of a ``pending`` entry."""
+
+    def due(self, until: datetime) -> Sequence[Entry]:
+        """Return the ``pending`` entries due at or before ``until`` (E4)."""
