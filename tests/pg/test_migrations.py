@@ -98,6 +98,9 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "badge_syncs",
         "push_sends",
         "consumer_failures",
+        "inbox_outbox",
+        "inbox_entries",
+        "inbox_preferences",
     }
     assert [f[0] for f in migrated["functions"]] == ["partition_of", "preference_records_guard"]
 
