@@ -176,7 +176,8 @@ def test_n11_the_entry_keeps_its_snapshot_and_the_reply_and_mention_rules() -> N
     ]
     entry = entries(run).get("cy:mention:c2:1")
     assert entry is not None
-    assert (entry.title, entry.path, entry.excerpt, entry.comment) == (
+    target = entry.target
+    assert (target.title, target.path, target.excerpt, target.comment) == (
         "p1",
         "ops/runbook",
         "@cy see",

@@ -80,6 +80,7 @@ class WikiMemory:
     # Derived: the facts of each person (built on first use, dropped when they change), the
     # people opted in per category, and one frozenset per distinct group set.
     _facts: dict[str, PersonFacts] = attrs.field(factory=dict, init=False, repr=False)
+    _wiki_users: dict[str, WikiUser] = attrs.field(factory=dict, init=False, repr=False)
     _opted: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False, repr=False)
     _group_sets: dict[frozenset[str], frozenset[str]] = attrs.field(
         factory=dict, init=False, repr=False
@@ -145,16 +146,20 @@ class WikiMemory:
 
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""
+        cached = self._wiki_users.get(user)
+        if cached is not None:
+            return cached
         found = self.users.get(user)
         if found is None:
             return None
-        return WikiUser(
+        cached = self._wiki_users[user] = WikiUser(
             id=user,
             time_zone=found.time_zone,
             locale=found.locale,
             email_schedule=found.email_schedule,
             daily_hour=found.daily_hour,
         )
+        return cached
 
     def groups(self) -> Mapping[str, Group]:
         """Return every group."""
@@ -178,6 +183,7 @@ class WikiMemory:
 
     def _changed(self, person: str) -> None:
         self._facts.pop(person, None)
+        self._wiki_users.pop(person, None)
 
     def _on_user(self, event: Event, p: Mapping[str, object]) -> None:
         person = str(p["user"])
@@ -368,14 +374,16 @@ class EntryMemory:
 
     def next_id(self, person: str, group_key: str) -> str:
         """Return the id of the person's next entry on a key: ``<person>:<key>:<n>``."""
-        n = self.counters.get((person, group_key), 0) + 1
-        self.counters[(person, group_key)] = n
+        pair = (person, group_key)
+        n = self.counters[pair] = self.counters.get(pair, 0) + 1
         return f"{person}:{group_key}:{n}"
 
     def save(self, entry: Entry) -> None:
         """Insert or replace an entry; a read one gives up its key."""
         self.entries[entry.id] = entry
-        keys = self.unread_keys.setdefault(entry.person, {})
+        keys = self.unread_keys.get(entry.person)
+        if keys is None:
+            keys = self.unread_keys[entry.person] = {}
         if entry.state.read:
             if keys.get(entry.group_key) == entry.id:
                 del keys[entry.group_key]

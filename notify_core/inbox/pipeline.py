@@ -15,9 +15,10 @@ is not part of this path yet. ``email_after`` comes from the callable handed in
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 import attrs
 
@@ -39,7 +40,7 @@ from notify_core.inbox.fanout import (
     firing,
 )
 from notify_core.inbox.memory import EntryMemory, WikiMemory, page_after, strings
-from notify_core.inbox.ports import Entry, EntryStore, PageInfo, WikiFacts, WikiUser
+from notify_core.inbox.ports import Entry, EntryStore, EntryTarget, PageInfo, WikiFacts, WikiUser
 from notify_core.instants import format_instant_cached
 
 __all__ = [
@@ -106,9 +107,11 @@ class EntryDecisionKind(enum.StrEnum):
     SKIP = "skip"
 
 
-@attrs.frozen(kw_only=True)
-class InboxLine:
-    """One entry decision for one person and category: the unit of the inbox's replay output."""
+class InboxLine(NamedTuple):
+    """One entry decision for one person and category: the unit of the inbox's replay output.
+
+    A named tuple rather than an attrs value: a fan-out makes one per recipient.
+    """
 
     seq: int
     at: datetime
@@ -251,11 +254,10 @@ class InboxPipeline:
             people.update(listed)
         facts = wiki.people(people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
-        lines = [self._apply(event, inbox, page, decision) for decision in result.entries]
-        skips = [self._skip_line(event, inbox, skip) for skip in result.skips]
-        if skips:
-            lines.extend(skips)
-            lines.sort(key=_line_order)
+        lines = self._apply(event, inbox, page, result.entries)
+        if result.skips:
+            lines.extend(self._skip_line(event, inbox, skip) for skip in result.skips)
+            lines.sort(key=_LINE_ORDER)
         return lines
 
     def _site_off(
@@ -268,7 +270,7 @@ class InboxPipeline:
             for key, listed in candidates.items()
             for person in dict.fromkeys(listed)
         ]
-        lines.sort(key=_line_order)
+        lines.sort(key=_LINE_ORDER)
         return lines
 
     def _skip_line(self, event: Event, inbox: InboxEvent, skip: SkipDecision) -> InboxLine:
@@ -285,61 +287,85 @@ class InboxPipeline:
         )
 
     def _apply(
-        self, event: Event, inbox: InboxEvent, page: PageInfo, decision: EntryDecision
-    ) -> InboxLine:
-        """Coalesce one entry decision into the person's unread entry of its key (N10-N12)."""
-        person, category = decision.recipient, decision.category
-        key = category.group_key(inbox.ids)
-        at = event.occurred_at
-        entries = self.entries
-        old = entries.unread(person, key)
-        state = old.state if old is not None else None
-        starts = decision.email and (state is None or state.email is EmailState.NONE)
-        due = (
-            self.email_after(self.wiki.user(person), category, at, self.wiki.email_delay())
-            if starts
-            else None
-        )
-        new_state = coalesce(
-            state,
-            event=inbox.id,
-            variant=inbox.variant,
-            at=at,
-            in_app=decision.in_app,
-            email_on=decision.email,
-            email_after=due,
-            actor=event.actor,
+        self, event: Event, inbox: InboxEvent, page: PageInfo, decisions: Sequence[EntryDecision]
+    ) -> list[InboxLine]:
+        """Coalesce each entry decision into the person's unread entry of its key (N10-N12).
+
+        What is the same for every person of the event (keys, the snapshot, the delay) is
+        worked out once.
+        """
+        wiki, entries = self.wiki, self.entries
+        at, seq, actor, variant, event_id = (
+            event.occurred_at,
+            event.seq,
+            event.actor,
+            inbox.variant,
+            inbox.id,
         )
         comment_id = inbox.ids.get("comment")
-        comment = self.wiki.comment(comment_id) if comment_id is not None else None
+        comment = wiki.comment(comment_id) if comment_id is not None else None
         excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
-        entry = Entry(
-            id=old.id if old is not None else entries.next_id(person, key),
-            person=person,
-            category=category.key,
-            group_key=key,
+        target = EntryTarget(
             site=page.site,
             page=page.id,
-            state=new_state,
-            created_at=old.created_at if old is not None else at,
             comment=comment_id,
             title=page.title,
             path=page.path,
             locale=page.locale,
             excerpt=None if excerpt is None else str(excerpt),
         )
-        entries.save(entry)
-        return InboxLine(
-            seq=event.seq,
-            at=at,
-            recipient=person,
-            category=category.key,
-            variant=inbox.variant,
-            group_key=key,
-            decision=EntryDecisionKind.NEW if old is None else EntryDecisionKind.COALESCE,
-            site=page.site,
-            entry=entry,
+        delay = wiki.email_delay()
+        email_after, user = self.email_after, wiki.user
+        keys: dict[str, str] = {}
+        unread, save, next_id = entries.unread, entries.save, entries.next_id
+        none, new_kind, coalesce_kind = (
+            EmailState.NONE,
+            EntryDecisionKind.NEW,
+            EntryDecisionKind.COALESCE,
         )
+        site = page.site
+        lines = []
+        for person, category, in_app, email in decisions:
+            key = keys.get(category.key)
+            if key is None:
+                key = keys[category.key] = category.group_key(inbox.ids)
+            old = unread(person, key)
+            state = old.state if old is not None else None
+            starts = email and (state is None or state.email is none)
+            new_state = coalesce(
+                state,
+                event=event_id,
+                variant=variant,
+                at=at,
+                in_app=in_app,
+                email_on=email,
+                email_after=email_after(user(person), category, at, delay) if starts else None,
+                actor=actor,
+            )
+            entry = Entry(
+                id=old.id if old is not None else next_id(person, key),
+                person=person,
+                category=category.key,
+                group_key=key,
+                state=new_state,
+                created_at=old.created_at if old is not None else at,
+                target=target,
+            )
+            save(entry)
+            lines.append(
+                InboxLine(
+                    seq,
+                    at,
+                    person,
+                    category.key,
+                    variant,
+                    key,
+                    new_kind if old is None else coalesce_kind,
+                    site,
+                    entry,
+                )
+            )
+        return lines
 
     # --- reads (H2) -------------------------------------------------------------------------
 
@@ -377,8 +403,8 @@ def _variant(event: Event) -> str:
     return event_variant(event.type, None if given is None else str(given))
 
 
-def _line_order(line: InboxLine) -> tuple[str, str]:
-    return line.recipient, line.category
+#: Lines of one event: by recipient, then category.
+_LINE_ORDER: Final = operator.attrgetter("recipient", "category")
 
 
 def inbox_line_to_json(line: InboxLine) -> dict[str, object]:
