@@ -12,6 +12,7 @@ The fan-out that turns outbox rows into entries is `notify_pg.inbox_fanout`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,6 @@ from typing import Any, Final
 
 import attrs
 from psycopg import sql
-from psycopg.pq import TransactionStatus
 from psycopg.types.json import Jsonb
 
 from notify_core.errors import InvalidInput
@@ -79,8 +79,10 @@ def emit(
     tables): the same INSERT stores its result, so the ids never pass through Python and the
     watchers are those before the page and its watch rows go (N9).
 
-    It never raises: a problem is logged and the host's transaction goes on (inside a
-    transaction the INSERT runs in a savepoint, so a failure leaves the host's work intact).
+    It never raises: a payload that cannot be encoded fails before anything is sent, and the
+    INSERT runs inside the function ``inbox_emit`` whose exception block turns a failure into
+    a WARNING and ``None`` on the server, so the host's transaction goes on (one round trip,
+    no savepoint of the client's).
     """
     if not site_notifications or type not in ACTIVITY_TYPES:
         return None
@@ -99,21 +101,26 @@ def emit(
             "payload": Jsonb(dict(payload)),
             "occurred_at": occurred_at or _now(),
         }
-        seam = Seam("notify_pg", schema)
+        seam = _seam(schema)
         if capture_watchers is None:
             query: sql.Composed = seam.query("inbox_emit")
         else:
             text = trusted_sql(load_queries("notify_pg")["inbox_emit_capturing"])
             query = sql.SQL(text).format(schema=sql.Identifier(schema), recipients=capture_watchers)
-        if conn.info.transaction_status == TransactionStatus.IDLE:  # no host work to keep
-            row = conn.execute(query, params).fetchone()
-        else:
-            with conn.transaction():  # a savepoint: a failure leaves the host's work intact
-                row = conn.execute(query, params).fetchone()
+        row = conn.execute(query, params).fetchone()
     except Exception as exc:  # emit must never fail the host's action (seed 004 section 6.1)
         _log.error("emit failed", extra={"fields": {"type": type, "error_type": type_name(exc)}})
         return None
-    return None if row is None else int(row[0])
+    if row is None or row[0] is None:
+        _log.error("emit failed", extra={"fields": {"type": type, "error_type": "server"}})
+        return None
+    return int(row[0])
+
+
+@functools.cache
+def _seam(schema: str) -> Seam:
+    """One seam per schema for `emit` (its composed queries are kept)."""
+    return Seam("notify_pg", schema)
 
 
 def type_name(exc: BaseException) -> str:

@@ -447,6 +447,31 @@ CREATE INDEX inbox_outbox_pending_idx ON {schema}.inbox_outbox (id) WHERE proces
 CREATE INDEX inbox_outbox_processed_idx
     ON {schema}.inbox_outbox (processed_at) WHERE processed_at IS NOT NULL;
 
+-- The host's emit: one statement that never fails the host's transaction. The exception block
+-- runs the INSERT in a subtransaction on the server (no extra round trip): a failure is a
+-- WARNING with its SQLSTATE and a NULL id, and the host's work goes on (seed 004 6.1).
+CREATE FUNCTION {schema}.inbox_emit(
+    p_type text,
+    p_origin text,
+    p_actor text,
+    p_payload jsonb,
+    p_occurred_at timestamptz,
+    p_recipients text[] DEFAULT NULL
+) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    new_id bigint;
+BEGIN
+    INSERT INTO {schema}.inbox_outbox (type, origin, actor_id, payload, occurred_at, recipients)
+    VALUES (p_type, p_origin, p_actor, p_payload, p_occurred_at, p_recipients)
+    RETURNING id INTO new_id;
+    RETURN new_id;
+EXCEPTION WHEN OTHERS THEN
+    RAISE WARNING 'notify: inbox_emit failed (SQLSTATE %)', SQLSTATE;
+    RETURN NULL;
+END
+$$;
+
 -- The entries (the inbox and the email queue in one row, seed 004 section 8.2). A person has
 -- at most one unread entry per group key (the partial unique index): the fan-out's
 -- INSERT ... ON CONFLICT ... DO UPDATE ... WHERE last_event IS DISTINCT FROM

@@ -2,16 +2,13 @@
 
 -- name: inbox_emit
 -- One emitted event: one row, the only write of the request that caused it (H4).
-INSERT INTO {schema}.inbox_outbox (type, origin, actor_id, payload, occurred_at)
-VALUES (%(type)s, %(origin)s, %(actor)s, %(payload)s, %(occurred_at)s)
-RETURNING id;
+SELECT {schema}.inbox_emit(%(type)s, %(origin)s, %(actor)s, %(payload)s, %(occurred_at)s);
 
 -- name: inbox_emit_capturing
 -- A deletion: the row and its watchers at this instant, in the same statement (N9).
-INSERT INTO {schema}.inbox_outbox (type, origin, actor_id, payload, occurred_at, recipients)
-VALUES (%(type)s, %(origin)s, %(actor)s, %(payload)s, %(occurred_at)s,
-        ARRAY(SELECT DISTINCT w FROM ({recipients}) AS captured (w) ORDER BY w))
-RETURNING id;
+SELECT {schema}.inbox_emit(
+    %(type)s, %(origin)s, %(actor)s, %(payload)s, %(occurred_at)s,
+    ARRAY(SELECT DISTINCT w FROM ({recipients}) AS captured (w) ORDER BY w));
 
 -- name: inbox_claim
 -- Claim up to limit unprocessed events, oldest first; a claim older than the timeout is free.

@@ -153,15 +153,16 @@ class ReferenceWiki:
         row = self._settings_row(conn)
         return timedelta(seconds=180 if row is None else row[0])
 
-    def inbox_user(self, conn: Conn, user: str) -> WikiUser | None:
-        """Return what the cadence reads of a person."""
-        row = self._seam.one(conn, "wiki_user", {"id": user})
-        if row is None:
-            return None
-        id_, zone, locale, schedule, hour = row
-        return WikiUser(
-            id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
-        )
+    def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
+        """Return what the cadence reads of the known people among ``ids``."""
+        return {
+            id_: WikiUser(
+                id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
+            )
+            for id_, zone, locale, schedule, hour in self._seam.all(
+                conn, "wiki_users", {"ids": list(ids)}
+            )
+        }
 
     def watchers_query(self, page: str) -> sql.Composed:
         """The query an emit of a page's deletion captures its watchers with (N9)."""

@@ -100,6 +100,17 @@ def test_h4_emit_writes_one_outbox_row_and_never_fails_the_host(
         wiki.add_page(conn, "p3", "s1", "/docs/three")
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
     assert conn.execute("SELECT count(*) FROM host.wiki_pages").fetchone() == (3,)
+    # A failure on the server (here a check the row breaks): a WARNING, None, and the host's
+    # transaction still commits its work.
+    conn.execute(
+        "ALTER TABLE notify.inbox_outbox ADD CONSTRAINT no_edits CHECK (type <> 'page.edited') "
+        "NOT VALID"
+    )
+    with conn.transaction():
+        assert edit(conn, 2) is None
+        wiki.add_page(conn, "p4", "s1", "/docs/four")
+    assert conn.execute("SELECT count(*) FROM host.wiki_pages").fetchone() == (4,)
+    conn.execute("ALTER TABLE notify.inbox_outbox DROP CONSTRAINT no_edits")
     # N6: an origin no category fires for writes nothing; N5: nor does a site switched off.
     assert emit(conn, "page.created", {"page": "p9"}, origin="import", schema=SCHEMA) is None
     assert emit(conn, "page.edited", {"page": "p1"}, site_notifications=False) is None

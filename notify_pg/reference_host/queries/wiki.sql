@@ -52,10 +52,10 @@ SELECT id, manage_system, rules FROM {schema}.wiki_groups
 -- The instance's notification settings (absent: the defaults).
 SELECT email_delay_s, retention_days, mail_configured, sections FROM {schema}.wiki_settings
 
--- name: wiki_user
--- What the cadence reads of a person.
+-- name: wiki_users
+-- What the cadence reads of many people.
 SELECT id, time_zone, locale, email_schedule, daily_hour FROM {schema}.wiki_users
-WHERE id = %(id)s
+WHERE id = ANY(%(ids)s::text[])
 
 -- name: wiki_add_site
 -- Create or replace a site.
