@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import IO
 
 import click
@@ -16,6 +19,7 @@ from notify_cli import fastjson
 from notify_cli.batch import batch_gc
 from notify_cli.options import (
     EXIT_BAD_INPUT,
+    STDIN,
     BadInput,
     Utf8Text,
     label,
@@ -59,12 +63,30 @@ def _progress_lines(path: str, lines: Iterable[str | bytes]) -> Iterator[str | b
             yield line
 
 
-def _source(path: str | None, dsn: str | None, schema: str) -> tuple[str, Iterable[str | bytes]]:
-    """Return a label for messages and the lines of the log: a file, stdin or ``event_log``."""
+def _source(
+    path: str | None, dsn: str | None, schema: str, name: str | None = None
+) -> tuple[str, Iterable[str | bytes]]:
+    """Return a label for messages and the lines of the log: a file, stdin or ``event_log``.
+
+    ``name`` is the path the user gave, when ``path`` is a copy of it (`_twice`).
+    """
     if dsn is None:
         assert path is not None
-        return label(path), lines_of(path)
+        return label(name or path), lines_of(path)
     return f"postgresql {schema}.event_log", _pg_lines(dsn, schema)
+
+
+@contextmanager
+def _twice(path: str | None) -> Iterator[str | None]:
+    """Yield a path that can be read twice: standard input is copied to a temporary file."""
+    if path != STDIN:
+        yield path
+        return
+    with tempfile.NamedTemporaryFile(prefix="notify-stdin-", suffix=".jsonl") as copy:
+        with writing(copy.name):
+            shutil.copyfileobj(sys.stdin.buffer, copy)
+            copy.flush()
+        yield copy.name
 
 
 def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
@@ -92,6 +114,7 @@ def _replay(
     include_skips: bool,
     out: IO[str] | None,
     out_name: str = "stdout",
+    report: bool = True,
 ) -> tuple[Summary, bool]:
     path, lines = source
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
@@ -101,7 +124,8 @@ def _replay(
     with batch_gc(), writing(out_name):
         for item in replay.run(_progress_lines(path, lines)):
             if isinstance(item, EventError):
-                _report(path, item)
+                if report:
+                    _report(path, item)
                 bad = True
             elif write is not None:
                 write(dumps_item(item, fastjson.dumps) + "\n")
@@ -131,6 +155,10 @@ def _summary_table(summary: Summary) -> Table:
             table.add_row(f"entries {category} {decision}", f"{count:,}")
     for reason, count in data["entry_skips_by_reason"].items():  # type: ignore[attr-defined]
         table.add_row(f"entry skips {reason}", f"{count:,}")
+    for template, count in data["mails_by_template"].items():  # type: ignore[attr-defined]
+        table.add_row(f"mails {template}", f"{count:,}")
+    for reason, count in data["mail_skips_by_reason"].items():  # type: ignore[attr-defined]
+        table.add_row(f"mail skips {reason}", f"{count:,}")
     table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
     volume = data["push_volume_per_recipient"]
     assert isinstance(volume, dict)
@@ -203,8 +231,14 @@ def replay(
     policy = read_policy(policy_file)
     if compare_file is not None:
         policy_b = read_policy(compare_file)
-        summary_a, bad_a = _replay(_source(log, dsn, schema), policy, include_skips, None)
-        summary_b, bad_b = _replay(_source(log, dsn, schema), policy_b, include_skips, None)
+        with _twice(log) as again:
+            summary_a, bad_a = _replay(
+                _source(again, dsn, schema, log), policy, include_skips, None
+            )
+            # The same lines again: their bad ones were reported by the first pass.
+            summary_b, bad_b = _replay(
+                _source(again, dsn, schema, log), policy_b, include_skips, None, report=False
+            )
         diff = compare(summary_a, summary_b)
         text = json.dumps(diff, ensure_ascii=False, indent=2) + "\n"
         if out_file is not None:

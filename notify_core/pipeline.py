@@ -1,4 +1,4 @@
-"""The one path from an event to hints (behaviour.md sections 4, 5 and 7).
+"""The one path from an event to hints (rules D, S and B of docs/rules.md).
 
 classify -> gather facts in batches -> decide per recipient -> windows, delayed releases,
 badge syncs. Written against the ports of `notify_core.ports`, so the same code runs on the

@@ -81,6 +81,28 @@ def test_hostile_log_on_stdin_is_the_same_replay(path: Path) -> None:
     assert from_stdin.stderr.replace("<stdin>:", f"{path}:") == from_file.stderr
 
 
+def test_compare_reads_stdin_twice_and_reports_each_bad_line_once(tmp_path: Path) -> None:
+    path = HOSTILE / "log--not-utf8-on-line-7.jsonl"
+    policy = tmp_path / "b.toml"
+    policy.write_text("coalesce_window_s = 0\n")
+    from_file = run(["replay", str(path), "--compare", str(policy)])
+    from_stdin = run(["replay", "-", "--compare", str(policy)], stdin=path.read_bytes())
+    assert from_stdin.exit_code == from_file.exit_code == 2
+    assert from_stdin.stdout == from_file.stdout
+    assert json.loads(from_stdin.stdout)["sends_by_kind"]  # both passes read the lines
+    bad = [line for line in from_stdin.stderr.splitlines() if "bad event" in line]
+    assert bad == [
+        "<stdin>:7: bad event: not UTF-8 text (invalid start byte at byte 95) (invalid_utf8)"
+    ]
+
+
+def test_a_table_on_stdin_is_named_stdin() -> None:
+    path = HOSTILE / "table--lone-surrogate-id.jsonl"
+    result = run(["table", "check", "-"], stdin=path.read_bytes())
+    assert result.exit_code == 2
+    assert "<stdin>:2: bad case: not JSON" in result.stderr
+
+
 # --- one test per fault of the issue, with the message ---------------------------------------
 
 

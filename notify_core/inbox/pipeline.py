@@ -8,8 +8,9 @@ is checked against the new path, a deletion against the page as it was and its w
 the moment of the delete, N8, N9); the event is recorded afterwards.
 
 Email: entries get their state (``pending`` with ``email_after``); the drain that sends mails
-is not part of this path yet. ``email_after`` comes from the callable handed in
-(`immediate_email_after` by default: E2's ``immediate`` rule).
+is not part of this path yet. ``email_after`` comes from the callable handed in: by default
+`scheduled_email_after`, which is `notify_core.mail.email_after_for` (E2) with the person's
+schedule and zones; a change of a person's schedule moves their pending entries (E3).
 """
 
 from __future__ import annotations
@@ -24,13 +25,15 @@ import attrs
 
 from notify_core.events import Event
 from notify_core.inbox.categories import (
+    CATEGORIES,
     CATEGORY_BY_KEY,
     Candidates,
     Category,
     Origin,
     event_variant,
 )
-from notify_core.inbox.coalesce import EmailState, EntryState, coalesce, read
+from notify_core.inbox.coalesce import EmailState, EntryState, coalesce, mail_done, read
+from notify_core.inbox.drain import MailSkip, plan_mails
 from notify_core.inbox.fanout import (
     EntryDecision,
     InboxEvent,
@@ -40,8 +43,17 @@ from notify_core.inbox.fanout import (
     firing,
 )
 from notify_core.inbox.memory import EntryMemory, WikiMemory, page_after, strings
-from notify_core.inbox.ports import Entry, EntryStore, EntryTarget, PageInfo, WikiFacts, WikiUser
+from notify_core.inbox.ports import (
+    Entry,
+    EntryStore,
+    EntryTarget,
+    PageInfo,
+    SiteInfo,
+    WikiFacts,
+    WikiUser,
+)
 from notify_core.instants import format_instant_cached
+from notify_core.mail import EmailSchedule, QueuedEmail, email_after_for, reschedule
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -50,8 +62,12 @@ __all__ = [
     "EntryDecisionKind",
     "InboxLine",
     "InboxPipeline",
+    "MailLine",
+    "email_schedule",
     "immediate_email_after",
     "inbox_line_to_json",
+    "mail_line_to_json",
+    "scheduled_email_after",
 ]
 
 #: Events that may give entries.
@@ -92,6 +108,8 @@ INBOX_TYPES: Final = frozenset(
         "notifications.settings",
     }
 )
+#: The categories whose mails may wait for a digest (E2, E3).
+_DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
 #: What viewing a page (or its talk tab) marks read (H2).
 _VIEW_READS: Final = {
     False: frozenset({"watched_page", "page_created"}),
@@ -125,15 +143,63 @@ class InboxLine(NamedTuple):
     reason: InboxSkip | None = None
 
 
-#: Computes ``email_after`` (E2) for a person (``None``: unknown), a category and an instant.
-EmailAfter = Callable[[WikiUser | None, Category, datetime, timedelta], datetime]
+class MailLine(NamedTuple):
+    """One mail of a drain, or one reason due entries were skipped (formats.md section 4)."""
+
+    at: datetime
+    recipient: str
+    site: str
+    decision: str
+    entries: tuple[Entry, ...]
+    reason: MailSkip | None = None
+    template: str | None = None
+    more: int = 0
+    unsubscribe: tuple[str, ...] = ()
+
+
+#: Computes ``email_after`` (E2) for a person (``None``: unknown), a category, an instant, the
+#: email delay and the entry's site (``None``: unknown).
+EmailAfter = Callable[[WikiUser | None, Category, datetime, timedelta, SiteInfo | None], datetime]
 
 
 def immediate_email_after(
-    user: WikiUser | None, category: Category, now: datetime, delay: timedelta
+    user: WikiUser | None,
+    category: Category,
+    now: datetime,
+    delay: timedelta,
+    site: SiteInfo | None = None,
 ) -> datetime:
     """E2's ``immediate`` rule: ``now + email_delay``, whatever the schedule."""
     return now + delay
+
+
+def email_schedule(user: WikiUser) -> EmailSchedule:
+    """Return a person's email schedule with its daily hour (E2)."""
+    return EmailSchedule(schedule=user.email_schedule, daily_hour=user.daily_hour)
+
+
+def scheduled_email_after(
+    user: WikiUser | None,
+    category: Category,
+    now: datetime,
+    delay: timedelta,
+    site: SiteInfo | None = None,
+) -> datetime:
+    """`email_after_for` (E2) with the person's schedule, zone and the site's zone.
+
+    A person the host does not know is ``immediate``; a category with ``digest: no`` always is.
+    """
+    if user is None:
+        return now + delay
+    return email_after_for(
+        email_schedule(user),
+        now,
+        person=user.id,
+        digest=category.digest,
+        time_zone=user.time_zone,
+        site_time_zone=site.time_zone if site is not None else None,
+        delay=delay,
+    )
 
 
 @attrs.define
@@ -143,12 +209,12 @@ class InboxPipeline:
     Args:
         wiki: the host's facts (and, in memory, the recorder of wiki events).
         entries: the entries.
-        email_after: the cadence (E2); `immediate_email_after` by default.
+        email_after: the cadence (E2); `scheduled_email_after` by default.
     """
 
     wiki: WikiFacts = attrs.field(factory=WikiMemory)
     entries: EntryStore = attrs.field(factory=EntryMemory)
-    email_after: EmailAfter = immediate_email_after
+    email_after: EmailAfter = scheduled_email_after
 
     def handle(self, event: Event) -> list[InboxLine]:
         """Decide an event's entries (or apply its read), then record it; return the lines.
@@ -161,8 +227,51 @@ class InboxPipeline:
             lines = self._fan_out(event)
         elif kind in _READS:
             self._read(event)
+        elif kind == "user.updated":
+            before = self.wiki.user(str(event.payload["user"]))
+            self.wiki.record(event)
+            self._reschedule(event, before)
+            return lines
         self.wiki.record(event)
         return lines
+
+    def _reschedule(self, event: Event, before: WikiUser | None) -> None:
+        """E3: a changed schedule (daily: hour or zone) moves the person's pending entries."""
+        after = self.wiki.user(str(event.payload["user"]))
+        if before is None or after is None or before == after:
+            return
+        entries, wiki = self.entries, self.wiki
+        pending = [e for e in entries.unread_of(after.id) if e.state.email is EmailState.PENDING]
+        if not pending:
+            return
+        zones = {}
+        for entry in pending:
+            site = wiki.site(entry.target.site) if entry.target.site is not None else None
+            zones[entry.id] = site.time_zone if site is not None else None
+        moved = reschedule(
+            (
+                QueuedEmail(
+                    entry=e.id,
+                    category=e.category,
+                    email=e.state.email.value,
+                    email_after=e.state.email_after,
+                    site_time_zone=zones[e.id],
+                )
+                for e in pending
+            ),
+            person=after.id,
+            old=email_schedule(before),
+            new=email_schedule(after),
+            old_time_zone=before.time_zone,
+            new_time_zone=after.time_zone,
+            now=event.occurred_at,
+            digest_categories=_DIGEST,
+            delay=wiki.email_delay(),
+        )
+        for entry in pending:
+            due = moved.get(entry.id)
+            if due is not None:
+                entries.save(attrs.evolve(entry, state=attrs.evolve(entry.state, email_after=due)))
 
     # --- fan-out ----------------------------------------------------------------------------
 
@@ -315,6 +424,7 @@ class InboxPipeline:
             excerpt=None if excerpt is None else str(excerpt),
         )
         delay = wiki.email_delay()
+        site_info = wiki.site(page.site)
         email_after, user = self.email_after, wiki.user
         keys: dict[str, str] = {}
         unread, save, next_id = entries.unread, entries.save, entries.next_id
@@ -339,7 +449,9 @@ class InboxPipeline:
                 at=at,
                 in_app=in_app,
                 email_on=email,
-                email_after=email_after(user(person), category, at, delay) if starts else None,
+                email_after=email_after(user(person), category, at, delay, site_info)
+                if starts
+                else None,
                 actor=actor,
             )
             entry = Entry(
@@ -363,6 +475,54 @@ class InboxPipeline:
                     new_kind if old is None else coalesce_kind,
                     site,
                     entry,
+                )
+            )
+        return lines
+
+    # --- the mail drain (E4) ----------------------------------------------------------------
+
+    def next_mail_due(self) -> datetime | None:
+        """Return when the next pending email falls due."""
+        return self.entries.next_due()
+
+    def drain(self, at: datetime) -> list[MailLine]:
+        """Send (in a replay: decide) the mails of every pending entry due at or before ``at``.
+
+        Entries sent become ``sent``, skipped ones ``skipped``; email-only ones close (N12).
+        Lines come by recipient, then site: the send first, then skips by reason.
+        """
+        due = self.entries.due(at)
+        if not due:
+            return []
+        wiki, entries = self.wiki, self.entries
+
+        def site_on(site: str) -> bool:
+            info = wiki.site(site)
+            return info is None or info.notifications
+
+        plans = plan_mails(
+            due,
+            site_on=site_on,
+            people=wiki.people({e.person for e in due}),
+            settings=wiki.settings(),
+            first_site=wiki.first_site(),
+        )
+        lines = []
+        for plan in plans:
+            sent = plan.skip is None
+            for entry in plan.sent if sent else plan.entries:
+                entries.save(attrs.evolve(entry, state=mail_done(entry.state, sent)))
+            lines.append(
+                MailLine(
+                    at,
+                    plan.recipient,
+                    plan.site,
+                    "send" if sent else "skip",
+                    plan.entries,
+                    plan.skip,
+                    plan.template,
+                    plan.more,
+                    plan.unsubscribe,
                 )
             )
         return lines
@@ -434,3 +594,32 @@ def inbox_line_to_json(line: InboxLine) -> dict[str, object]:
 
 def _instant(value: datetime) -> str:
     return format_instant_cached(value)
+
+
+def mail_line_to_json(line: MailLine) -> dict[str, object]:
+    """Return the replay output object of a mail line (formats.md section 4), in order."""
+    out: dict[str, object] = {
+        "trigger": "mail",
+        "at": _instant(line.at),
+        "recipient": line.recipient,
+        "site": line.site,
+        "decision": line.decision,
+    }
+    if line.reason is not None:
+        out["reason"] = line.reason.value
+    if line.template is not None:
+        out["template"] = line.template
+    out["entries"] = [
+        {
+            "entry": e.id,
+            "category": e.category,
+            "variant": e.state.variant,
+            "count": e.state.count,
+        }
+        for e in line.entries
+    ]
+    if line.more:
+        out["more"] = line.more
+    if line.decision == "send":
+        out["unsubscribe"] = list(line.unsubscribe)
+    return out
