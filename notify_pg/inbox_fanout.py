@@ -35,7 +35,7 @@ from notify_core.inbox.categories import Candidates, Category, Origin, event_var
 from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.fanout import EntryDecision, InboxEvent, PersonFacts, fan_out, firing
 from notify_core.inbox.memory import page_after, strings
-from notify_core.inbox.pipeline import EmailAfter, immediate_email_after
+from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.migrate import DEFAULT_SCHEMA
@@ -126,7 +126,7 @@ class InboxFanOut:
         schema: the library's schema.
         worker: this worker's name (a unique suffix is added per instance).
         claim_timeout: a claim older than this is taken again by another worker.
-        email_after: the cadence (E2); E2's ``immediate`` by default, as in a replay.
+        email_after: the cadence (E2): the person's schedule by default, as in a replay.
         batch: candidates per keyset batch; ``write_batch``: rows per statement.
         on_batch: a test hook, called after each committed batch with the event's id.
     """
@@ -138,7 +138,7 @@ class InboxFanOut:
         schema: str = DEFAULT_SCHEMA,
         worker: str = "worker",
         claim_timeout: timedelta = timedelta(minutes=5),
-        email_after: EmailAfter = immediate_email_after,
+        email_after: EmailAfter = scheduled_email_after,
         batch: int = CANDIDATE_BATCH,
         write_batch: int = WRITE_BATCH,
         claim_limit: int = CLAIM_LIMIT,
@@ -220,7 +220,7 @@ class InboxFanOut:
                 if people_ids:
                     people = self._people(conn, people_ids)
                     result = fan_out(inbox, candidates, people, groups, settings, access=access)
-                    self._write(conn, claimed, inbox, page, result.entries, delay)
+                    self._write(conn, claimed, inbox, page, site, result.entries, delay)
                     self.stats.entries += len(result.entries)
                 if end is None:
                     self._seam.run(
@@ -359,6 +359,7 @@ class InboxFanOut:
         claimed: _Claimed,
         inbox: InboxEvent,
         page: PageInfo,
+        site: SiteInfo | None,
         decisions: Sequence[EntryDecision],
         delay: timedelta,
     ) -> None:
@@ -378,7 +379,7 @@ class InboxFanOut:
             for d in chunk:
                 due: datetime | None = None
                 if d.email:
-                    due = self.email_after(users.get(d.recipient), d.category, at, delay)
+                    due = self.email_after(users.get(d.recipient), d.category, at, delay, site)
                 values = (
                     d.recipient,
                     page.site,
