@@ -1,4 +1,4 @@
-"""The inbox's fan-out round on PostgreSQL (seed 004 section 7; behaviour.md N5-N12, H4).
+"""The inbox's fan-out round on PostgreSQL (seed 004 section 7; docs/rules.md N5-N12, H4).
 
 `InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED`` (a claim
 older than the timeout is taken again), and fans each out in keyset batches of 1,000

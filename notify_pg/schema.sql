@@ -416,7 +416,7 @@ CREATE TABLE {schema}.consumer_failures (
 );
 
 -- from 0010_inbox.sql
--- The inbox (seed 004 sections 5, 6, 8; behaviour.md N2, N9-N12, H1-H4).
+-- The inbox (seed 004 sections 5, 6, 8; docs/rules.md N2, N9-N12, H1-H4).
 -- The outbox: one row per event a host emits (`notify_pg.inbox.emit`), in one INSERT that never
 -- fails the host's transaction. recipients holds a deletion's watchers, captured by the same
 -- statement before the page and its watch rows go (N9). A fan-out worker claims rows with

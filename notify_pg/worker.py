@@ -847,11 +847,18 @@ class Worker:
         """Consume up to the head (at most ``max_rounds`` rounds), then run due work and one
         push round; return the work done (0: idle).
 
-        Results held over a database failure are written first. With ``stop``, no round
-        starts once it is set: the call returns after the round in progress.
+        Results held over a database failure are written first. When that fails, consumer
+        and due-work rounds still run (they claim no push send) and the call then raises the
+        failure: no push round runs while results are held. With ``stop``, no round starts
+        once it is set: the call returns after the round in progress.
         """
         self._round = "push"
-        work = self.write_held_results()
+        held_failure: Exception | None = None
+        work = 0
+        try:
+            work = self.write_held_results()
+        except Exception as exc:  # raised below, after the rounds that may run
+            held_failure = exc
         for _ in range(max_rounds):
             if stop is not None and stop.is_set():
                 return work
@@ -864,6 +871,9 @@ class Worker:
             return work
         self._round = "due"
         work += self.run_due()
+        if held_failure is not None:
+            self._round = "push"
+            raise held_failure
         if stop is not None and stop.is_set():
             return work
         self._round = "push"

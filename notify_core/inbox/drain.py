@@ -1,4 +1,4 @@
-"""The mail drain's plan (behaviour.md E4): due entries grouped into mails, as a pure function.
+"""The mail drain's plan (rules E4): due entries grouped into mails, as a pure function.
 
 At a drain instant, each (person, site) with entries due gets one mail: ``single`` for one
 entry, ``digest`` for several, at most `MAX_SHOWN` shown latest first (ties by id,

@@ -1,4 +1,4 @@
-"""The inbox on real PostgreSQL (seed 004 sections 6-9, 12; behaviour.md N5-N12, H1-H4)."""
+"""The inbox on real PostgreSQL (seed 004 sections 6-9, 12; docs/rules.md N5-N12, H1-H4)."""
 
 from __future__ import annotations
 
