@@ -37,6 +37,7 @@ __all__ = [
     "InboxReads",
     "InboxSummary",
     "ListedEntry",
+    "comment_deleted",
     "emit",
     "purge",
 ]
@@ -348,6 +349,14 @@ class InboxPreferences:
         ):
             out.setdefault(user, {})[(category, channel)] = bool(enabled)
         return out
+
+
+def comment_deleted(conn: Conn, comment: str, *, schema: str = DEFAULT_SCHEMA) -> int:
+    """Tell the inbox a comment is gone (the host calls it in the deleting transaction).
+
+    Its entries stay, but no longer show its excerpt (N11). Returns the entries touched.
+    """
+    return _seam(schema).run(conn, "inbox_comment_deleted", {"comment_id": comment})
 
 
 #: Entries and outbox rows deleted per statement by the purge (H3).

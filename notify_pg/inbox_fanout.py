@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 import attrs
@@ -38,6 +38,7 @@ from notify_core.inbox.memory import page_after, strings
 from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
+from notify_pg.inbox import purge
 from notify_pg.migrate import DEFAULT_SCHEMA
 from notify_pg.seam import Conn, Seam
 
@@ -48,6 +49,8 @@ __all__ = [
     "FanOutStats",
     "InboxFanOut",
     "InboxHostPorts",
+    "InboxRound",
+    "Written",
 ]
 
 #: Events claimed per round.
@@ -89,8 +92,31 @@ class InboxHostPorts(Protocol):
     def inbox_email_delay(self, conn: Conn) -> timedelta:
         """Return the instance's email delay (E2)."""
 
+    def inbox_retention_days(self, conn: Conn) -> int:
+        """Return how many days entries are kept (H3, 60 by default)."""
+
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
+
+
+@attrs.frozen(kw_only=True)
+class Written:
+    """One entry as a fan-out left it: new (``inserted``) or coalesced.
+
+    ``read`` is true for an email-only entry closed at once (N12).
+    """
+
+    event: int
+    id: int
+    user_id: str
+    category: str
+    group_key: str
+    count: int
+    in_app: bool
+    email_state: str
+    email_after: datetime | None
+    read: bool
+    inserted: bool
 
 
 @attrs.define
@@ -129,6 +155,7 @@ class InboxFanOut:
         email_after: the cadence (E2): the person's schedule by default, as in a replay.
         batch: candidates per keyset batch; ``write_batch``: rows per statement.
         on_batch: a test hook, called after each committed batch with the event's id.
+        on_written: called after each committed batch with the entries it wrote.
     """
 
     def __init__(
@@ -142,9 +169,11 @@ class InboxFanOut:
         batch: int = CANDIDATE_BATCH,
         write_batch: int = WRITE_BATCH,
         claim_limit: int = CLAIM_LIMIT,
-        on_batch: Any = None,
+        on_batch: Callable[[int], None] | None = None,
+        on_written: Callable[[Sequence[Written]], None] | None = None,
     ) -> None:
         self.host = host
+        self.schema = schema
         self.worker = f"{worker}:{uuid.uuid4().hex[:12]}"
         self.claim_timeout = claim_timeout
         self.email_after = email_after
@@ -152,6 +181,7 @@ class InboxFanOut:
         self.write_batch = write_batch
         self.claim_limit = claim_limit
         self.on_batch = on_batch
+        self.on_written = on_written
         self.stats = FanOutStats()
         self._seam = Seam("notify_pg", schema)
 
@@ -207,6 +237,7 @@ class InboxFanOut:
         sources = [(c, c.candidates) for c in firing(inbox)]
         cursor = claimed.cursor or ""
         while True:
+            written: list[Written] = []
             candidates, end = self._batch(conn, claimed, event, inbox, page, sources, cursor)
             with self._seam.transaction(conn):
                 if (
@@ -220,7 +251,7 @@ class InboxFanOut:
                 if people_ids:
                     people = self._people(conn, people_ids)
                     result = fan_out(inbox, candidates, people, groups, settings, access=access)
-                    self._write(conn, claimed, inbox, page, site, result.entries, delay)
+                    written = self._write(conn, claimed, inbox, page, site, result.entries, delay)
                     self.stats.entries += len(result.entries)
                 if end is None:
                     self._seam.run(
@@ -234,6 +265,8 @@ class InboxFanOut:
                     )
             self.stats.batches += 1
             self.stats.access_evaluations = access.evaluations
+            if self.on_written is not None and written:
+                self.on_written(written)
             if self.on_batch is not None:
                 self.on_batch(claimed.id)
             if end is None:
@@ -362,8 +395,9 @@ class InboxFanOut:
         site: SiteInfo | None,
         decisions: Sequence[EntryDecision],
         delay: timedelta,
-    ) -> None:
+    ) -> list[Written]:
         """Coalesce the entries of one batch, ``write_batch`` rows per statement."""
+        out: list[Written] = []
         event = claimed.event
         at = event.occurred_at
         comment = inbox.ids.get("comment")
@@ -402,8 +436,50 @@ class InboxFanOut:
                 for name, value in zip(_COLUMNS, values, strict=True):
                     cols[name].append(value)
             started = time.perf_counter()
-            self._seam.all(conn, "inbox_upsert", cols)
+            rows = self._seam.all(conn, "inbox_upsert", cols)
             self.stats.write_s += time.perf_counter() - started
+            out.extend(_written(claimed.id, r) for r in rows)
+        return out
+
+
+class InboxRound:
+    """The inbox's round of `notify worker`: fan out until the outbox has nothing to claim,
+    and purge (H3) at the first round and then once per ``purge_every``.
+
+    Args:
+        fanout: the fan-out of this worker.
+        clock: the current instant (the purge's).
+        purge_every: the pause between two purges.
+        max_rounds: fan-out rounds per call at most (the worker's other rounds go on).
+    """
+
+    def __init__(
+        self,
+        fanout: InboxFanOut,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        purge_every: timedelta = timedelta(days=1),
+        max_rounds: int = 20,
+    ) -> None:
+        self.fanout = fanout
+        self.clock = clock
+        self.purge_every = purge_every
+        self.max_rounds = max_rounds
+        self.next_purge: datetime | None = None
+        self.purged: dict[str, int] = {"entries": 0, "outbox": 0}
+
+    def __call__(self, conn: Conn) -> int:
+        """Run the round on the worker's connection (autocommit); return the work done."""
+        work = self.fanout.drain(conn, max_rounds=self.max_rounds)
+        now = self.clock()
+        if self.next_purge is None or now >= self.next_purge:
+            days = self.fanout.host.inbox_retention_days(conn)
+            counts = purge(conn, retention_days=days, now=now, schema=self.fanout.schema)
+            for what, count in counts.items():
+                self.purged[what] += count
+                work += count
+            self.next_purge = now + self.purge_every
+        return work
 
 
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
@@ -426,6 +502,23 @@ _COLUMNS: Final = (
     "email_after",
     "at",
 )
+
+
+def _written(event: int, row: tuple[Any, ...]) -> Written:
+    id_, user, category, key, count, in_app, email, due, read_at, inserted = row
+    return Written(
+        event=event,
+        id=int(id_),
+        user_id=user,
+        category=category,
+        group_key=key,
+        count=int(count),
+        in_app=bool(in_app),
+        email_state=email,
+        email_after=due,
+        read=read_at is not None,
+        inserted=bool(inserted),
+    )
 
 
 def _claimed(row: tuple[Any, ...]) -> _Claimed:

@@ -411,7 +411,8 @@ CREATE TABLE {schema}.consumer_failures (
     message   text NOT NULL,
     failures  integer NOT NULL DEFAULT 1,
     CONSTRAINT consumer_failures_pkey PRIMARY KEY (name),
-    CONSTRAINT consumer_failures_round_check CHECK (round IN ('consumer', 'due', 'push')),
+    CONSTRAINT consumer_failures_round_check
+        CHECK (round IN ('consumer', 'due', 'push', 'inbox')),
     CONSTRAINT consumer_failures_failures_check CHECK (failures >= 1)
 );
 

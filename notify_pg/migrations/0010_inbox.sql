@@ -122,3 +122,8 @@ CREATE TABLE {schema}.inbox_preferences (
 
 CREATE INDEX inbox_preferences_opted_in_idx
     ON {schema}.inbox_preferences (category, user_id) WHERE enabled;
+
+-- `notify worker` runs the inbox's round too: its failures are recorded as round 'inbox'.
+ALTER TABLE {schema}.consumer_failures DROP CONSTRAINT consumer_failures_round_check;
+ALTER TABLE {schema}.consumer_failures ADD CONSTRAINT consumer_failures_round_check
+    CHECK (round IN ('consumer', 'due', 'push', 'inbox'));

@@ -107,8 +107,8 @@ DO UPDATE SET
                         AND NOT (e.email_state = 'none' AND excluded.email_state = 'pending')
                    THEN excluded.updated_at END
 WHERE e.last_event IS DISTINCT FROM excluded.last_event
-RETURNING e.id, e.user_id, e.category, e.count, e.in_app, e.email_state, e.email_after,
-          e.read_at;
+RETURNING e.id, e.user_id, e.category, e.group_key, e.count, e.in_app, e.email_state,
+          e.email_after, e.read_at, (e.xmax = 0) AS inserted;
 
 -- name: inbox_list
 -- One page of a person's visible entries, newest first, after a keyset position (H1).
@@ -164,3 +164,7 @@ WHERE id IN (SELECT id FROM {schema}.inbox_entries WHERE updated_at < %(before)s
 DELETE FROM {schema}.inbox_outbox
 WHERE id IN (SELECT id FROM {schema}.inbox_outbox WHERE processed_at < %(before)s
              LIMIT %(batch)s);
+
+-- name: inbox_comment_deleted
+-- A comment is gone: its entries keep their snapshot but no longer show its excerpt (N11).
+UPDATE {schema}.inbox_entries SET comment_id = NULL WHERE comment_id = %(comment_id)s;

@@ -153,6 +153,11 @@ class ReferenceWiki:
         row = self._settings_row(conn)
         return timedelta(seconds=180 if row is None else row[0])
 
+    def inbox_retention_days(self, conn: Conn) -> int:
+        """Return how many days entries are kept (60 by default)."""
+        row = self._settings_row(conn)
+        return 60 if row is None else int(row[1])
+
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
         return {

@@ -9,10 +9,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from click.testing import CliRunner
 from pgworld import HOST_SCHEMA, SCHEMA
 
+from notify_cli.main import cli
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
-from notify_pg.inbox_fanout import InboxFanOut
+from notify_pg.inbox_fanout import InboxFanOut, InboxRound
 from notify_pg.reference_host.wiki import ReferenceWiki
 
 Connect = Callable[[], psycopg.Connection[Any]]
@@ -400,3 +402,40 @@ def test_h3_purge_deletes_old_entries_and_processed_outbox_rows_in_batches(
     counts = purge(conn, now=now + timedelta(days=61), batch=1, schema=SCHEMA)
     assert counts == {"entries": 2, "outbox": 1}
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
+
+
+def test_h4_notify_worker_fans_out_the_outbox_and_h3_purges(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki, db_dsn: str
+) -> None:
+    """H4/H3: `notify worker` runs the inbox's round: the outbox is fanned out, and the purge
+    runs at the worker's first round."""
+    edit(conn, 0)
+    old = edit(conn, 1)
+    conn.execute(
+        "UPDATE notify.inbox_outbox SET processed_at = now() - interval '2 days' WHERE id = %s",
+        [old],
+    )
+    result = CliRunner().invoke(cli, ["worker", "--dsn", db_dsn, "--once"])
+    assert result.exit_code == 0, result.output
+    assert [(r[0], r[3]) for r in entries(conn)] == [("ana", 1), ("cy", 1)]
+    assert conn.execute(
+        "SELECT count(*) FROM notify.inbox_outbox WHERE processed_at IS NULL"
+    ).fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
+
+
+def test_h3_the_inbox_round_purges_at_its_first_round_and_then_once_per_period(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H3: scheduled in the worker: at the first round, then once per ``purge_every``."""
+    now = [T0 + timedelta(hours=1)]
+    run = InboxRound(fanout(wiki), clock=lambda: now[0], purge_every=timedelta(days=90))
+    edit(conn, 0)
+    assert run(conn) == 1  # one event fanned out; nothing old enough to purge
+    assert run.next_purge == now[0] + timedelta(days=90)
+    now[0] += timedelta(days=70)
+    assert run(conn) == 0  # the entries are past retention, but the purge waits its turn
+    assert run.purged == {"entries": 0, "outbox": 0}
+    now[0] += timedelta(days=20)
+    assert run(conn) == 3  # the two entries and the processed outbox row
+    assert run.purged == {"entries": 2, "outbox": 1}

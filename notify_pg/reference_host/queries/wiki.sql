@@ -111,3 +111,87 @@ INSERT INTO {schema}.wiki_settings (id, email_delay_s, mail_configured, sections
 VALUES (true, %(email_delay_s)s, %(mail_configured)s, %(sections)s)
 ON CONFLICT (id) DO UPDATE SET email_delay_s = excluded.email_delay_s,
     mail_configured = excluded.mail_configured, sections = excluded.sections
+
+-- name: wiki_merge_site
+-- Create a site or change the members given (NULL: keep).
+INSERT INTO {schema}.wiki_sites AS s (id, host, https, primary_locale, time_zone, notifications)
+VALUES (%(id)s, coalesce(%(host)s, ''), coalesce(%(https)s, true), %(primary_locale)s,
+        %(time_zone)s, coalesce(%(notifications)s, true))
+ON CONFLICT (id) DO UPDATE SET
+    host = coalesce(%(host)s, s.host),
+    https = coalesce(%(https)s, s.https),
+    primary_locale = coalesce(%(primary_locale)s, s.primary_locale),
+    time_zone = coalesce(%(time_zone)s, s.time_zone),
+    notifications = coalesce(%(notifications)s, s.notifications)
+
+-- name: wiki_user_row
+-- A person's row as stored (the loader merges an update into it).
+SELECT kind, active, system, email, verified, locale, time_zone, email_schedule, daily_hour
+FROM {schema}.wiki_users WHERE id = %(id)s
+
+-- name: wiki_put_user
+-- Create or replace a person with every member.
+INSERT INTO {schema}.wiki_users (id, kind, active, system, email, verified, locale, time_zone,
+                                 email_schedule, daily_hour)
+VALUES (%(id)s, %(kind)s, %(active)s, %(system)s, %(email)s, %(verified)s, %(locale)s,
+        %(time_zone)s, %(email_schedule)s, %(daily_hour)s)
+ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, active = excluded.active,
+    system = excluded.system, email = excluded.email, verified = excluded.verified,
+    locale = excluded.locale, time_zone = excluded.time_zone,
+    email_schedule = excluded.email_schedule, daily_hour = excluded.daily_hour
+
+-- name: wiki_remove_member
+-- Remove a person from a group.
+DELETE FROM {schema}.wiki_memberships WHERE group_id = %(group_id)s AND user_id = %(user_id)s
+
+-- name: wiki_put_review_rule
+-- Create or replace a review rule.
+INSERT INTO {schema}.wiki_review_rules (id, site_id, match, value, reviewer_groups, enabled)
+VALUES (%(id)s, %(site_id)s, %(match)s, %(value)s, %(reviewer_groups)s, %(enabled)s)
+ON CONFLICT (id) DO UPDATE SET site_id = excluded.site_id, match = excluded.match,
+    value = excluded.value, reviewer_groups = excluded.reviewer_groups,
+    enabled = excluded.enabled
+
+-- name: wiki_unwatch
+-- A person stops watching a page.
+DELETE FROM {schema}.wiki_watchers WHERE page_id = %(page_id)s AND user_id = %(user_id)s
+
+-- name: wiki_merge_settings
+-- Change the members of the instance's settings given (NULL: keep; sections member by member).
+INSERT INTO {schema}.wiki_settings AS s (id, email_delay_s, retention_days, mail_configured,
+                                         sections)
+VALUES (true, coalesce(%(email_delay_s)s, 180), coalesce(%(retention_days)s, 60),
+        coalesce(%(mail_configured)s, false), %(sections)s)
+ON CONFLICT (id) DO UPDATE SET
+    email_delay_s = coalesce(%(email_delay_s)s, s.email_delay_s),
+    retention_days = coalesce(%(retention_days)s, s.retention_days),
+    mail_configured = coalesce(%(mail_configured)s, s.mail_configured),
+    sections = s.sections || %(sections)s
+
+-- name: wiki_change_page
+-- Change a page's title, tags, path, locale or deleted flag (NULL: keep).
+UPDATE {schema}.wiki_pages SET
+    title = coalesce(%(title)s, title),
+    tags = coalesce(%(tags)s, tags),
+    path = coalesce(%(path)s, path),
+    locale = coalesce(%(locale)s, locale),
+    deleted = coalesce(%(deleted)s, deleted)
+WHERE id = %(id)s
+
+-- name: wiki_change_comment
+-- Set a comment's mentions (the complete list) and, when given, its excerpt.
+UPDATE {schema}.wiki_comments SET mentions = %(mentions)s, excerpt = coalesce(%(excerpt)s, excerpt)
+WHERE id = %(id)s
+
+-- name: wiki_delete_comment
+-- Delete a comment.
+DELETE FROM {schema}.wiki_comments WHERE id = %(id)s
+
+-- name: wiki_put_submission
+-- Create or replace a review submission.
+INSERT INTO {schema}.wiki_submissions (id, page_id, author) VALUES (%(id)s, %(page_id)s, %(author)s)
+ON CONFLICT (id) DO UPDATE SET page_id = excluded.page_id, author = excluded.author
+
+-- name: wiki_retention_days
+-- The instance's retention of inbox entries.
+SELECT retention_days FROM {schema}.wiki_settings
