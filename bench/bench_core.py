@@ -6,16 +6,28 @@
 
 Every figure comes with a baseline measured in the same process: the same loop calling a
 trivial function, so the ratio survives a noisy machine. Run: ``python bench/bench_core.py``.
+
+With ``--synapse-python PATH`` (the interpreter of a venv holding ``matrix-synapse==1.163.2``)
+it also runs the peer benchmark ``synapse_push_bench.py`` (Synapse's compiled push-rule
+evaluator deciding each member of a 10,000-member room, 10 of them mentioned) as a
+subprocess, alternating with our ``decide_all`` round by round, with Python's automatic GC
+off and on, and reports the best of each side and the ratio (goal: >= 2). The script is
+looked up in ``../shared/bench/peers/`` next to the repository unless ``--synapse-script``
+names it. See docs/speed.md.
 """
 
 from __future__ import annotations
 
+import argparse
+import gc
 import json
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from notify_core import (
     Connection,
@@ -34,6 +46,10 @@ from notify_core import (
 NOW = datetime(2026, 10, 23, 21, 30, tzinfo=UTC)
 ZONES = ["Europe/Berlin", "America/New_York", "Asia/Kathmandu", "Australia/Lord_Howe", "UTC"]
 PLATFORMS = ["ios", "android", "desktop", "web"]
+ROOT = Path(__file__).resolve().parents[1]
+PEER_SCRIPT = ROOT.parent / "shared" / "bench" / "peers" / "synapse_push_bench.py"
+#: The room of issue 15: 10,000 members (9,999 recipients), 10 of them mentioned.
+PEER_ARGS = ["--n", "10000", "--mention-fraction", "0.001"]
 
 
 def recipients(n: int, seed: int = 7) -> list[RecipientFacts]:
@@ -113,7 +129,79 @@ def trivial(event: object, person: object) -> object:
     return person
 
 
+def ours_best(event: EventFacts, n: int, reps: int, gc_on: bool) -> float:
+    """Best time of ``decide_all`` over fresh facts, GC as the Synapse script sets it."""
+    gc.collect()
+    if not gc_on:
+        gc.disable()
+    try:
+        return best_of_fresh(lambda people: decide_all(event, people), n, reps)
+    finally:
+        gc.enable()
+
+
+def synapse_best(python: str, script: Path, reps: int, gc_on: bool) -> dict[str, object]:
+    """One run of the peer script in its own interpreter; its JSON line."""
+    command = [python, str(script), *PEER_ARGS, "--reps", str(reps), "--warmup", "1"]
+    if gc_on:
+        command.append("--gc")
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"bench_core: the Synapse peer failed: {done.stderr.strip() or done.stdout}")
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def against_synapse(
+    event: EventFacts, python: str, script: Path, rounds: int, reps: int, n: int = 10_000
+) -> dict[str, object]:
+    """Alternate our ``decide_all`` and the Synapse peer; best of each side, GC off and on.
+
+    Each round runs, in this order, ours with GC off, the peer with GC off, ours with GC on
+    and the peer with GC on, so a slow spell of the machine hits both sides alike.
+    """
+    best: dict[tuple[str, bool], float] = {}
+    peer: dict[str, object] = {}
+    for _ in range(rounds):
+        for gc_on in (False, True):
+            ours = n / ours_best(event, n, reps, gc_on)
+            peer = synapse_best(python, script, reps, gc_on)
+            theirs = float(peer["recipients"]) / float(peer["best_s"])  # type: ignore[arg-type]
+            best["ours", gc_on] = max(best.get(("ours", gc_on), 0.0), ours)
+            best["synapse", gc_on] = max(best.get(("synapse", gc_on), 0.0), theirs)
+    report: dict[str, object] = {
+        "synapse_version": peer["version"],
+        "room": {"members": peer["n"], "recipients": peer["recipients"]},
+        "mentioned": peer["mentioned"],
+        "rounds": rounds,
+        "reps_per_round": reps,
+    }
+    for gc_on in (False, True):
+        ours, theirs = best["ours", gc_on], best["synapse", gc_on]
+        report["gc_on" if gc_on else "gc_off"] = {
+            "ours_per_s": round(ours),
+            "synapse_per_s": round(theirs),
+            "ours_us": round(1e6 / ours, 3),
+            "synapse_us": round(1e6 / theirs, 3),
+            "ratio": round(ours / theirs, 2),
+        }
+    report["goal_ratio"] = 2.0
+    return report
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description="Speed of the core's hot paths, as JSON.")
+    parser.add_argument(
+        "--synapse-python", help="interpreter of a venv with matrix-synapse: run the peer"
+    )
+    parser.add_argument(
+        "--synapse-script", type=Path, default=PEER_SCRIPT, help="the peer benchmark script"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    parser.add_argument("--reps", type=int, default=7, help="passes per side per round")
+    args = parser.parse_args()
+    if args.synapse_python and not args.synapse_script.is_file():
+        parser.error(f"no peer script at {args.synapse_script}; name it with --synapse-script")
     n = 10_000
     people = recipients(n)
     event = EventFacts(now=NOW, kind="message", thread="t-1", policy=Policy())
@@ -151,6 +239,10 @@ def main() -> None:
             "goal_per_s": 1_000_000,
         },
     }
+    if args.synapse_python:
+        report["synapse"] = against_synapse(
+            event, args.synapse_python, args.synapse_script, args.rounds, args.reps
+        )
     json.dump(report, sys.stdout, indent=2)
     print()
 
