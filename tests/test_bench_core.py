@@ -8,12 +8,15 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from notify_core import EventFacts, Policy
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_core.py"
 # Prints what synapse_push_bench.py prints, and records the arguments of every run.
 FAKE_PEER = """
-import json, sys
+import json, sys, time
+assert (time.perf_counter is time.thread_time) == (CLOCK == "cpu")
 with open(sys.argv[0] + ".calls", "a") as calls:
     calls.write(json.dumps(sys.argv[1:]) + "\\n")
 best = 0.05 if "--gc" in sys.argv else 0.04
@@ -30,12 +33,18 @@ def load_bench() -> ModuleType:
     return module
 
 
-def test_against_synapse_alternates_gc_off_and_on_and_reports_ratios(tmp_path: Path) -> None:
+@pytest.mark.parametrize("clock", ["wall", "cpu"])
+def test_against_synapse_alternates_gc_off_and_on_and_reports_ratios(
+    tmp_path: Path, clock: str
+) -> None:
     bench = load_bench()
     peer = tmp_path / "peer.py"
-    peer.write_text(FAKE_PEER, encoding="utf-8")
+    peer.write_text(FAKE_PEER.replace("CLOCK", repr(clock)), encoding="utf-8")
     event = EventFacts(now=bench.NOW, kind="message", thread="t-1", policy=Policy())
-    report = bench.against_synapse(event, sys.executable, peer, rounds=2, reps=1, n=300)
+    report = bench.against_synapse(
+        event, sys.executable, peer, rounds=2, reps=1, n=300, clock=clock
+    )
+    assert report["clock"] == clock
     calls = [json.loads(line) for line in (tmp_path / "peer.py.calls").read_text().splitlines()]
     assert ["--gc" in call for call in calls] == [False, True, False, True]
     assert all(call[:4] == ["--n", "10000", "--mention-fraction", "0.001"] for call in calls)
