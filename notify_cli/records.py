@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+import math
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -16,6 +17,8 @@ from notify_cli.options import BadInput, dsn_option, schema_option
 _CONNECT_TIMEOUT_S = 10
 
 if TYPE_CHECKING:  # click >= 8.2 types ParamType generically; older ones cannot subscript it
+    from notify_core.records import CheckFailure
+
     _ParamType = click.ParamType[datetime, Any]
 else:
     _ParamType = click.ParamType
@@ -45,6 +48,26 @@ def records() -> None:
     """Preference records of seed 002 (needs psycopg: pip install 'notify-engine[pg]')."""
 
 
+class GapBoundType(_ParamType):
+    """A supersession gap bound in seconds (zero or more, finite); bad text exits 2."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse the number of seconds into a `timedelta`; bad text is one line and exit 2."""
+        if isinstance(value, timedelta):
+            return value
+        try:
+            number = float(value)
+            if not math.isfinite(number) or number < 0:
+                raise ValueError(value)
+            return timedelta(seconds=number)
+        except (ValueError, OverflowError):
+            raise BadInput(
+                f"--gap-bound: {value!r} is not a number of seconds of zero or more"
+            ) from None
+
+
 @records.command()
 @dsn_option
 @click.option(
@@ -62,9 +85,26 @@ def records() -> None:
     metavar="INSTANT",
     help="Reconstruct the record in effect at this RFC 3339 instant [default: now].",
 )
+@click.option(
+    "--gap-bound",
+    "gap_bound",
+    type=GapBoundType(),
+    default="0",
+    show_default=True,
+    metavar="SECONDS",
+    help="The supersession gap bound the store's deployment declares; notify_pg stamps both "
+    "halves of a supersession with one instant, so 0.",
+)
 @schema_option
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_json: bool) -> None:
+def audit(
+    dsn: str,
+    principal_ref: str,
+    at: datetime | None,
+    gap_bound: timedelta,
+    schema: str,
+    as_json: bool,
+) -> None:
     """Print a principal's preference history and the record in effect at an instant.
 
     The history is every record of the principal in recording order, deleted ones included,
@@ -72,10 +112,20 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
     is reconstructed from the stamps alone, each record governing [set_at, deleted_at)
     (seed 002 Check 2.1-2.2). A suspended record is in effect (delivery paused).
 
+    Every supersession gap (a deleted record's deleted_at to its successor's set_at) is read
+    against --gap-bound (Check 4.1-4.2): within it "supersession", beyond it "ambiguous" (the
+    records alone cannot tell a supersession from a delete and a later set), below zero
+    "backward" (a clock stepped back). Records whose own stamps are out of order (Temporal
+    property 1-3) are named too, and so are failures of Check 3.1 (two records in effect),
+    5.1 (a channel key the record does not declare) and 5.2 (no declared channels).
+
     --json prints {"principal_ref", "at", "records": [...], "in_effect": {"preference_id",
-    "status_at"} or {"none": true}}, records as in formats.md section 1 (absent members
-    omitted).
-    A bad DSN, an unreachable database or a bad instant: one line on stderr and exit code 2.
+    "status_at"} or {"none": true}, "gap_bound_s", "supersessions": [{"prior", "successor",
+    "gap_s", "reading"}], "stamps_out_of_order": [preference_id...], "check_failures":
+    [{"check", "preference_ids", "channel"?}]}, records as in
+    formats.md section 1 (absent members omitted).
+    A bad DSN, an unreachable database, a bad instant or a bad bound: one line on stderr and
+    exit code 2.
     """
     try:
         import psycopg
@@ -83,6 +133,7 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
 
         from notify_core.errors import NotifyError
         from notify_core.instants import format_instant
+        from notify_core.records import check_failures, supersession_gaps
         from notify_core.records_tables import record_to_json
         from notify_pg.errors import translate
         from notify_pg.records import PreferenceRecordRepository
@@ -108,6 +159,9 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
     history = store.history(principal_ref)
     governing = store.in_effect_at(principal_ref, instant)
     status_at = None if governing is None else governing.status_at(instant)
+    gaps = supersession_gaps(history, gap_bound)
+    out_of_order = [r.preference_id for r in history if not r.stamps_in_order]
+    failures = check_failures(history)
 
     if as_json:
         in_effect: dict[str, object] = {"none": True}
@@ -118,6 +172,25 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
             "at": format_instant(instant),
             "records": [record_to_json(r) for r in history],
             "in_effect": in_effect,
+            "gap_bound_s": gap_bound.total_seconds(),
+            "supersessions": [
+                {
+                    "prior": g.prior,
+                    "successor": g.successor,
+                    "gap_s": g.gap.total_seconds(),
+                    "reading": g.reading.value,
+                }
+                for g in gaps
+            ],
+            "stamps_out_of_order": out_of_order,
+            "check_failures": [
+                {
+                    "check": f.check,
+                    "preference_ids": list(f.preference_ids),
+                    **({} if f.channel is None else {"channel": f.channel}),
+                }
+                for f in failures
+            ],
         }
         click.echo(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
         return
@@ -149,6 +222,18 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
         )
     console = Console(highlight=False)
     console.print(table)
+    bound_s = _seconds(gap_bound)
+    for g in gaps:
+        console.print(
+            Text(
+                f"gap {g.prior} -> {g.successor}: {_seconds(g.gap)} s, {g.reading.value} "
+                f"(bound {bound_s} s)"
+            )
+        )
+    for preference_id in out_of_order:
+        console.print(Text(f"stamps out of order (a clock stepped back): {preference_id}"))
+    for f in failures:
+        console.print(Text(f"check {f.check} failed: {', '.join(f.preference_ids)} ({_why(f)})"))
     if governing is None or status_at is None:
         console.print(Text(f"in effect at {format_instant(instant)}: none"))
     else:
@@ -158,3 +243,18 @@ def audit(dsn: str, principal_ref: str, at: datetime | None, schema: str, as_jso
                 f"({status_at.value})"
             )
         )
+
+
+def _seconds(value: timedelta) -> str:
+    """Seconds without a needless fraction: ``0``, ``5``, ``0.25``."""
+    number = value.total_seconds()
+    return str(int(number)) if number.is_integer() else str(number)
+
+
+def _why(failure: CheckFailure) -> str:
+    """What a failed conformance check means, in words."""
+    if failure.check == "3.1":
+        return "more than one record in effect"
+    if failure.check == "5.1":
+        return f"channel {failure.channel!r} is not among the record's declared channels"
+    return "the record declares no channels"

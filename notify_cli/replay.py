@@ -18,7 +18,7 @@ from notify_cli.options import EXIT_BAD_INPUT, BadInput, lines_of, read_policy
 from notify_core.decide import Policy
 from notify_core.events import EventError
 from notify_core.instants import format_instant
-from notify_core.replay import Replay, Summary, compare, dumps_hint
+from notify_core.replay import Replay, Summary, compare, dumps_item
 
 _stderr = Console(stderr=True)
 
@@ -88,7 +88,7 @@ def _replay(
                 _report(path, item)
                 bad = True
             elif write is not None:
-                write(dumps_hint(item, fastjson.dumps) + "\n")
+                write(dumps_item(item, fastjson.dumps) + "\n")
     return replay.summary, bad
 
 
@@ -108,6 +108,11 @@ def _summary_table(summary: Summary) -> Table:
         table.add_row(f"decisions {name}", f"{count:,}")
     for reason, count in data["skips_by_reason"].items():  # type: ignore[attr-defined]
         table.add_row(f"skips {reason}", f"{count:,}")
+    for category, decisions in data["entries_by_category"].items():  # type: ignore[attr-defined]
+        for decision, count in decisions.items():
+            table.add_row(f"entries {category} {decision}", f"{count:,}")
+    for reason, count in data["entry_skips_by_reason"].items():  # type: ignore[attr-defined]
+        table.add_row(f"entry skips {reason}", f"{count:,}")
     table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
     volume = data["push_volume_per_recipient"]
     assert isinstance(volume, dict)

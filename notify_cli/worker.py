@@ -89,6 +89,23 @@ def _logging(level: str) -> None:
     "side. Every worker of a database needs the same N; a new N is taken only while the "
     "consumer's cursors stand at one position.",
 )
+@click.option(
+    "--partition-takeover",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A worker idle inside a transaction this long (frozen, paused) loses its session, so "
+    "another worker takes its partition and due work.",
+)
+@click.option(
+    "--statement-timeout",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The longest one statement of the worker may run or wait for a lock.",
+)
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @click.option(
     "--log-level",
@@ -105,6 +122,8 @@ def worker(
     poll_interval: float,
     fake_providers: tuple[str, ...],
     partitions: int,
+    partition_takeover: float,
+    statement_timeout: float,
     once: bool,
     log_level: str,
 ) -> None:
@@ -114,7 +133,11 @@ def worker(
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
     come due and sends pushes through the registered providers (none unless --fake-provider:
     pushes of other providers are skipped as no_provider). SIGTERM or SIGINT finish the
-    round in progress and exit 0. Several workers may run on one database; with
+    round in progress only and exit 0 (provider results not written yet are written first
+    when the database takes them). A worker idle inside a transaction for
+    --partition-takeover seconds loses its session, so another worker takes its partition.
+    A failed round is logged with its SQLSTATE and PostgreSQL's message and shown by
+    `notify db status`. Several workers may run on one database; with
     --partitions N their consumer rounds run side by side, each deciding for one partition
     of the recipients. A database that cannot be reached or a partition count that cannot
     be taken now: a message on stderr and exit code 2.
@@ -135,9 +158,16 @@ def worker(
     policy = read_policy(policy_file)
     _logging(log_level)
     log = logging.getLogger("notify_pg.worker")
-    config = WorkerConfig(poll_interval=timedelta(seconds=poll_interval), partitions=partitions)
+    config = WorkerConfig(
+        poll_interval=timedelta(seconds=poll_interval),
+        partitions=partitions,
+        partition_takeover=timedelta(seconds=partition_takeover),
+        statement_timeout=timedelta(seconds=statement_timeout),
+    )
     work = Worker(
-        lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10),
+        lambda: psycopg.connect(
+            dsn, autocommit=True, connect_timeout=10, application_name="notify worker"
+        ),
         ReferenceHost(host_schema),
         schema=schema,
         policy=policy,
@@ -183,4 +213,6 @@ def work_counts(work: Any) -> dict[str, Any]:
         "decisions": dict(stats.decisions),
         "skipped": dict(stats.skipped),
         "sent": dict(stats.sent),
+        "provider_calls": stats.provider_calls,
+        "failures": stats.failures,
     }

@@ -14,6 +14,8 @@ __all__ = [
     "InvalidKind",
     "InvalidLevel",
     "InvalidRule",
+    "InvalidSchedule",
+    "InvalidUnsubscribe",
     "NaiveDatetime",
     "NotifyError",
     "UsageError",
@@ -98,3 +100,20 @@ class InvalidFacts(InvalidInput):
 
 class InvalidDelivery(InvalidInput):
     """A delivery result or retry input outside the allowed values (rules R1, R2)."""
+
+
+class InvalidSchedule(InvalidInput):
+    """An email schedule or daily hour outside the allowed values (rule E2).
+
+    Codes: ``unknown_schedule``, ``missing_daily_hour`` (``daily`` without an hour),
+    ``invalid_daily_hour`` (not an integer 0-23).
+    """
+
+
+class InvalidUnsubscribe(InvalidInput):
+    """An unsubscribe token that cannot be written (rule U1).
+
+    Codes: ``no_categories`` (a token must name at least one category), ``invalid_category``,
+    ``invalid_person`` (not encodable as UTF-8) and ``weak_secret`` (fewer than 32 bytes).
+    A token that does not verify is no error: verification answers ``None`` (rule U2).
+    """

@@ -16,6 +16,7 @@ from typing import Final
 import attrs
 
 from notify_core.errors import InvalidInput, NotifyError
+from notify_core.inbox.payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, WIKI_PERSONAL
 from notify_core.instants import parse_instant
 
 __all__ = ["PAYLOADS", "Event", "EventError", "EventLogReader", "Scope", "parse_event"]
@@ -54,6 +55,7 @@ class Event:
         audience: the one person a personal event is for.
         scope: where it happened.
         payload: the type's members (checked against `PAYLOADS` for known types).
+        origin: ``user``, ``import`` or ``bulk`` for a wiki's events (absent: ``user``).
     """
 
     seq: int
@@ -63,6 +65,7 @@ class Event:
     audience: str | None = None
     scope: Scope = Scope()
     payload: Mapping[str, object] = attrs.field(factory=dict)
+    origin: str | None = None
 
 
 Check = Callable[[object], bool]
@@ -209,7 +212,14 @@ PAYLOADS: Final[dict[str, dict[str, tuple[bool, Check, str]]]] = {
         "last_read_seq": (True, _seq, "an integer >= 0"),
     },
 }
-PAYLOADS["user.updated"] = {**PAYLOADS["user.created"]}
+PAYLOADS["user.created"].update(USER_MEMBERS)
+# user.updated changes the members it names and removes those listed in "unset".
+PAYLOADS["user.updated"] = {
+    **PAYLOADS["user.created"],
+    "kind": (False, _one_of("human", "agent", "app"), "human, agent or app"),
+    "unset": USER_UNSET,
+}
+PAYLOADS.update(WIKI_PAYLOADS)
 PAYLOADS["access.revoked"] = PAYLOADS["access.granted"]
 #: Events that are about one person and must name them in ``audience``.
 PERSONAL: Final = frozenset(
@@ -220,6 +230,7 @@ PERSONAL: Final = frozenset(
         "access.expiring",
         "device.pending",
         "read_state.updated",
+        *WIKI_PERSONAL,
     }
 )
 
@@ -273,6 +284,9 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
     for name in ("actor", "audience"):
         if name in obj and not _str(obj[name]):
             raise EventError("invalid_event", f"{name} must be an ID", f"/{name}")
+    origin = obj.get("origin")
+    if origin is not None and origin not in ("user", "import", "bulk"):
+        raise EventError("invalid_event", "origin must be user, import or bulk", "/origin")
     raw_scope = obj.get("scope", {})
     if not isinstance(raw_scope, dict) or not all(
         key in ("space", "channel", "thread") and _str(value) for key, value in raw_scope.items()
@@ -303,6 +317,7 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
         audience=obj.get("audience"),
         scope=Scope(**raw_scope),
         payload=payload,
+        origin=origin,
     )
 
 

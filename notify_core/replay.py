@@ -17,6 +17,13 @@ import attrs
 from notify_core.decide import Collect, Policy, Skip, SkipReason, Via
 from notify_core.errors import InvalidInput
 from notify_core.events import PAYLOADS, Event, EventError, EventLogReader
+from notify_core.inbox.pipeline import (
+    INBOX_TYPES,
+    EntryDecisionKind,
+    InboxLine,
+    InboxPipeline,
+    inbox_line_to_json,
+)
 from notify_core.instants import format_instant_cached
 from notify_core.levels import parse_level
 from notify_core.memory import MemoryStore
@@ -29,6 +36,7 @@ __all__ = [
     "Summary",
     "compare",
     "dumps_hint",
+    "dumps_item",
     "dumps_line",
     "hint_to_json",
     "policy_from_mapping",
@@ -121,6 +129,14 @@ def dumps_hint(hint: Hint, dumps: Callable[[object], str] = dumps_json) -> str:
     return dumps(hint_to_json(hint))
 
 
+def dumps_item(item: Hint | InboxLine, dumps: Callable[[object], str] = dumps_json) -> str:
+    """Return the JSON line of a hint or of an inbox entry line (formats.md sections 3, 4)."""
+    if type(item) is Hint:
+        return dumps(hint_to_json(item))
+    assert isinstance(item, InboxLine)
+    return dumps(inbox_line_to_json(item))
+
+
 def dumps_line(obj: Mapping[str, object], dumps: Callable[[object], str] = dumps_json) -> str:
     """Return a JSON object as one compact line, as `dumps_hint` writes (event logs too)."""
     return dumps(obj)
@@ -146,6 +162,8 @@ class Summary:
     skips: Counter[str] = attrs.field(factory=Counter)
     quiet: int = 0
     pushes: Counter[str] = attrs.field(factory=Counter)
+    entries: Counter[tuple[str, str]] = attrs.field(factory=Counter)
+    entry_skips: Counter[str] = attrs.field(factory=Counter)
 
     def add_event(self, event: Event) -> None:
         """Count an event by type; unknown types are named apart."""
@@ -172,6 +190,12 @@ class Summary:
                 if route.via is Via.PUSH:
                     self.pushes[hint.recipient] += 1
 
+    def add_entry(self, line: InboxLine) -> None:
+        """Count an inbox entry decision by category and decision, a skip by reason."""
+        self.entries[(line.category, line.decision.value)] += 1
+        if line.reason is not None:
+            self.entry_skips[line.reason.value] += 1
+
     def to_json(self) -> dict[str, object]:
         """Return the summary as JSON (the ``--summary-json`` file)."""
         volumes = sorted(self.pushes.values())
@@ -180,6 +204,9 @@ class Summary:
         routes: dict[str, dict[str, int]] = {}
         for (kind, via), count in sorted(self.routes.items()):
             routes.setdefault(kind, {})[via] = count
+        entries: dict[str, dict[str, int]] = {}
+        for (category, decision), count in sorted(self.entries.items()):
+            entries.setdefault(category, {})[decision] = count
         return {
             "format": 1,
             "events": dict(sorted(self.events.items())),
@@ -198,6 +225,8 @@ class Summary:
                 "p99": _percentile(volumes, 0.99),
                 "max": volumes[-1] if volumes else 0,
             },
+            "entries_by_category": entries,
+            "entry_skips_by_reason": dict(sorted(self.entry_skips.items())),
         }
 
 
@@ -219,6 +248,7 @@ class Replay:
     summary: Summary = attrs.field(factory=Summary)
     store: MemoryStore = attrs.field(init=False)
     pipeline: Pipeline = attrs.field(init=False)
+    inbox: InboxPipeline = attrs.field(factory=InboxPipeline)
     reader: EventLogReader = attrs.field(factory=EventLogReader)
 
     def __attrs_post_init__(self) -> None:
@@ -227,8 +257,8 @@ class Replay:
             policy=self.policy, world=self.store, prefs=self.store, schedule=self.store
         )
 
-    def feed(self, text: str, line: int) -> Iterator[Hint]:
-        """Read one line and yield the hints it causes (due work first).
+    def feed(self, text: str, line: int) -> Iterator[Hint | InboxLine]:
+        """Read one line and yield the hints and entry lines it causes (due work first).
 
         Raises:
             EventError: a bad line (with its number); the replay can go on with the next.
@@ -239,10 +269,14 @@ class Replay:
         self.summary.add_event(event)
         try:
             hints = self.pipeline.handle(event)
+            # A wiki's events take the inbox path; a chat log pays one set lookup per event.
+            lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
         except EventError as error:
             error.line = line
             raise
         yield from self._out(hints)
+        if lines:
+            yield from self._out_entries(lines)
 
     def finish(self) -> Iterator[Hint]:
         """Run the clock on until nothing is pending; yield what that decides."""
@@ -259,7 +293,13 @@ class Replay:
                 continue
             yield hint
 
-    def run(self, lines: Iterable[str]) -> Iterator[Hint | EventError]:
+    def _out_entries(self, lines: Iterable[InboxLine]) -> Iterator[InboxLine]:
+        for entry_line in lines:
+            self.summary.add_entry(entry_line)
+            if entry_line.decision is not EntryDecisionKind.SKIP or self.include_skips:
+                yield entry_line
+
+    def run(self, lines: Iterable[str]) -> Iterator[Hint | InboxLine | EventError]:
         """Replay all lines; bad lines come out as `EventError` values, in place."""
         for number, text in enumerate(lines, start=1):
             try:

@@ -34,10 +34,12 @@ from notify_core.decide import (
 )
 from notify_core.delivery import RegistrationState, SendResult, apply_result, retry_delay
 from notify_core.errors import InvalidInput, NotifyError
+from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.tables import INBOX_FUNCTIONS
 from notify_core.instants import format_instant, format_instant_cached, parse_instant, seconds
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
+from notify_core.mail.tables import mail_functions
 from notify_core.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_until, rule_from_json
 from notify_core.records_tables import RECORD_FUNCTIONS
 
@@ -487,6 +489,7 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "badge_count": _badge_count,
     **RECORD_FUNCTIONS,
     **INBOX_FUNCTIONS,
+    **mail_functions({key: category.digest for key, category in CATEGORY_BY_KEY.items()}),
 }
 
 

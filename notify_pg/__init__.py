@@ -10,6 +10,7 @@ docs/postgresql.md.
 
 from notify_pg.errors import (
     Conflict,
+    Forbidden,
     LimitReached,
     MigrationError,
     NotFound,
@@ -61,6 +62,7 @@ __all__ = [
     "EventLog",
     "FactsReader",
     "FakeProvider",
+    "Forbidden",
     "HintSink",
     "HostPorts",
     "LimitReached",

@@ -132,7 +132,17 @@ class SettingsPort(Protocol):
         ...
 
 
-class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, Protocol):
+class PeoplePort(Protocol):
+    """Principals as the host knows them: kind (``human``, ``agent``, ``app``), active flag
+    and zone. The pipeline reads it (S1, D2); preference and quiet-hour operations refuse
+    agents and apps with it (seed 000 requirement 2)."""
+
+    def users(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, UserInfo]:
+        """Return the people among ``user_ids`` that exist (unknown ones are absent)."""
+        ...
+
+
+class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, PeoplePort, Protocol):
     """All host facts the adapter reads, in one object."""
 
 
@@ -141,14 +151,6 @@ class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, Protocol
 # `notify_pg.pipeline_ports` implements the ports of `notify_core.ports` on these. Every method
 # answers many people or targets with one query; none authorizes anything: the pipeline asks
 # about the candidates it selected, and `PlacesPort.thread_readers` is the exact read check.
-
-
-class PeoplePort(Protocol):
-    """People as the pipeline sees them: kind, active flag and zone (S1, D2)."""
-
-    def users(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, UserInfo]:
-        """Return the people among ``user_ids`` that exist (unknown ones are absent)."""
-        ...
 
 
 class PlacesPort(Protocol):

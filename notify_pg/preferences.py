@@ -2,6 +2,8 @@
 
 Semantics, each write in one transaction with exactly one event per change:
 
+- `PreferenceRepository.list`, `put` and `delete` refuse a person or actor the host knows as an
+  agent or an app with `Forbidden` (``subject_kind_not_allowed``, seed 000 requirement 2).
 - `PreferenceRepository.put`: lock the target's path (thread, channel, space ``FOR SHARE``),
   refuse an unknown or unreadable target with `NotFound` and an archived one with `Conflict`
   (``target_archived``), then `PreferenceRepository.upsert`.
@@ -32,14 +34,15 @@ from notify_core.errors import UsageError
 from notify_core.levels import Level, Preference, Target, TargetKind
 from notify_pg.errors import Conflict, NotFound
 from notify_pg.events import NOTIFICATION_PREF_UPDATED, EventLog, NewEvent
-from notify_pg.ports import AccessPort, NotificationPath, StructurePort
+from notify_pg.ports import AccessPort, NotificationPath, PeoplePort, StructurePort
 from notify_pg.seam import Conn, Seam
+from notify_pg.subjects import require_humans
 from notify_pg.values import PutResult, StoredPreference
 
 __all__ = ["PreferenceRepository"]
 
 
-class _Host(StructurePort, AccessPort, Protocol):
+class _Host(StructurePort, AccessPort, PeoplePort, Protocol):
     """The host facts preference writes need."""
 
 
@@ -66,7 +69,12 @@ class PreferenceRepository:
 
         Rows of targets the person lost stay stored and appear again when the right returns
         (seed 000 note 5b).
+
+        Raises:
+            Forbidden: the host knows the person as an agent or an app
+                (``subject_kind_not_allowed``).
         """
+        require_humans(self._host, conn, user_id, None)
         rows = self._seam.all(conn, "list_preferences", {"user_id": user_id})
         stored = [
             _stored(user_id, Target(kind=kind, id=target_id), level, muted_until, version)
@@ -99,10 +107,13 @@ class PreferenceRepository:
             The stored row and whether it changed (an equal write changes nothing).
 
         Raises:
+            Forbidden: the host knows the person or the actor as an agent or an app
+                (``subject_kind_not_allowed``), checked first.
             NotFound: the target does not exist as that kind, or the person cannot read it.
             Conflict: the target, its channel or its space is archived (``target_archived``).
         """
         with self._seam.transaction(conn):
+            require_humans(self._host, conn, user_id, actor)
             path = self._checked_path(conn, user_id, target)
             if path.archived:
                 raise Conflict(
@@ -202,10 +213,13 @@ class PreferenceRepository:
             when there was no row (no event).
 
         Raises:
+            Forbidden: the host knows the person or the actor as an agent or an app
+                (``subject_kind_not_allowed``), checked first.
             NotFound: the target does not exist as that kind, or the person cannot read it.
         """
         key = _key(user_id, target)
         with self._seam.transaction(conn):
+            require_humans(self._host, conn, user_id, actor)
             self._checked_path(conn, user_id, target)
             row = self._seam.one(conn, "delete_preference", key)
             if row is None:

@@ -18,9 +18,13 @@ behaviour.md section 8. `PreferenceRecordRepository` answers exactly what the pu
    ``Refused(storage-failure)`` (Operation 16, 23, 29, 30, Invariant 4.3-4.4).
 
 The host supplies ``now``, the preference id and the declared channel set as in the core; the
-repository never reads a clock. Nothing here deletes a row (Invariant 9); a trigger of the
-table refuses any ``UPDATE`` of a field other than status and the two instants, and a partial
-unique index keeps at most one record in effect per principal (Invariant 3), whoever writes.
+repository never reads a clock. It stamps under the principal's lock, never before the
+principal's latest stamp (`stamp_under_lock`): a host that read ``now`` before another write of
+the principal committed a later instant would otherwise stamp backwards (Temporal property 5,
+Concurrency 2). Every supersession it writes has a gap of zero (`SUPERSESSION_GAP_BOUND`).
+Nothing here deletes a row (Invariant 9); a trigger of the table refuses any ``UPDATE`` of a
+field other than status and the two instants, and a partial unique index keeps at most one
+record in effect per principal (Invariant 3), whoever writes.
 
 Reads (`read`, `current_for`, `history`, `in_effect_at`, `store_for`) refuse nothing; a
 database failure while reading raises `notify_pg.errors.StorageError`. PostgreSQL text cannot
@@ -34,7 +38,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Json
@@ -53,7 +57,7 @@ from notify_pg.errors import Conflict, StorageError
 from notify_pg.migrate import DEFAULT_SCHEMA
 from notify_pg.seam import Conn, Row, Seam
 
-__all__ = ["PreferenceRecordRepository"]
+__all__ = ["SUPERSESSION_GAP_BOUND", "PreferenceRecordRepository", "stamp_under_lock"]
 
 _log = logging.getLogger("notify_pg")
 
@@ -63,6 +67,38 @@ _NUL = "\x00"
 
 #: The refused write of the adapter (Operation 16, 23, 29).
 STORAGE_FAILURE = Refused(refusal=Refusal.STORAGE_FAILURE)
+
+#: The supersession gap bound this store declares (seed 002 Capability requirement 5): a set
+#: stamps the prior record's ``deleted_at`` and the new record's ``set_at`` with one instant in
+#: one transaction, so every supersession it writes has a gap of zero; a wider gap between a
+#: deleted record and its successor is a delete followed by a later set (Check 4.2: ambiguous).
+SUPERSESSION_GAP_BOUND = timedelta(0)
+
+#: A write's transition on the principal's loaded records, given the instant to stamp.
+Transition = Callable[[PreferenceStore, datetime], tuple[PreferenceStore, Outcome]]
+
+
+def stamp_under_lock(now: datetime, history: Iterable[PreferenceRecord]) -> datetime:
+    """Return the instant a write stamps: the host's ``now``, never before the principal's
+    latest stamp (seed 002 Temporal property 5, Concurrency 2).
+
+    A host reads ``now`` before the write takes the principal's lock; when another write of the
+    principal took the lock in between with a later reading, stamping the earlier ``now`` would
+    put a superseded record's ``deleted_at`` before its own ``set_at``. Called under the lock
+    on the principal's records, so the stamps of one principal follow the order in which the
+    lock serialized the writes. It decides no outcome (Clock dependence 1-2): only the instant.
+
+    Example:
+        >>> from datetime import UTC, datetime, timedelta
+        >>> stamp_under_lock(datetime(2026, 3, 1, tzinfo=UTC), [])
+        datetime.datetime(2026, 3, 1, 0, 0, tzinfo=datetime.timezone.utc)
+    """
+    latest = now
+    for record in history:
+        for instant in (record.set_at, record.suspended_at, record.deleted_at):
+            if instant is not None and instant > latest:
+                latest = instant
+    return latest
 
 
 def _json(value: Opaque | None) -> Json | None:
@@ -264,10 +300,10 @@ class PreferenceRecordRepository:
                 PreferenceStore.from_records([taken]).set(principal_ref, **request)  # raises
             return outcome
 
-        def write(before: PreferenceStore) -> tuple[PreferenceStore, Outcome]:
-            return before.set(principal_ref, **request)
+        def write(before: PreferenceStore, stamp: datetime) -> tuple[PreferenceStore, Outcome]:
+            return before.set(principal_ref, **{**request, "now": stamp})
 
-        return self._write(conn, principal_ref, preference_id, write)
+        return self._write(conn, principal_ref, preference_id, now, write)
 
     def suspend(self, conn: Conn, preference_id: str, *, now: datetime) -> Outcome:
         """Pause an active record: status and ``suspended_at`` change, nothing else.
@@ -282,7 +318,7 @@ class PreferenceRecordRepository:
         """
         PreferenceStore().suspend(preference_id, now=now)
         return self._write_by_id(
-            conn, preference_id, lambda before: before.suspend(preference_id, now=now)
+            conn, preference_id, now, lambda before, at: before.suspend(preference_id, now=at)
         )
 
     def delete(self, conn: Conn, preference_id: str, *, now: datetime) -> Outcome:
@@ -298,7 +334,7 @@ class PreferenceRecordRepository:
         """
         PreferenceStore().delete(preference_id, now=now)
         return self._write_by_id(
-            conn, preference_id, lambda before: before.delete(preference_id, now=now)
+            conn, preference_id, now, lambda before, at: before.delete(preference_id, now=at)
         )
 
     # -- the write path ------------------------------------------------------------------
@@ -307,7 +343,8 @@ class PreferenceRecordRepository:
         self,
         conn: Conn,
         preference_id: str,
-        transition: Callable[[PreferenceStore], tuple[PreferenceStore, Outcome]],
+        now: datetime,
+        transition: Transition,
     ) -> Outcome:
         def find() -> str | None:
             if _NUL in preference_id:
@@ -316,26 +353,33 @@ class PreferenceRecordRepository:
             # principal_ref never changes, so it may be read before the principal's lock.
             return None if row is None else str(row[1])
 
-        return self._write(conn, find, preference_id, transition)
+        return self._write(conn, find, preference_id, now, transition)
 
     def _write(
         self,
         conn: Conn,
         principal: str | Callable[[], str | None],
         preference_id: str,
-        transition: Callable[[PreferenceStore], tuple[PreferenceStore, Outcome]],
+        now: datetime,
+        transition: Transition,
     ) -> Outcome:
-        """Lock, load, apply the core's transition and write the difference, or refuse."""
+        """Lock, load, apply the core's transition and write the difference, or refuse.
+
+        The transition stamps `stamp_under_lock`: the host's ``now``, raised to the latest
+        stamp of the principal's records when the host read its clock before another write of
+        the principal took the lock and committed a later instant.
+        """
         try:
             with self._seam.transaction(conn):
                 principal_ref = principal if isinstance(principal, str) else principal()
                 if principal_ref is None:
                     # No record carries the id: the core answers not-known on an empty store.
-                    return transition(PreferenceStore())[1]
+                    return transition(PreferenceStore(), now)[1]
                 params = {"schema": self.schema, "principal_ref": principal_ref}
                 self._seam.one(conn, "lock_principal_records", params)
                 before = self._load(conn, principal_ref, preference_id)
-                after, outcome = transition(before)
+                stamp = stamp_under_lock(now, before.history(principal_ref))
+                after, outcome = transition(before, stamp)
                 if isinstance(outcome, Refused):
                     return outcome
                 self._write_difference(conn, before, after)

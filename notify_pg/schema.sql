@@ -380,3 +380,37 @@ CREATE FUNCTION {schema}.partition_of(key text, count integer) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
     SELECT ('x' || substr(md5(key), 1, 7))::bit(28)::integer % count
 $$;
+
+-- from 0008_quiet_hours_idempotency.sql
+-- Idempotency keys of quiet-hour creates (seed 000 note 9d): a create repeated by the same
+-- person with the same key answers the rule it stored then and writes nothing.
+CREATE TABLE {schema}.quiet_hours_idempotency (
+    user_id         text COLLATE "C" NOT NULL,
+    idempotency_key text COLLATE "C" NOT NULL,
+    rule_id         text COLLATE "C" NOT NULL,
+    weekdays        smallint NOT NULL,
+    start_local     time NOT NULL,
+    end_local       time NOT NULL,
+    time_zone       text,
+    enabled         boolean NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT quiet_hours_idempotency_pkey PRIMARY KEY (user_id, idempotency_key),
+    CONSTRAINT quiet_hours_idempotency_key_check CHECK (idempotency_key <> '')
+);
+
+-- from 0009_consumer_failures.sql
+-- The last failed round of each consumer (`notify db status`): when, which round, and why as
+-- the library's error code, the SQLSTATE and PostgreSQL's message (never a parameter value,
+-- so never a person, a token or an address). failures counts the failed rounds so far.
+CREATE TABLE {schema}.consumer_failures (
+    name      text COLLATE "C" NOT NULL,
+    failed_at timestamptz NOT NULL,
+    round     text NOT NULL,
+    code      text NOT NULL,
+    sqlstate  text,
+    message   text NOT NULL,
+    failures  integer NOT NULL DEFAULT 1,
+    CONSTRAINT consumer_failures_pkey PRIMARY KEY (name),
+    CONSTRAINT consumer_failures_round_check CHECK (round IN ('consumer', 'due', 'push')),
+    CONSTRAINT consumer_failures_failures_check CHECK (failures >= 1)
+);

@@ -20,7 +20,11 @@ def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> di
     ``consumers``: per consumer its ``name``, ``partitions`` (the count), ``position`` (the
     lowest of its partitions: every event up to it is handled for everybody), ``lag`` (events
     after that position), ``updated_at`` (the latest move of any partition), and ``parts``:
-    per partition its ``part``, ``position``, ``lag`` and ``updated_at``.
+    per partition its ``part``, ``position``, ``lag`` and ``updated_at``; and, once a round
+    of the consumer failed, ``last_failure``: ``at``, ``round`` (``consumer``, ``due`` or
+    ``push``), ``code``, ``sqlstate`` (when PostgreSQL gave one), ``message`` (PostgreSQL's
+    message, never a value) and ``failures`` (failed rounds so far). A consumer that failed
+    before it had cursors is listed with its name and ``last_failure`` only.
     ``due``: ``windows`` (open, ended), ``releases`` (pending, due), ``badge_syncs``
     (pending, due) and ``push_sends`` (pending, due, leased, oldest ``next_at``), counted at
     the database's clock. Instants are RFC 3339 UTC text; absent values are omitted (G5).
@@ -64,6 +68,12 @@ def _status(conn: Conn, schema: str) -> dict[str, Any]:
                 ],
             }
         )
+    failures = {row[0]: row for row in seam.all(conn, "status_failures")}
+    for consumer in consumers:
+        failure = failures.pop(consumer["name"], None)
+        if failure is not None:
+            consumer["last_failure"] = _failure(failure)
+    consumers.extend({"name": name, "last_failure": _failure(f)} for name, f in failures.items())
     row = seam.one(conn, "status_backlog")
     assert row is not None
     windows, ended, releases, due_releases, syncs, due_syncs, sends, due_sends, leased = row[:9]
@@ -83,3 +93,13 @@ def _status(conn: Conn, schema: str) -> dict[str, Any]:
             "push_sends": push_sends,
         },
     }
+
+
+def _failure(row: tuple[Any, ...]) -> dict[str, Any]:
+    _name, at, round_, code, sqlstate, message, failures = row
+    out: dict[str, Any] = {"at": format_instant(at), "round": round_, "code": code}
+    if sqlstate is not None:
+        out["sqlstate"] = sqlstate
+    out["message"] = message
+    out["failures"] = failures
+    return out

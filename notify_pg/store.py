@@ -48,7 +48,7 @@ class NotifyStore:
         self.config = config or StoreConfig()
         self.events = EventLog(schema, max_payload_bytes=self.config.event_payload_max_bytes)
         self.preferences = PreferenceRepository(host, self.events, schema)
-        self.quiet_hours = QuietHoursRepository(self.events, schema)
+        self.quiet_hours = QuietHoursRepository(self.events, schema, people=host)
         self.facts = FactsReader(host, self.config, schema)
 
     def level_facts(
@@ -77,9 +77,10 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
 
     The library's tables have no foreign keys into the host's tables, so a host that deletes
     a person calls this in the same transaction. It removes the person's preference rows, their
-    quiet-hour rules, the personal events whose audience is the person (their payloads are
-    the person's settings), their push registrations and their pending due work (windows,
-    delayed pushes, badge syncs, push sends). It appends no event. Events the person only
+    quiet-hour rules and the idempotency keys of their creates, the personal events whose
+    audience is the person (their payloads are the person's settings), their push
+    registrations and their pending due work (windows, delayed pushes, badge syncs, push
+    sends). It appends no event. Events the person only
     caused (``actor``) stay: their payloads are about other people.
     """
     seam = Seam("notify_pg", schema)
@@ -87,6 +88,7 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     with seam.transaction(conn):
         seam.run(conn, "forget_preferences", params)
         seam.run(conn, "forget_quiet_hours", params)
+        seam.run(conn, "forget_quiet_hours_idempotency", params)
         seam.run(conn, "forget_events", params)
         # Part 2 (the pipeline): registrations and due work of the person.
         for query in (

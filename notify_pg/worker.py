@@ -60,7 +60,7 @@ from notify_core.instants import format_instant
 from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
 from notify_core.partitions import Partition
 from notify_core.pipeline import Hint, Pipeline
-from notify_pg.errors import PartitionError, translate
+from notify_pg.errors import PartitionError, StorageError, translate
 from notify_pg.events import EventLog
 from notify_pg.facts import FactsReader
 from notify_pg.ids import new_id
@@ -83,6 +83,11 @@ _log = logging.getLogger("notify_pg.worker")
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _milliseconds(span: timedelta) -> str:
+    # PostgreSQL takes a bare number of milliseconds; 0 would switch the limit off.
+    return str(max(1, int(span.total_seconds() * 1000)))
 
 
 class HintSink(Protocol):
@@ -134,6 +139,12 @@ class WorkerConfig:
             (``push.max_consecutive_failures``).
         send_lease: how long a claimed push send stays with its worker before another may
             take it (longer than a provider call can take).
+        partition_takeover: the longest a worker's session may sit idle inside a transaction
+            (PostgreSQL's ``idle_in_transaction_session_timeout``): a worker that stops
+            working mid-round (frozen, stuck in a pause of its host) loses its session after
+            it, the round rolls back and another worker takes the partition.
+        statement_timeout: the longest one statement of the worker may run or wait for a lock
+            (PostgreSQL's ``statement_timeout``).
     """
 
     consumer: str = "push"
@@ -148,11 +159,18 @@ class WorkerConfig:
     retry_cap: timedelta = timedelta(minutes=10)
     max_failures: int = 5
     send_lease: timedelta = timedelta(minutes=2)
+    partition_takeover: timedelta = timedelta(seconds=30)
+    statement_timeout: timedelta = timedelta(seconds=60)
 
 
 @attrs.define
 class WorkerStats:
-    """What a worker did, in counts (the metrics of seed 001 note 15)."""
+    """What a worker did, in counts (the metrics of seed 001 note 15).
+
+    ``provider_calls`` counts every call of a provider, once; ``sent`` counts the results by
+    outcome once each is written (a result held over a database outage counts when it is
+    written, so with nothing held the two totals are equal); ``failures`` counts failed rounds.
+    """
 
     events: int = 0
     bad_events: int = 0
@@ -161,7 +179,9 @@ class WorkerStats:
     skipped: Counter[str] = attrs.field(factory=Counter)
     sent: Counter[str] = attrs.field(factory=Counter)
     push_sends: int = 0
+    provider_calls: int = 0
     provider_seconds: float = 0.0
+    failures: int = 0
 
 
 @attrs.frozen
@@ -257,6 +277,7 @@ class Worker:
         self.sink = sink
         self.on_event = on_event
         self.stats = WorkerStats()
+        self._stats_lock = threading.Lock()
         self._connect = connect
         self._conn: Conn | None = None
         self._cursor_ready = False
@@ -270,15 +291,32 @@ class Worker:
         self._registrations = RegistrationRepository(schema)
         self._gate = gate or ProviderGate.for_process(self.config.max_concurrent_requests)
         self._pool: ThreadPoolExecutor | None = None
+        # Provider results not written yet (the database failed after the call): written
+        # before anything else once it is back, so an outage never sends a push twice.
+        self._held: list[tuple[_Prepared, SendResult]] = []
+        self._round = "consumer"
+        self._unrecorded: dict[str, Any] | None = None
 
     # --- connections -------------------------------------------------------------------------
 
     def _connection(self) -> Conn:
         if self._conn is None or self._conn.closed:
             try:
-                self._conn = self._connect()
+                conn = self._connect()
             except psycopg.Error as exc:
                 raise translate(exc) from exc
+            try:
+                # A worker that stops working inside a transaction (frozen, paused) must not
+                # hold its partition's cursor or its due work: the server ends its session.
+                limits = {
+                    "idle": _milliseconds(self.config.partition_takeover),
+                    "statement": _milliseconds(self.config.statement_timeout),
+                }
+                self._seam.one(conn, "worker_session", limits)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
             self._cursor_ready = False
         return self._conn
 
@@ -589,10 +627,19 @@ class Worker:
     # --- push sends --------------------------------------------------------------------------
 
     def send_pushes(self) -> int:
-        """Run one push round (steps 1 to 3 of seed 001 note 11); return the sends handled."""
+        """Run one push round (steps 1 to 3 of seed 001 note 11); return the sends handled.
+
+        Results held from an earlier round are written first; a round claims nothing while
+        any is held. When the database fails while results are written, the results not
+        written yet stay held (`held_results`) and the round raises: the worker writes them
+        when the database is back and never calls the provider for them again.
+
+        Raises:
+            StorageError: PostgreSQL failed (results of provider calls made stay held).
+        """
+        handled = self.write_held_results()
         now = self.clock()
         prepared: list[_Prepared] = []
-        handled = 0
         with self._transaction() as conn:
             rows = self._seam.all(
                 conn,
@@ -604,7 +651,7 @@ class Worker:
                 },
             )
             if not rows:
-                return 0
+                return handled
             session = Session(conn)
             pipeline, _schedule = self._pipeline(session)
             # Facts of all recipients of the claimed sends are loaded together.
@@ -617,9 +664,33 @@ class Worker:
                 if ready is not None:
                     prepared.append(ready)
         results = self._step2(prepared)
-        for item, result in zip(prepared, results, strict=True):
-            self._step3(item, result)
+        self._held.extend(zip(prepared, results, strict=True))
+        self.write_held_results()
         return handled
+
+    @property
+    def held_results(self) -> int:
+        """How many provider results wait to be written (the database failed meanwhile)."""
+        return len(self._held)
+
+    def write_held_results(self) -> int:
+        """Write the provider results held over a database failure, in call order; return
+        how many were written.
+
+        Raises:
+            StorageError: PostgreSQL failed again; the results not written stay held.
+        """
+        written = 0
+        try:
+            while self._held:
+                item, result = self._held[0]
+                self._step3(item, result)
+                self._held.pop(0)
+                written += 1
+        except Exception:
+            _log.warning("push results held", extra={"fields": {"held": len(self._held)}})
+            raise
+        return written
 
     def _skip(self, conn: Conn, claimed: _Claimed, reason: str) -> None:
         self._seam.run(conn, "finish_push_send", {"id": claimed.id})
@@ -686,6 +757,8 @@ class Worker:
 
     def _call(self, item: _Prepared) -> SendResult:
         started = time.perf_counter()
+        with self._stats_lock:
+            self.stats.provider_calls += 1
         try:
             with self._gate.slot():
                 return item.provider.send(item.registration, item.notification)
@@ -719,42 +792,49 @@ class Worker:
     def _step3(self, item: _Prepared, result: SendResult) -> None:
         claimed = item.claimed
         now = self.clock()
+        outcome, action, expired = "registration_gone", Action.DROP.value, False
         with self._transaction() as conn:
             state = self._registrations.lock_state(conn, claimed.registration_id)
             if state is None:
                 self._seam.run(conn, "finish_push_send", {"id": claimed.id})
-                return
-            change = apply_result(state, result, now, self.config.max_failures)
-            if change.state != state:
-                self._registrations.record(conn, claimed.registration_id, change.state)
-            self.stats.sent[change.outcome.value] += 1
-            if change.action is Action.RETRY:
-                delay = retry_delay(
-                    claimed.attempt,
-                    self.config.retry_base,
-                    self.config.retry_cap,
-                    result.retry_after,
-                    self._draw_jitter(),
-                )
-                at = retry_at(claimed.due_at, now, delay, self.config.max_age)
-                if at is None:
-                    self._skip(conn, claimed, "expired")
-                else:
-                    self._seam.run(conn, "retry_push_send", {"id": claimed.id, "next_at": at})
             else:
-                self._seam.run(conn, "finish_push_send", {"id": claimed.id})
+                change = apply_result(state, result, now, self.config.max_failures)
+                outcome, action = change.outcome.value, change.action.value
+                if change.state != state:
+                    self._registrations.record(conn, claimed.registration_id, change.state)
+                at: datetime | None = None
+                if change.action is Action.RETRY:
+                    delay = retry_delay(
+                        claimed.attempt,
+                        self.config.retry_base,
+                        self.config.retry_cap,
+                        result.retry_after,
+                        self._draw_jitter(),
+                    )
+                    at = retry_at(claimed.due_at, now, delay, self.config.max_age)
+                    expired = at is None
+                if at is not None:
+                    self._seam.run(conn, "retry_push_send", {"id": claimed.id, "next_at": at})
+                else:
+                    self._seam.run(conn, "finish_push_send", {"id": claimed.id})
+        # Counted and logged once the result is written: one line per provider call.
+        if state is not None:
+            self.stats.sent[outcome] += 1
         _log.info(
             "push sent",
             extra={
                 "fields": {
                     "provider": item.provider.name,
                     "kind": claimed.kind,
-                    "outcome": change.outcome.value,
-                    "action": change.action.value,
+                    "outcome": outcome,
+                    "action": action,
                     "attempt": claimed.attempt,
                 }
             },
         )
+        if expired:
+            self.stats.skipped["expired"] += 1
+            _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": "expired"}})
 
     def _draw_jitter(self) -> float:
         value = self._jitter()
@@ -763,43 +843,116 @@ class Worker:
 
     # --- the loop ----------------------------------------------------------------------------
 
-    def run_once(self, *, max_rounds: int = 100) -> int:
+    def run_once(self, *, max_rounds: int = 100, stop: threading.Event | None = None) -> int:
         """Consume up to the head (at most ``max_rounds`` rounds), then run due work and one
-        push round; return the work done (0: idle)."""
-        work = 0
+        push round; return the work done (0: idle).
+
+        Results held over a database failure are written first. With ``stop``, no round
+        starts once it is set: the call returns after the round in progress.
+        """
+        self._round = "push"
+        work = self.write_held_results()
         for _ in range(max_rounds):
+            if stop is not None and stop.is_set():
+                return work
+            self._round = "consumer"
             handled = self.consume()
             work += handled
             if handled == 0:
                 break
+        if stop is not None and stop.is_set():
+            return work
+        self._round = "due"
         work += self.run_due()
+        if stop is not None and stop.is_set():
+            return work
+        self._round = "push"
         work += self.send_pushes()
         return work
 
     def run(self, stop: threading.Event) -> None:
         """Work until ``stop`` is set; then finish the round in progress and return.
 
-        A failed round (PostgreSQL unreachable, a bug in a handler) rolls back, is logged by
-        its error type, and is tried again after a pause.
+        A failed round (PostgreSQL unreachable, a bug in a handler) rolls back, is logged with
+        its error type, code, SQLSTATE and PostgreSQL's message, recorded for
+        ``notify db status`` when the database takes the record, and tried again after a
+        pause. Provider results the database did not take are held and written first when
+        it is back; at the stop, results still held are tried once more.
         """
         pause = self.config.poll_interval.total_seconds()
         failures = 0
         while not stop.is_set():
             try:
-                work = self.run_once()
+                work = self.run_once(stop=stop)
                 failures = 0
+                self._record_failure()
             except Exception as exc:  # a failed round is retried; the loop must go on
                 failures += 1
-                fields: dict[str, Any] = {"error_type": type(exc).__name__, "failures": failures}
-                if isinstance(exc, NotifyError):
-                    fields["code"] = exc.code
-                _log.error("round failed", extra={"fields": fields})
-                self._drop_connection()
+                self._failed(exc, failures)
                 stop.wait(min(30.0, pause * 2**failures))
                 continue
             if work == 0:
                 stop.wait(pause)
+        if self._held:
+            try:
+                self.write_held_results()
+            except Exception as exc:  # the worker ends: these pushes may go once more
+                self._failed(exc, failures + 1)
+                _log.error("push results lost", extra={"fields": {"held": len(self._held)}})
         self.close()
+
+    def _failed(self, exc: Exception, failures: int) -> None:
+        """Log a failed round with its cause and record it for ``notify db status``."""
+        self.stats.failures += 1
+        fields: dict[str, Any] = {
+            "round": self._round,
+            "error_type": type(exc).__name__,
+            "failures": failures,
+        }
+        code, sqlstate, message = "error", None, type(exc).__name__
+        if isinstance(exc, NotifyError):
+            code, message = exc.code, exc.message
+            fields["code"] = code
+        if isinstance(exc, StorageError):
+            sqlstate = exc.sqlstate
+            if exc.code == "storage_unavailable":
+                # The driver's text names the server's address: the code says enough.
+                message = "cannot reach PostgreSQL"
+            if exc.sqlstate:
+                fields["sqlstate"] = exc.sqlstate
+            if exc.server_message:
+                fields["pg_message"] = exc.server_message
+                message = exc.server_message
+        if self._held:
+            fields["held"] = len(self._held)
+        _log.error("round failed", extra={"fields": fields})
+        self._drop_connection()
+        self._unrecorded = {
+            "name": self.config.consumer,
+            "failed_at": _now(),
+            "round": self._round,
+            "code": code,
+            "sqlstate": sqlstate,
+            "message": message,
+        }
+        self._record_failure()
+
+    def _record_failure(self) -> None:
+        """Write the last failure for ``notify db status`` (once the database takes it)."""
+        if self._unrecorded is None:
+            return
+        try:
+            with self._transaction() as conn:
+                # A database made read-only by its default still takes this one row.
+                self._seam.run(conn, "read_write")
+                self._seam.run(conn, "record_consumer_failure", self._unrecorded)
+            self._unrecorded = None
+        except Exception as again:  # unreachable: written after the next good round
+            self._drop_connection()
+            _log.debug(
+                "failure not recorded yet",
+                extra={"fields": {"error_type": type(again).__name__}},
+            )
 
     def _drop_connection(self) -> None:
         if self._conn is not None:

@@ -15,8 +15,10 @@ import pytest
 
 from notify_core.errors import NaiveDatetime, NotifyError, UsageError
 from notify_core.records import (
+    CheckFailure,
     DegenerateChannelSet,
     FrozenMap,
+    GapReading,
     InvalidPreferenceId,
     Ok,
     PreferenceRecord,
@@ -24,7 +26,10 @@ from notify_core.records import (
     Refusal,
     Refused,
     Status,
+    SupersessionGap,
+    check_failures,
     freeze_opaque,
+    supersession_gaps,
 )
 
 DECLARED = ["email", "sms", "push", "in-app"]
@@ -505,6 +510,19 @@ def test_in_effect_at_prefers_the_later_record_when_a_backward_clock_overlaps() 
     store = put(ONE, "user_u", "p2", T1 - timedelta(days=1), format="plain")
     # pref_001 is [T1, T1 - 1 day) = empty; p2 is [T1 - 1 day, inf)
     assert store.in_effect_at("user_u", T1) == one(store, "p2")
+    # The audit reports the record whose own stamps went back (Temporal property 2).
+    assert not one(store, "pref_001").stamps_in_order and one(store, "p2").stamps_in_order
+
+
+def test_stamps_in_order_checks_temporal_properties_1_to_3() -> None:
+    suspended, _ = ONE.suspend("pref_001", now=T2)
+    assert one(suspended, "pref_001").stamps_in_order
+    early_delete, _ = suspended.delete("pref_001", now=T2 - timedelta(seconds=1))
+    assert not one(early_delete, "pref_001").stamps_in_order  # Temporal property 3
+    early_suspend, _ = ONE.suspend("pref_001", now=T1 - timedelta(seconds=1))
+    assert not one(early_suspend, "pref_001").stamps_in_order  # Temporal property 1
+    same, _ = ONE.delete("pref_001", now=T1)
+    assert one(same, "pref_001").stamps_in_order  # equal instants are in order
 
 
 @pytest.mark.parametrize("pid", ["pref_001", ""])
@@ -603,3 +621,94 @@ def test_record_validates_its_own_fields() -> None:
             set_at=datetime(2026, 1, 1),
             status="active",
         )
+
+
+# -- supersession gaps (Check 4.1-4.2) ------------------------------------------------------
+
+
+def test_supersession_gaps_read_against_the_bound() -> None:
+    """Check 4.1: a gap within the bound reads as a supersession; Check 4.2: beyond it, the
+    records cannot tell a supersession from a delete and a later set: ambiguous."""
+    store = put(ONE, "user_u", "pref_088", T2, format="plain")  # set: gap 0
+    store, outcome = store.delete("pref_088", now=T3)
+    assert outcome.ok
+    store = put(store, "user_u", "pref_141", T3 + timedelta(seconds=5), format="plain")
+    store, _ = store.delete("pref_141", now=T4)
+    store = put(store, "user_u", "pref_200", T4 + timedelta(hours=2), format="plain")
+    history = store.history("user_u")
+    assert supersession_gaps(history, timedelta(0)) == (
+        SupersessionGap(
+            prior="pref_001", successor="pref_088", gap=timedelta(0), reading="supersession"
+        ),
+        SupersessionGap(
+            prior="pref_088",
+            successor="pref_141",
+            gap=timedelta(seconds=5),
+            reading=GapReading.AMBIGUOUS,
+        ),
+        SupersessionGap(
+            prior="pref_141",
+            successor="pref_200",
+            gap=timedelta(hours=2),
+            reading=GapReading.AMBIGUOUS,
+        ),
+    )
+    readings = [g.reading for g in supersession_gaps(history, timedelta(seconds=5))]
+    assert readings == ["supersession", "supersession", "ambiguous"]
+    readings = [g.reading for g in supersession_gaps(history, timedelta(hours=2))]
+    assert readings == ["supersession"] * 3
+
+
+def test_supersession_gap_of_a_backward_clock_and_of_no_deletion() -> None:
+    """A successor stamped before its predecessor's deletion is marked backward (Temporal
+    property 5), never a supersession; a record with no deletion has no gap; a principal with
+    one record or none has no gaps."""
+    store, _ = ONE.delete("pref_001", now=T1 + timedelta(hours=1))
+    store = put(store, "user_u", "pref_088", T1 + timedelta(minutes=59), format="plain")
+    [gap] = supersession_gaps(store.history("user_u"), timedelta(days=365))
+    assert gap.reading is GapReading.BACKWARD and gap.gap == timedelta(minutes=-1)
+    assert supersession_gaps(ONE.history("user_u"), timedelta(0)) == ()
+    assert supersession_gaps((), timedelta(0)) == ()
+    # Two records in effect (a store that breaks Invariant 3): no gap between them.
+    a, b = one(ONE, "pref_001"), attrs.evolve(one(ONE, "pref_001"), preference_id="p2")
+    assert supersession_gaps([a, b], timedelta(0)) == ()
+
+
+@pytest.mark.parametrize("bound", [timedelta(seconds=-1), 0, None, "PT0S"])
+def test_supersession_gap_bound_must_be_a_timedelta_of_zero_or_more(bound: object) -> None:
+    with pytest.raises(UsageError) as info:
+        supersession_gaps(ONE.history("user_u"), bound)  # type: ignore[arg-type]
+    assert info.value.code == "invalid_bound" and info.value.pointer == "/bound"
+    with pytest.raises(UsageError) as info:
+        supersession_gaps(["pref_001"], timedelta(0))  # type: ignore[list-item]
+    assert info.value.pointer == "/0"
+
+
+# -- Check 3.1, 5.1, 5.2 over stored records -------------------------------------------------
+
+
+def test_check_failures_of_records_the_store_never_writes() -> None:
+    """The store's own history clears every check; records loaded as another writer stored
+    them are reported: two in effect (3.1), an undeclared key (5.1), empty declared channels
+    (5.2)."""
+    store = put(ONE, "user_u", "pref_088", T2, format="plain")
+    assert check_failures(store.history("user_u")) == ()
+    first = one(ONE, "pref_001")
+    rogue = attrs.evolve(
+        first,
+        preference_id="p2",
+        declared_channels=["sms"],
+        channel_preferences={"email": "x", "sms": "y", "fax": "z"},
+    )
+    empty = attrs.evolve(first, preference_id="p3", declared_channels=[], status="deleted",
+                         deleted_at=T2)  # fmt: skip
+    assert check_failures([first, rogue, empty]) == (
+        CheckFailure(check="3.1", preference_ids=("pref_001", "p2")),
+        CheckFailure(check="5.1", preference_ids=("p2",), channel="email"),
+        CheckFailure(check="5.1", preference_ids=("p2",), channel="fax"),
+        CheckFailure(check="5.2", preference_ids=("p3",)),
+        CheckFailure(check="5.1", preference_ids=("p3",), channel="email"),
+    )
+    with pytest.raises(UsageError) as info:
+        check_failures([first, "p2"])  # type: ignore[list-item]
+    assert info.value.pointer == "/1"

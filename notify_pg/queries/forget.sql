@@ -8,6 +8,10 @@ DELETE FROM {schema}.notification_preferences WHERE user_id = %(user_id)s
 -- Remove every quiet-hour rule of the person.
 DELETE FROM {schema}.quiet_hours WHERE user_id = %(user_id)s
 
+-- name: forget_quiet_hours_idempotency
+-- Remove the idempotency keys of the person's quiet-hour creates (they hold the rules as created).
+DELETE FROM {schema}.quiet_hours_idempotency WHERE user_id = %(user_id)s
+
 -- name: forget_events
 -- Remove the personal events whose audience is the person (their payloads are the person's settings).
 DELETE FROM {schema}.event_log WHERE audience = %(user_id)s

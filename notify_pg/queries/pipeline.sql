@@ -227,3 +227,26 @@ SELECT o.recipient, o.thread, o.end_at, 0
 FROM unnest(%(recipients)s::text[], %(threads)s::text[], %(ends)s::timestamptz[])
     AS o(recipient, thread, end_at)
 ON CONFLICT (recipient, thread) DO UPDATE SET end_at = EXCLUDED.end_at, collected = 0
+
+-- name: worker_session
+-- Bound the worker's session (milliseconds): the longest idle time inside a transaction (then the server ends the session and its locks go) and the longest statement.
+SELECT set_config('idle_in_transaction_session_timeout', %(idle)s, false),
+       set_config('statement_timeout', %(statement)s, false)
+
+-- name: read_write
+-- Let this transaction write although the database's default is read-only (a failure record only).
+SET TRANSACTION READ WRITE
+
+-- name: record_consumer_failure
+-- Remember a consumer's last failed round and why: no person data, the error code, SQLSTATE and PostgreSQL's message.
+INSERT INTO {schema}.consumer_failures AS f
+    (name, failed_at, round, code, sqlstate, message, failures)
+VALUES (%(name)s, now(), %(round)s, %(code)s, %(sqlstate)s, %(message)s, 1)
+ON CONFLICT (name) DO UPDATE
+SET failed_at = EXCLUDED.failed_at, round = EXCLUDED.round, code = EXCLUDED.code,
+    sqlstate = EXCLUDED.sqlstate, message = EXCLUDED.message, failures = f.failures + 1
+
+-- name: status_failures
+-- Every consumer's last failed round.
+SELECT name, failed_at, round, code, sqlstate, message, failures
+FROM {schema}.consumer_failures ORDER BY name

@@ -37,3 +37,16 @@ RETURNING version
 DELETE FROM {schema}.quiet_hours
 WHERE id = %(id)s AND user_id = %(user_id)s
 RETURNING id
+
+-- name: get_idempotent_create
+-- The rule a create of this person stored under this idempotency key (seed 000 note 9d).
+SELECT rule_id, weekdays, start_local, end_local, time_zone, enabled
+FROM {schema}.quiet_hours_idempotency
+WHERE user_id = %(user_id)s AND idempotency_key = %(idempotency_key)s
+
+-- name: insert_idempotent_create
+-- Remember the rule a create stored under its idempotency key, in the create's transaction.
+INSERT INTO {schema}.quiet_hours_idempotency
+    (user_id, idempotency_key, rule_id, weekdays, start_local, end_local, time_zone, enabled)
+VALUES (%(user_id)s, %(idempotency_key)s, %(id)s, %(weekdays)s, %(start_local)s, %(end_local)s,
+        %(time_zone)s, %(enabled)s)

@@ -14,7 +14,7 @@ from pgworld import SCHEMA
 
 from notify_cli.main import cli
 from notify_core.instants import format_instant, parse_instant
-from notify_pg.records import PreferenceRecordRepository
+from notify_pg.records import SUPERSESSION_GAP_BOUND, PreferenceRecordRepository
 
 Conn = psycopg.Connection[Any]
 CHANNELS = ["email", "sms", "push", "in-app"]
@@ -72,6 +72,13 @@ def test_json_history_and_the_record_in_effect(db_dsn: str, history: None) -> No
         "metadata": {"form": "v2"},
     }
     assert out["in_effect"] == {"preference_id": "pref_088", "status_at": "suspended"}
+    # Check 4.1: both supersessions of this history have no gap, within the default bound 0.
+    assert out["gap_bound_s"] == 0
+    assert out["supersessions"] == [
+        {"prior": "pref_001", "successor": "pref_088", "gap_s": 0, "reading": "supersession"},
+        {"prior": "pref_088", "successor": "pref_141", "gap_s": 0, "reading": "supersession"},
+    ]
+    assert out["stamps_out_of_order"] == []
     # Check 2.2: half-open, at the supersession instant the successor governs.
     at_supersession = audit(db_dsn, "user_u", "--at", "2026-03-22T09:15:00Z", "--json")
     assert json.loads(at_supersession.stdout)["in_effect"] == {
@@ -102,6 +109,106 @@ def test_table_on_stdout(db_dsn: str, history: None) -> None:
     assert '"metadata":{"form":"v2"}' in text.replace("│", "").replace("\n", "").replace(" ", "")
     assert text.rstrip().splitlines()[-1] == "in effect at 2026-03-10T00:00:00Z: pref_001 (active)"
     assert result.stderr == ""
+
+
+@pytest.fixture
+def gaps(conn: Conn) -> None:
+    """user_g: g1 deleted at 10:00, g2 set at 10:00:30 (a delete, then a later set), deleted
+    at 11:00; g3 set at 11:00 (a supersession); and, as a store written before stamps were
+    taken under the lock, user_b's b1 set at 12:00 but deleted at 11:59 by b2 set at 11:59."""
+    repo = PreferenceRecordRepository(SCHEMA)
+    seam = dict(declared_channels=CHANNELS, format="plain")
+    t = parse_instant
+    repo.set(conn, "user_g", now=t("2026-05-01T09:00:00Z"), preference_id="g1", **seam)
+    repo.delete(conn, "g1", now=t("2026-05-01T10:00:00Z"))
+    repo.set(conn, "user_g", now=t("2026-05-01T10:00:30Z"), preference_id="g2", **seam)
+    repo.set(conn, "user_g", now=t("2026-05-01T11:00:00Z"), preference_id="g3", **seam)
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.preference_records (preference_id, principal_ref, "
+        'declared_channels, set_at, status, "format", deleted_at) VALUES '
+        "('b1', 'user_b', ARRAY['email'], '2026-05-01T12:00:00Z', 'deleted', '\"x\"', "
+        "'2026-05-01T11:59:00Z'), "
+        "('b2', 'user_b', ARRAY['email'], '2026-05-01T11:59:00Z', 'active', '\"x\"', NULL)"
+    )
+
+
+def test_supersession_gaps_against_the_bound(db_dsn: str, gaps: None) -> None:
+    """Check 4.1 (within the bound: a supersession) and 4.2 (beyond it: ambiguous)."""
+    result = audit(db_dsn, "user_g", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    # The default is the bound the PostgreSQL store declares (Capability requirement 5).
+    assert out["gap_bound_s"] == SUPERSESSION_GAP_BOUND.total_seconds() == 0
+    assert out["supersessions"] == [
+        {"prior": "g1", "successor": "g2", "gap_s": 30, "reading": "ambiguous"},
+        {"prior": "g2", "successor": "g3", "gap_s": 0, "reading": "supersession"},
+    ]
+    wide = json.loads(audit(db_dsn, "user_g", "--gap-bound", "30", "--json").stdout)
+    assert wide["gap_bound_s"] == 30
+    assert [g["reading"] for g in wide["supersessions"]] == ["supersession", "supersession"]
+    narrow = json.loads(audit(db_dsn, "user_g", "--gap-bound", "29.5", "--json").stdout)
+    assert [g["reading"] for g in narrow["supersessions"]] == ["ambiguous", "supersession"]
+    table = audit(db_dsn, "user_g", "--at", "2026-05-01T10:00:10Z").stdout.rstrip().splitlines()
+    assert table[-3:] == [
+        "gap g1 -> g2: 30 s, ambiguous (bound 0 s)",
+        "gap g2 -> g3: 0 s, supersession (bound 0 s)",
+        "in effect at 2026-05-01T10:00:10Z: none",
+    ]
+
+
+def test_stamps_that_went_back_are_reported(db_dsn: str, gaps: None) -> None:
+    """Temporal property 1-3: a record deleted before it was set (a host clock read before
+    the lock, in a store written before stamps were taken under the lock) is named."""
+    out = json.loads(audit(db_dsn, "user_b", "--json").stdout)
+    assert out["stamps_out_of_order"] == ["b1"]
+    assert out["supersessions"] == [
+        {"prior": "b1", "successor": "b2", "gap_s": 0, "reading": "supersession"}
+    ]
+    table = audit(db_dsn, "user_b", "--at", "2026-05-01T12:30:00Z").stdout.rstrip().splitlines()
+    assert "stamps out of order (a clock stepped back): b1" in table
+
+
+def test_check_failures_of_rows_written_around_the_constraints(db_dsn: str, conn: Conn) -> None:
+    """Check 3.1, 5.1 and 5.2 from the stored fields alone: a writer that dropped the
+    schema's guards stored two records in effect, an undeclared key and an empty set."""
+    conn.execute(
+        f"DROP INDEX {SCHEMA}.preference_records_in_effect_idx; "
+        f"ALTER TABLE {SCHEMA}.preference_records DISABLE TRIGGER preference_records_guard, "
+        "DROP CONSTRAINT preference_records_declared_channels_check"
+    )
+    conn.execute(
+        f"INSERT INTO {SCHEMA}.preference_records (preference_id, principal_ref, "
+        'declared_channels, set_at, status, channel_preferences, "format") VALUES '
+        "('x1', 'user_x', ARRAY['email'], '2026-05-01T09:00:00Z', 'active', "
+        "'{\"email\": 1}', NULL), "
+        "('x2', 'user_x', ARRAY['sms'], '2026-05-01T10:00:00Z', 'active', "
+        '\'{"fax": 1, "sms": 2}\', NULL), '
+        "('x3', 'user_x', ARRAY[]::text[], '2026-05-01T11:00:00Z', 'active', NULL, '1')"
+    )
+    out = json.loads(audit(db_dsn, "user_x", "--json").stdout)
+    assert out["check_failures"] == [
+        {"check": "3.1", "preference_ids": ["x1", "x2", "x3"]},
+        {"check": "5.1", "preference_ids": ["x2"], "channel": "fax"},
+        {"check": "5.2", "preference_ids": ["x3"]},
+    ]
+    table = audit(db_dsn, "user_x", "--at", "2026-05-01T12:00:00Z").stdout
+    lines = table.rstrip().splitlines()
+    assert lines[-4:-1] == [
+        "check 3.1 failed: x1, x2, x3 (more than one record in effect)",
+        "check 5.1 failed: x2 (channel 'fax' is not among the record's declared channels)",
+        "check 5.2 failed: x3 (the record declares no channels)",
+    ]
+    clean = json.loads(audit(db_dsn, "user_u", "--json").stdout)
+    assert clean["check_failures"] == []
+
+
+@pytest.mark.parametrize("bound", ["-1", "nan", "inf", "soon", "1e300", ""])
+def test_bad_gap_bound_exits_2(db_dsn: str, bound: str) -> None:
+    result = audit(db_dsn, "user_u", "--gap-bound", bound)
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("notify: --gap-bound: ")
 
 
 def test_unknown_principal_has_an_empty_history(db_dsn: str, history: None) -> None:
@@ -147,6 +254,6 @@ def test_missing_schema_exits_2(db_dsn: str) -> None:
 def test_help_names_the_options() -> None:
     result = CliRunner().invoke(cli, ["records", "audit", "--help"])
     assert result.exit_code == 0
-    for option in ("--dsn", "--principal", "--at", "--schema", "--json"):
+    for option in ("--dsn", "--principal", "--at", "--gap-bound", "--schema", "--json"):
         assert option in result.stdout
     assert format_instant(datetime(2026, 1, 1, tzinfo=UTC)) == "2026-01-01T00:00:00Z"

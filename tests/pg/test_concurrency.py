@@ -167,6 +167,24 @@ def test_ten_parallel_creates_give_ten_events_the_last_listing_all(
     assert [r["id"] for r in log[-1]["payload"]["rules"]] == ids  # type: ignore[index,union-attr]
 
 
+def test_parallel_creates_with_one_idempotency_key_store_one_rule(
+    connect: Connect, conn: Conn, store: NotifyStore
+) -> None:
+    """Seed 000 note 9d under concurrency: one rule, one event; every call answers it."""
+    rule = QuietRule(weekdays=31, start_local="19:00", end_local="07:00")
+    results = run_all(
+        *[
+            partial(store.quiet_hours.create_idempotent, connect(), ALEX, rule, "retry-key")
+            for _ in range(6)
+        ]
+    )
+    assert not [r for r in results if isinstance(r, Exception)]
+    assert sorted(r.changed for r in results) == [False] * 5 + [True]
+    assert len({r.rule for r in results}) == 1
+    assert store.quiet_hours.list(conn, ALEX) == [results[0].rule]
+    assert len(events(conn)) == 1
+
+
 def test_archive_racing_puts_leaves_no_row_on_the_archived_path(
     connect: Connect, conn: Conn, store: NotifyStore, host: ReferenceHost
 ) -> None:

@@ -88,6 +88,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
     assert {t for t, *_ in migrated["columns"]} == {
         "notification_preferences",
         "quiet_hours",
+        "quiet_hours_idempotency",
         "event_log",
         "preference_records",
         "push_registrations",
@@ -96,6 +97,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "delayed_releases",
         "badge_syncs",
         "push_sends",
+        "consumer_failures",
     }
     assert [f[0] for f in migrated["functions"]] == ["partition_of", "preference_records_guard"]
 
@@ -115,6 +117,7 @@ def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
     )
     assert defs["quiet_hours_pkey"] == "PRIMARY KEY (id)"
     assert defs["quiet_hours_weekdays_check"] == ("CHECK (((weekdays >= 1) AND (weekdays <= 127)))")
+    assert defs["quiet_hours_idempotency_pkey"] == "PRIMARY KEY (user_id, idempotency_key)"
     assert not [k for _t, _n, k, _d in cat["constraints"] if k == "f"]
     indexes = {name: d for _t, name, d in cat["indexes"]}
     assert indexes["notification_preferences_target_idx"].endswith("(target_kind, target_id)")
@@ -244,7 +247,9 @@ def test_query_files_are_named_and_described() -> None:
         queries = load_queries(package)
         assert queries
         for name, text in queries.items():
-            assert "{schema}" in text or name == "lock_migrations" or "pg_advisory" in text, name
+            # Session settings name no table: the worker's timeouts, a read-write transaction.
+            sessionwide = name in {"lock_migrations", "worker_session", "read_write"}
+            assert "{schema}" in text or sessionwide or "pg_advisory" in text, name
             # Values are parameters: no quoted literal other than fixed kinds, levels and keys.
             for literal in re.findall(r"'([^']*)'", text):
                 assert re.fullmatch(r"[a-z_.:-]*|-infinity", literal), (name, literal)

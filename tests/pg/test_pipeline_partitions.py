@@ -122,7 +122,7 @@ def test_migration_0007_keeps_a_cursor_as_partition_0_of_1(
         migrate(conn, SCHEMA)
         conn.execute(f"INSERT INTO {SCHEMA}.consumer_cursors (name, position) VALUES ('push', 42)")
         monkeypatch.undo()
-        assert migrate(conn, SCHEMA) == ["0007_consumer_partitions"]
+        assert migrate(conn, SCHEMA) == [m.name for m in shipped if m.version >= 7]
         assert cursors(conn) == [("push", 0, 1, 42)]
         from notify_pg.reference_host import ReferenceHost
 

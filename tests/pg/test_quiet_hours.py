@@ -8,13 +8,14 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+import attrs
 import psycopg
 import pytest
 from pgworld import ALEX, ROBIN, SAM, SCHEMA, events, last_seq
 
-from notify_core.errors import InvalidRule
+from notify_core.errors import InvalidRule, UsageError
 from notify_core.quiet import QuietRule, in_quiet_hours, validate_time_zone
-from notify_pg import LimitReached, NotFound, NotifyStore, StoreConfig, payload_size
+from notify_pg import Conflict, LimitReached, NotFound, NotifyStore, StoreConfig, payload_size
 from notify_pg.reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
@@ -93,6 +94,66 @@ def test_foreign_and_unknown_rules_are_not_found(conn: Conn, store: NotifyStore)
     assert store.quiet_hours.list(conn, ALEX) == [mine]
 
 
+def test_create_repeated_with_its_idempotency_key_writes_nothing(
+    conn: Conn, store: NotifyStore
+) -> None:
+    """Seed 000 note 9d and TestQuietHours_Lifecycle: a replay with the same key answers the
+    stored rule and adds no row and no event; the stored answer outlives a later put and
+    delete; another person's key of the same text is theirs."""
+    first = store.quiet_hours.create_idempotent(conn, ALEX, rule(), "key-1")
+    assert first.changed and first.rule.version == 1
+    seq = last_seq(conn)
+    again = store.quiet_hours.create_idempotent(conn, ALEX, rule(), "key-1")
+    assert again == attrs.evolve(first, changed=False)
+    assert store.quiet_hours.create(conn, ALEX, rule(), idempotency_key="key-1") == first.rule
+    assert store.quiet_hours.list(conn, ALEX) == [first.rule] and last_seq(conn) == seq
+    # The answer is what the first call answered, also after the rule changed or went.
+    store.quiet_hours.put(conn, ALEX, first.rule.id, rule(weekdays=1))
+    store.quiet_hours.delete(conn, ALEX, first.rule.id)
+    seq = last_seq(conn)
+    replay = store.quiet_hours.create_idempotent(conn, ALEX, rule(), "key-1", rule_id=first.rule.id)
+    assert replay == attrs.evolve(first, changed=False)
+    assert store.quiet_hours.list(conn, ALEX) == [] and last_seq(conn) == seq
+    # Keys are per person; a new key creates again.
+    sams = store.quiet_hours.create_idempotent(conn, SAM, rule(), "key-1")
+    assert sams.changed and sams.rule.id != first.rule.id
+    other = store.quiet_hours.create(conn, ALEX, rule(), idempotency_key="key-2")
+    assert store.quiet_hours.list(conn, ALEX) == [other] and last_seq(conn) == seq + 2
+
+
+def test_idempotency_key_sent_with_another_rule_is_refused(conn: Conn, store: NotifyStore) -> None:
+    """A key names one request: sent again with another rule (or another rule id) it is a
+    conflict, and nothing is written."""
+    first = store.quiet_hours.create(conn, ALEX, rule(), idempotency_key="k")
+    seq = last_seq(conn)
+    for call in (
+        lambda: store.quiet_hours.create(conn, ALEX, rule(weekdays=1), idempotency_key="k"),
+        lambda: store.quiet_hours.create(conn, ALEX, rule(time_zone=None), idempotency_key="k"),
+        lambda: store.quiet_hours.create_idempotent(conn, ALEX, rule(), "k", rule_id="r-other"),
+    ):
+        with pytest.raises(Conflict) as info:
+            call()
+        assert info.value.as_json() == {
+            "code": "idempotency_key_reused",
+            "pointer": "/idempotency_key",
+        }
+    assert store.quiet_hours.list(conn, ALEX) == [first] and last_seq(conn) == seq
+    for bad in ("", None, 7):
+        with pytest.raises(UsageError) as usage:
+            store.quiet_hours.create_idempotent(conn, ALEX, rule(), bad)  # type: ignore[arg-type]
+        assert usage.value.code == "invalid_idempotency_key"
+    assert last_seq(conn) == seq
+
+
+def test_forget_person_removes_the_idempotency_keys(conn: Conn, store: NotifyStore) -> None:
+    store.quiet_hours.create(conn, ALEX, rule(), idempotency_key="k")
+    store.quiet_hours.create(conn, SAM, rule(), idempotency_key="k")
+    store.forget_person(conn, ALEX)
+    left = conn.execute(f"SELECT user_id FROM {SCHEMA}.quiet_hours_idempotency").fetchall()
+    assert left == [(SAM,)]
+    assert store.quiet_hours.create_idempotent(conn, ALEX, rule(), "k").changed
+
+
 @pytest.mark.parametrize("zone", ["Mars/Olympus", "Local", "", "posix/Europe/Berlin"])
 def test_unknown_time_zone(zone: str) -> None:
     """Seed 000 TestQuietHours_Validation (Q3): unknown_time_zone at /time_zone."""
@@ -135,7 +196,15 @@ def test_list_is_bound_by_payload_size(conn: Conn, host: ReferenceHost) -> None:
     with pytest.raises(LimitReached) as info:
         store.quiet_hours.create(conn, ALEX, rule())
     assert info.value.as_json() == {"code": "limit_reached", "pointer": ""}
+    with pytest.raises(LimitReached):
+        store.quiet_hours.create(conn, ALEX, rule(), idempotency_key="full")
     assert len(store.quiet_hours.list(conn, ALEX)) == 3 and last_seq(conn) == seq
+    # The refused create kept no key: once there is room, the same key creates.
+    store.quiet_hours.delete(conn, ALEX, created[2].id)
+    assert store.quiet_hours.create_idempotent(conn, ALEX, rule(), "full").changed
+    store.quiet_hours.delete(conn, ALEX, store.quiet_hours.list(conn, ALEX)[-1].id)
+    created = [*created[:2], store.quiet_hours.create(conn, ALEX, rule())]
+    seq = last_seq(conn)
     kept = store.quiet_hours.put(conn, ALEX, created[0].id, rule(start_local="20:00"))
     assert kept.changed
     with pytest.raises(LimitReached):

@@ -1,0 +1,399 @@
+"""The in-memory twins of the inbox ports: `WikiMemory` (the host's facts, learnt from the
+log) and `EntryMemory` (the entries). They back ``notify replay`` and the tests; their size is
+bounded by the world's state, never by the log's length.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Final
+
+import attrs
+
+from notify_core.events import Event
+from notify_core.inbox.access import Group, Match, Rule
+from notify_core.inbox.categories import Permission, Section
+from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.ports import CommentInfo, Entry, PageInfo, SiteInfo, WikiUser
+from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
+
+__all__ = ["EntryMemory", "WikiMemory", "page_after", "strings"]
+
+_DEFAULT_DELAY: Final = timedelta(seconds=180)
+
+
+def strings(value: object) -> frozenset[str]:
+    """Return the strings of a JSON list (a checked payload member) as a set."""
+    return frozenset(str(item) for item in value) if isinstance(value, list) else frozenset()
+
+
+def _rule(raw: Mapping[str, object]) -> Rule:
+    value = raw.get("value")
+    return Rule(
+        permission=Permission(str(raw["permission"])),
+        match=Match(str(raw["match"])),
+        value=None if value is None else str(value),
+        deny=raw.get("deny") is True,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class _ReviewRule:
+    site: str
+    rule: Rule
+    reviewer_groups: tuple[str, ...]
+    enabled: bool
+
+
+@attrs.define
+class _User:
+    kind: str = "human"
+    active: bool = True
+    system: bool = False
+    email: str | None = None
+    verified: bool = False
+    locale: str | None = None
+    time_zone: str | None = None
+    email_schedule: str = "immediate"
+    daily_hour: int | None = None
+
+
+@attrs.define
+class WikiMemory:
+    """The wiki's facts of one replay, learnt from the event log (`WikiMemory.record`)."""
+
+    sites: dict[str, SiteInfo] = attrs.field(factory=dict)
+    pages: dict[str, PageInfo] = attrs.field(factory=dict)
+    comments: dict[str, CommentInfo] = attrs.field(factory=dict)
+    submissions: dict[str, str] = attrs.field(factory=dict)
+    watching: dict[str, dict[str, None]] = attrs.field(factory=dict)
+    users: dict[str, _User] = attrs.field(factory=dict)
+    members: dict[str, dict[str, None]] = attrs.field(factory=dict)
+    groups_of: dict[str, frozenset[str]] = attrs.field(factory=dict)
+    known_groups: dict[str, Group] = attrs.field(factory=dict)
+    review_rules: dict[str, _ReviewRule] = attrs.field(factory=dict)
+    prefs: dict[str, InboxPrefs] = attrs.field(factory=dict)
+    inbox_settings: InboxSettings = attrs.field(factory=InboxSettings)
+    delay: timedelta = _DEFAULT_DELAY
+    retention_days: int = 60
+    # Derived: the facts of each person (built on first use, dropped when they change), the
+    # people opted in per category, and one frozenset per distinct group set.
+    _facts: dict[str, PersonFacts] = attrs.field(factory=dict, init=False, repr=False)
+    _opted: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False, repr=False)
+    _group_sets: dict[frozenset[str], frozenset[str]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
+
+    # --- the port ---------------------------------------------------------------------------
+
+    def site(self, site: str) -> SiteInfo | None:
+        """Return a site."""
+        return self.sites.get(site)
+
+    def page(self, page: str) -> PageInfo | None:
+        """Return a page, a deleted one as it was."""
+        return self.pages.get(page)
+
+    def comment(self, comment: str) -> CommentInfo | None:
+        """Return a comment."""
+        return self.comments.get(comment)
+
+    def submission_page(self, submission: str) -> str | None:
+        """Return a submission's page."""
+        return self.submissions.get(submission)
+
+    def watchers(self, page: str) -> Sequence[str]:
+        """Return a page's watchers now."""
+        return list(self.watching.get(page, ()))
+
+    def reviewers(self, page: PageInfo) -> Sequence[str]:
+        """Return the members of the reviewer groups of the enabled rules matching the page."""
+        found: dict[str, None] = {}
+        facts = page.access
+        for rule in self.review_rules.values():
+            if rule.enabled and rule.site == page.site and rule.rule.matches(facts):
+                for group in rule.reviewer_groups:
+                    found.update(self.members.get(group, {}))
+        return list(found)
+
+    def opted_in(self, category: str) -> Sequence[str]:
+        """Return the people with a stored row turning a category on."""
+        return list(self._opted.get(category, ()))
+
+    def people(self, ids: Iterable[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts of the known people among ``ids``."""
+        out = {}
+        facts, users = self._facts, self.users
+        for person in ids:
+            found = facts.get(person)
+            if found is None:
+                user = users.get(person)
+                if user is None:
+                    continue
+                found = facts[person] = PersonFacts(
+                    active=user.active,
+                    human=user.kind == "human",
+                    system=user.system,
+                    groups=self.groups_of.get(person, frozenset()),
+                    email=user.email,
+                    verified=user.verified,
+                    prefs=self.prefs.get(person, NO_PREFS),
+                )
+            out[person] = found
+        return out
+
+    def user(self, user: str) -> WikiUser | None:
+        """Return what the cadence reads of a person."""
+        found = self.users.get(user)
+        if found is None:
+            return None
+        return WikiUser(
+            id=user,
+            time_zone=found.time_zone,
+            locale=found.locale,
+            email_schedule=found.email_schedule,
+            daily_hour=found.daily_hour,
+        )
+
+    def groups(self) -> Mapping[str, Group]:
+        """Return every group."""
+        return self.known_groups
+
+    def settings(self) -> InboxSettings:
+        """Return sections and mail configuration."""
+        return self.inbox_settings
+
+    def email_delay(self) -> timedelta:
+        """Return the email delay."""
+        return self.delay
+
+    # --- recording the world ----------------------------------------------------------------
+
+    def record(self, event: Event) -> None:
+        """Apply what an event changes in the wiki's facts."""
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event, event.payload)
+
+    def _changed(self, person: str) -> None:
+        self._facts.pop(person, None)
+
+    def _on_user(self, event: Event, p: Mapping[str, object]) -> None:
+        person = str(p["user"])
+        user = self.users.get(person) or _User()
+        for name in strings(p.get("unset")):
+            setattr(user, name, attrs.fields_dict(_User)[name].default)
+        for name in attrs.fields_dict(_User):
+            if name in p:
+                setattr(user, name, p[name])
+        self.users[person] = user
+        self._changed(person)
+
+    def _on_site(self, event: Event, p: Mapping[str, object]) -> None:
+        site = str(p["site"])
+        old = self.sites.get(site) or SiteInfo(id=site)
+        known = ("host", "https", "primary_locale", "time_zone", "notifications")
+        self.sites[site] = attrs.evolve(old, **{k: p[k] for k in known if k in p})  # type: ignore[arg-type]
+
+    def _on_group(self, event: Event, p: Mapping[str, object]) -> None:
+        raw = p["rules"]
+        assert isinstance(raw, list)
+        self.known_groups[str(p["group"])] = Group(
+            rules=tuple(_rule(r) for r in raw), manage_system=p.get("manage_system") is True
+        )
+
+    def _on_member(self, event: Event, p: Mapping[str, object]) -> None:
+        group, person = str(p["group"]), str(p["user"])
+        members = self.members.setdefault(group, {})
+        if event.type == "group.member_added":
+            members[person] = None
+        else:
+            members.pop(person, None)
+        groups = frozenset(g for g, people in self.members.items() if person in people)
+        self.groups_of[person] = self._group_sets.setdefault(groups, groups)
+        self._changed(person)
+
+    def _on_review_rule(self, event: Event, p: Mapping[str, object]) -> None:
+        self.review_rules[str(p["rule"])] = _ReviewRule(
+            site=str(p["site"]),
+            rule=_rule({"permission": "read_pages", **p}),
+            reviewer_groups=tuple(sorted(strings(p["reviewer_groups"]))),
+            enabled=p["enabled"] is True,
+        )
+
+    def _on_watch(self, event: Event, p: Mapping[str, object]) -> None:
+        page, person = str(p["page"]), str(p["user"])
+        if event.type == "page.watched":
+            self.watching.setdefault(page, {})[person] = None
+        else:
+            self.watching.get(page, {}).pop(person, None)
+
+    def _set_prefs(self, person: str, prefs: InboxPrefs) -> None:
+        self.prefs[person] = prefs
+        for people in self._opted.values():
+            people.pop(person, None)
+        for category, _channel in prefs.rows:
+            if prefs.opted_in(category):
+                self._opted.setdefault(category, {})[person] = None
+        self._changed(person)
+
+    def _on_pref(self, event: Event, p: Mapping[str, object]) -> None:
+        person = str(event.audience)
+        prefs = self.prefs.get(person, NO_PREFS)
+        if event.type == "inbox_pref.stop_all_email":
+            self._set_prefs(person, prefs.stop_all_email())
+        else:
+            changed = prefs.set(str(p["category"]), str(p["channel"]), p["enabled"] is True)
+            self._set_prefs(person, changed)
+
+    def _on_settings(self, event: Event, p: Mapping[str, object]) -> None:
+        settings = self.inbox_settings
+        sections = dict(settings.sections)
+        for name, value in dict(p.get("sections", {})).items():  # type: ignore[call-overload]
+            sections[Section(name)] = Delivery(value)
+        mail = p.get("mail_configured", settings.mail_configured)
+        self.inbox_settings = InboxSettings(sections=sections, mail_configured=mail is True)
+        if "email_delay_s" in p:
+            self.delay = timedelta(seconds=p["email_delay_s"])  # type: ignore[arg-type]
+        if "retention_days" in p:
+            self.retention_days = int(p["retention_days"])  # type: ignore[call-overload]
+
+    def _on_page_created(self, event: Event, p: Mapping[str, object]) -> None:
+        page = str(p["page"])
+        self.pages[page] = PageInfo(
+            id=page,
+            site=str(p["site"]),
+            path=str(p["path"]),
+            locale=str(p["locale"]),
+            title=str(p["title"]),
+            tags=strings(p.get("tags")),
+        )
+
+    def _on_page_changed(self, event: Event, p: Mapping[str, object]) -> None:
+        page = self.pages.get(str(p["page"]))
+        if page is not None:
+            self.pages[page.id] = page_after(page, event)
+        if event.type == "page.deleted":
+            self.watching.pop(str(p["page"]), None)  # N9: the watch rows go with the page
+
+    def _on_comment(self, event: Event, p: Mapping[str, object]) -> None:
+        comment = str(p["comment"])
+        if event.type == "comment.deleted":
+            self.comments.pop(comment, None)
+            return
+        old = self.comments.get(comment)
+        mentions = strings(p.get("mentions"))
+        if old is not None:
+            excerpt = str(p["excerpt"]) if "excerpt" in p else old.excerpt
+            self.comments[comment] = attrs.evolve(old, mentions=mentions, excerpt=excerpt)
+            return
+        author = p.get("author", event.actor)
+        self.comments[comment] = CommentInfo(
+            id=comment,
+            page=str(p["page"]),
+            author=None if author is None else str(author),
+            parent=str(p["parent"]) if "parent" in p else None,
+            mentions=mentions,
+            excerpt=str(p["excerpt"]) if "excerpt" in p else None,
+        )
+
+    def _on_submission(self, event: Event, p: Mapping[str, object]) -> None:
+        self.submissions[str(p["submission"])] = str(p["page"])
+
+
+def page_after(page: PageInfo, event: Event) -> PageInfo:
+    """Return a page as an edit, rename, deletion or restore leaves it."""
+    p = event.payload
+    if event.type == "page.edited":
+        changes: dict[str, object] = {}
+        if "title" in p:
+            changes["title"] = str(p["title"])
+        if "tags" in p:
+            changes["tags"] = strings(p["tags"])
+        return attrs.evolve(page, **changes)  # type: ignore[arg-type]
+    if event.type == "page.renamed":
+        locale = str(p["locale"]) if "locale" in p else page.locale
+        return attrs.evolve(page, path=str(p["path"]), locale=locale)
+    if event.type == "page.deleted":
+        return attrs.evolve(page, deleted=True)
+    if event.type == "page.restored":
+        return attrs.evolve(page, deleted=False)
+    return page
+
+
+_HANDLERS: Final = {
+    "user.created": WikiMemory._on_user,
+    "user.updated": WikiMemory._on_user,
+    "site.created": WikiMemory._on_site,
+    "site.updated": WikiMemory._on_site,
+    "group.created": WikiMemory._on_group,
+    "group.updated": WikiMemory._on_group,
+    "group.member_added": WikiMemory._on_member,
+    "group.member_removed": WikiMemory._on_member,
+    "review_rule.set": WikiMemory._on_review_rule,
+    "page.watched": WikiMemory._on_watch,
+    "page.unwatched": WikiMemory._on_watch,
+    "inbox_pref.updated": WikiMemory._on_pref,
+    "inbox_pref.stop_all_email": WikiMemory._on_pref,
+    "notifications.settings": WikiMemory._on_settings,
+    "page.created": WikiMemory._on_page_created,
+    "page.edited": WikiMemory._on_page_changed,
+    "page.renamed": WikiMemory._on_page_changed,
+    "page.deleted": WikiMemory._on_page_changed,
+    "page.restored": WikiMemory._on_page_changed,
+    "comment.created": WikiMemory._on_comment,
+    "comment.edited": WikiMemory._on_comment,
+    "comment.deleted": WikiMemory._on_comment,
+    "submission.created": WikiMemory._on_submission,
+    "submission.updated": WikiMemory._on_submission,
+}
+
+
+@attrs.define
+class EntryMemory:
+    """The entries of one replay: by id, the unread ones by (person, key), and id counters."""
+
+    entries: dict[str, Entry] = attrs.field(factory=dict)
+    unread_keys: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    counters: dict[tuple[str, str], int] = attrs.field(factory=dict)
+
+    def unread(self, person: str, group_key: str) -> Entry | None:
+        """Return a person's unread entry of a key."""
+        found = self.unread_keys.get(person)
+        if not found:
+            return None
+        entry = found.get(group_key)
+        return None if entry is None else self.entries[entry]
+
+    def next_id(self, person: str, group_key: str) -> str:
+        """Return the id of the person's next entry on a key: ``<person>:<key>:<n>``."""
+        n = self.counters.get((person, group_key), 0) + 1
+        self.counters[(person, group_key)] = n
+        return f"{person}:{group_key}:{n}"
+
+    def save(self, entry: Entry) -> None:
+        """Insert or replace an entry; a read one gives up its key."""
+        self.entries[entry.id] = entry
+        keys = self.unread_keys.setdefault(entry.person, {})
+        if entry.state.read:
+            if keys.get(entry.group_key) == entry.id:
+                del keys[entry.group_key]
+        else:
+            keys[entry.group_key] = entry.id
+
+    def unread_of(self, person: str) -> Sequence[Entry]:
+        """Return a person's unread entries."""
+        return [self.entries[e] for e in self.unread_keys.get(person, {}).values()]
+
+    def get(self, entry: str) -> Entry | None:
+        """Return an entry by id."""
+        return self.entries.get(entry)
+
+    def dismiss(self, entry: str) -> None:
+        """Delete an entry (its key is free again)."""
+        found = self.entries.pop(entry, None)
+        if found is not None:
+            keys = self.unread_keys.get(found.person, {})
+            if keys.get(found.group_key) == entry:
+                del keys[found.group_key]

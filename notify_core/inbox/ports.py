@@ -1,0 +1,175 @@
+"""The ports of the inbox path: the wiki's facts and the store of entries, as protocols.
+
+The in-memory twins live in `notify_core.inbox.memory` (one class per port); a PostgreSQL
+adapter implements the same protocols. The inbox path never knows which one it talks to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import attrs
+
+from notify_core.events import Event
+from notify_core.inbox.access import Group, PageFacts
+from notify_core.inbox.coalesce import EntryState
+from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.prefs import InboxSettings
+
+__all__ = ["CommentInfo", "Entry", "EntryStore", "PageInfo", "SiteInfo", "WikiFacts", "WikiUser"]
+
+
+@attrs.frozen(kw_only=True)
+class SiteInfo:
+    """A site of the wiki; ``notifications`` is its switch (N5)."""
+
+    id: str
+    host: str = ""
+    https: bool = True
+    primary_locale: str | None = None
+    time_zone: str | None = None
+    notifications: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class PageInfo:
+    """A page as the wiki holds it now (or held it, until it was deleted)."""
+
+    id: str
+    site: str
+    path: str
+    locale: str = ""
+    title: str = ""
+    tags: frozenset[str] = frozenset()
+    deleted: bool = False
+
+    @property
+    def access(self) -> PageFacts:
+        """What access reads of the page (N8)."""
+        return PageFacts(path=self.path, tags=self.tags)
+
+
+@attrs.frozen(kw_only=True)
+class CommentInfo:
+    """A comment: its page, author, parent, the people it mentions and its excerpt."""
+
+    id: str
+    page: str
+    author: str | None = None
+    parent: str | None = None
+    mentions: frozenset[str] = frozenset()
+    excerpt: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class WikiUser:
+    """What the cadence reads of a person: zone, locale and email schedule (E2)."""
+
+    id: str
+    time_zone: str | None = None
+    locale: str | None = None
+    email_schedule: str = "immediate"
+    daily_hour: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Entry:
+    """One inbox entry of one person: its place, its coalescing state and its snapshot (N11).
+
+    Args:
+        id: ``<person>:<group_key>:<n>`` in a replay.
+        person: whose entry it is.
+        category: the category's key.
+        group_key: the coalescing key.
+        site: the site of its page.
+        page: the page it is about (a review's: its submission's page).
+        comment: the comment it is about, if any (its excerpt shows only while it exists).
+        state: count, variants, email state, ... (`EntryState`).
+        created_at: when the first event reached the person.
+        title: the page's title at the latest event.
+        path: the page's path at the latest event.
+        locale: the page's locale at the latest event.
+        excerpt: the comment's excerpt at the latest event.
+    """
+
+    id: str
+    person: str
+    category: str
+    group_key: str
+    site: str | None
+    page: str | None
+    state: EntryState
+    created_at: datetime
+    comment: str | None = None
+    title: str = ""
+    path: str = ""
+    locale: str = ""
+    excerpt: str | None = None
+
+
+class WikiFacts(Protocol):
+    """The host's facts the inbox path reads: sites, pages, comments, people, groups."""
+
+    def site(self, site: str) -> SiteInfo | None:
+        """Return a site, or ``None`` when unknown."""
+
+    def page(self, page: str) -> PageInfo | None:
+        """Return a page (a deleted one too, as it was), or ``None`` when unknown."""
+
+    def comment(self, comment: str) -> CommentInfo | None:
+        """Return a comment, or ``None`` when unknown."""
+
+    def submission_page(self, submission: str) -> str | None:
+        """Return the page a review submission is about."""
+
+    def watchers(self, page: str) -> Sequence[str]:
+        """Return the people watching a page now, each once (N9: before its deletion)."""
+
+    def reviewers(self, page: PageInfo) -> Sequence[str]:
+        """Return the members of the reviewer groups of every enabled review rule of the
+        page's site that matches the page, each once."""
+
+    def opted_in(self, category: str) -> Sequence[str]:
+        """Return the people who turned a category on by a stored row (N2), each once."""
+
+    def people(self, ids: Iterable[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts of the known people among ``ids``."""
+
+    def user(self, user: str) -> WikiUser | None:
+        """Return what the cadence reads of a person."""
+
+    def groups(self) -> Mapping[str, Group]:
+        """Return every group and its rules."""
+
+    def settings(self) -> InboxSettings:
+        """Return the sections and whether mail is configured."""
+
+    def email_delay(self) -> timedelta:
+        """Return the instance's email delay (E2, default 180 s)."""
+
+    def record(self, event: Event) -> None:
+        """Take note of an event that changes the facts (a no-op where the host keeps them)."""
+
+
+class EntryStore(Protocol):
+    """The inbox entries, at most one unread per person and group key."""
+
+    def unread(self, person: str, group_key: str) -> Entry | None:
+        """Return a person's unread entry of a key."""
+
+    def next_id(self, person: str, group_key: str) -> str:
+        """Return the id of a person's next entry on a key (never reused)."""
+
+    def save(self, entry: Entry) -> None:
+        """Insert or replace an entry; a read entry gives up its key."""
+
+    def unread_of(self, person: str) -> Sequence[Entry]:
+        """Return a person's unread entries."""
+
+    def get(self, entry: str) -> Entry | None:
+        """Return an entry by id."""
+
+    def dismiss(self, entry: str) -> None:
+        """Delete an entry."""

@@ -1,0 +1,46 @@
+"""German strings of notification mails (E6): the keys of the English catalogue."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = ["STRINGS"]
+
+#: The German catalogue.
+STRINGS: Final[Mapping[str, str]] = {
+    "watched_page": "{actor} hat {title} geändert",
+    "watched_page.edited": "{actor} hat {title} bearbeitet",
+    "watched_page.published": "{actor} hat {title} veröffentlicht",
+    "watched_page.unpublished": "{actor} hat die Veröffentlichung von {title} zurückgenommen",
+    "watched_page.scheduled": "{actor} hat {title} zur Veröffentlichung eingeplant",
+    "watched_page.moved": "{actor} hat {title} verschoben",
+    "watched_page.deleted": "{actor} hat {title} gelöscht",
+    "watched_page_comment": "{actor} hat {title} kommentiert",
+    "watched_page_comment.new": "{actor} hat {title} kommentiert",
+    "watched_page_comment.edited": "{actor} hat einen Kommentar zu {title} bearbeitet",
+    "comment_reply": "{actor} hat auf deinen Kommentar zu {title} geantwortet",
+    "comment_reply.new": "{actor} hat auf deinen Kommentar zu {title} geantwortet",
+    "comment_reply.edited": "{actor} hat eine Antwort auf deinen Kommentar zu {title} bearbeitet",
+    "mention": "{actor} hat dich auf {title} erwähnt",
+    "mention.new": "{actor} hat dich auf {title} erwähnt",
+    "mention.edited": "{actor} hat dich auf {title} erwähnt",
+    "review_requested": "{actor} bittet dich um eine Prüfung von {title}",
+    "review_requested.new": "{actor} bittet dich um eine Prüfung von {title}",
+    "review_requested.updated": "{actor} hat eine Einreichung zu {title} zur Prüfung aktualisiert",
+    "page_created": "{actor} hat {title} angelegt",
+    "page_created.created": "{actor} hat {title} angelegt",
+    "page_deleted": "{actor} hat {title} gelöscht",
+    "page_deleted.deleted": "{actor} hat {title} gelöscht",
+    "someone": "Jemand",
+    "count": "{count}-mal",
+    "subject.single": "[{site}] {line}",
+    "subject.digest": "[{site}] {total} Benachrichtigungen",
+    "open": "Öffnen",
+    "excerpt": "Kommentar",
+    "more": "und {more} weitere",
+    "open_inbox": "Benachrichtigungen öffnen",
+    "manage": "Benachrichtigungen verwalten",
+    "unsubscribe": "Abbestellen",
+    "footer": "Du erhältst diese E-Mail wegen deiner Benachrichtigungseinstellungen auf {site}.",
+}

@@ -1,0 +1,50 @@
+"""English strings of notification mails (E6): one catalogue per language, same keys in each.
+
+Keys ``<category>.<variant>`` name what happened (``{actor}``, ``{title}``); ``<category>`` is
+the fallback for a variant without its own string. Values are ``str.format`` templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+__all__ = ["STRINGS"]
+
+#: The English catalogue.
+STRINGS: Final[Mapping[str, str]] = {
+    "watched_page": "{actor} changed {title}",
+    "watched_page.edited": "{actor} edited {title}",
+    "watched_page.published": "{actor} published {title}",
+    "watched_page.unpublished": "{actor} unpublished {title}",
+    "watched_page.scheduled": "{actor} scheduled {title} for publishing",
+    "watched_page.moved": "{actor} moved {title}",
+    "watched_page.deleted": "{actor} deleted {title}",
+    "watched_page_comment": "{actor} commented on {title}",
+    "watched_page_comment.new": "{actor} commented on {title}",
+    "watched_page_comment.edited": "{actor} edited a comment on {title}",
+    "comment_reply": "{actor} replied to your comment on {title}",
+    "comment_reply.new": "{actor} replied to your comment on {title}",
+    "comment_reply.edited": "{actor} edited a reply to your comment on {title}",
+    "mention": "{actor} mentioned you on {title}",
+    "mention.new": "{actor} mentioned you on {title}",
+    "mention.edited": "{actor} mentioned you on {title}",
+    "review_requested": "{actor} asks for your review of {title}",
+    "review_requested.new": "{actor} asks for your review of {title}",
+    "review_requested.updated": "{actor} updated a submission for your review of {title}",
+    "page_created": "{actor} created {title}",
+    "page_created.created": "{actor} created {title}",
+    "page_deleted": "{actor} deleted {title}",
+    "page_deleted.deleted": "{actor} deleted {title}",
+    "someone": "Someone",
+    "count": "{count} times",
+    "subject.single": "[{site}] {line}",
+    "subject.digest": "[{site}] {total} notifications",
+    "open": "Open",
+    "excerpt": "Comment",
+    "more": "and {more} more",
+    "open_inbox": "Open your notifications",
+    "manage": "Manage notifications",
+    "unsubscribe": "Unsubscribe",
+    "footer": "You receive this email because of your notification settings on {site}.",
+}

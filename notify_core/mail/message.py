@@ -1,0 +1,320 @@
+"""A notification mail as a value (rule E6): subject, text and HTML bodies, and headers.
+
+Pure: strings come from the catalogues of `notify_core.mail.catalogues`, HTML is written with
+the standard library's escaping, and nothing is sent. An adapter turns a `Mail` into an RFC 5322
+message (``email.message.EmailMessage``) and sends it, adding ``From``, ``To``, ``Date`` and a
+DKIM signature that covers both ``List-Unsubscribe`` headers.
+
+What a mail names, and nothing more: the target (title, path), who acted, for a comment its
+excerpt, one link to the target, and a footer with "manage notifications" and "unsubscribe".
+Never page content: a `MailEntry` has no member that could carry it.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import string
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import attrs
+
+from notify_core.errors import InvalidInput, UsageError
+from notify_core.mail.catalogues import CATALOGUES, FALLBACK_LOCALE
+
+__all__ = [
+    "INBOX_PATH",
+    "MANAGE_PATH",
+    "UNSUBSCRIBE_PATH",
+    "Mail",
+    "MailEntry",
+    "MailSite",
+    "compose_mail",
+    "mail_locale",
+    "unsubscribe_url",
+]
+
+#: Where the host serves the unsubscribe endpoint (U3, U4); the token goes in ``t``.
+UNSUBSCRIBE_PATH: Final = "/notifications/unsubscribe"
+#: The person's notification settings, linked from every footer.
+MANAGE_PATH: Final = "/notifications/settings"
+#: The inbox, linked from a digest with more entries than it shows.
+INBOX_PATH: Final = "/notifications"
+
+_UNRESERVED: Final = frozenset(string.ascii_letters + string.digits + "-._~/")
+_TOKEN: Final = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+# Control characters, C1 included (U+0085 ends a line for the email package).
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int or value < 1:
+        raise InvalidInput("invalid_count", f"{attribute.name} must be an integer >= 1")
+
+
+@attrs.frozen(kw_only=True)
+class MailSite:
+    """The site a mail comes from: its name, host name and scheme, and primary locale.
+
+    A site served over plain HTTP gets ``http://`` links, the unsubscribe header included
+    (where mail clients may not offer one-click, which needs HTTPS).
+    """
+
+    name: str
+    host: str
+    https: bool = True
+    primary_locale: str | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The site's origin, ``https://HOST``."""
+        return f"{'https' if self.https else 'http'}://{self.host}"
+
+
+@attrs.frozen(kw_only=True)
+class MailEntry:
+    """One inbox entry as a mail shows it (a snapshot, N11).
+
+    Args:
+        category: the entry's category key; ``variant``: its latest variant.
+        title: the target's title; ``path``: its path on the site (the link's path).
+        actor: the display name of who acted last; absent for a sync ("Someone").
+        count: how many events the entry holds.
+        excerpt: a comment's excerpt, only while the comment exists.
+    """
+
+    category: str
+    variant: str
+    title: str
+    path: str
+    actor: str | None = None
+    count: int = attrs.field(default=1, validator=_positive)
+    excerpt: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Mail:
+    """A rendered notification mail: what an adapter needs to build and send the message.
+
+    ``headers`` are ``Auto-Submitted``, ``List-Unsubscribe`` and ``List-Unsubscribe-Post``, in
+    that order; ``template`` is ``single`` for one entry and ``digest`` for several.
+    """
+
+    template: str
+    locale: str
+    subject: str
+    text: str
+    html: str
+    headers: tuple[tuple[str, str], ...]
+
+
+def mail_locale(person_locale: str | None, site_locale: str | None) -> str:
+    """Return the language of a mail: the person's, else the site's primary, else English.
+
+    A regional tag falls back to its language (``de-AT`` is German); a language without a
+    catalogue counts as absent.
+
+    Example:
+        >>> mail_locale("fr", "de-CH")
+        'de'
+    """
+    for tag in (person_locale, site_locale):
+        if not tag:
+            continue
+        for candidate in (tag, tag.replace("_", "-").split("-")[0].lower()):
+            if candidate in CATALOGUES:
+                return candidate
+    return FALLBACK_LOCALE
+
+
+def _one_line(text: str) -> str:
+    return _CONTROL.sub(" ", text)
+
+
+def _quote_path(path: str) -> str:
+    # Percent-encode everything outside the unreserved set and "/", as UTF-8 (RFC 3986).
+    out = []
+    for char in path:
+        if char in _UNRESERVED:
+            out.append(char)
+        else:
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def _link(site: MailSite, path: str) -> str:
+    return f"{site.base_url}/{_quote_path(path.lstrip('/'))}"
+
+
+def unsubscribe_url(site: MailSite, token: str) -> str:
+    """Return the one-click unsubscribe URL of a mail (``List-Unsubscribe``, U1).
+
+    A token is base64url and one dot, which need no escaping in a query.
+    """
+    return f"{site.base_url}{UNSUBSCRIBE_PATH}?t={token}"
+
+
+def _line(strings: Mapping[str, str], entry: MailEntry) -> str:
+    template = strings.get(f"{entry.category}.{entry.variant}") or strings.get(entry.category)
+    if template is None:
+        raise InvalidInput(
+            "unknown_category", f"no mail strings for category {entry.category!r}", "/category"
+        )
+    actor = entry.actor if entry.actor else strings["someone"]
+    return template.format(actor=actor, title=entry.title)
+
+
+def _counted(strings: Mapping[str, str], entry: MailEntry, line: str) -> str:
+    if entry.count == 1:
+        return line
+    return f"{line} ({strings['count'].format(count=entry.count)})"
+
+
+def _text(
+    strings: Mapping[str, str],
+    site: MailSite,
+    entries: Sequence[MailEntry],
+    lines: Sequence[str],
+    more: int,
+    token: str,
+) -> str:
+    out: list[str] = []
+    if len(entries) == 1:
+        entry = entries[0]
+        out += [lines[0], entry.path, ""]
+        if entry.excerpt:
+            out += [f"{strings['excerpt']}: {entry.excerpt}", ""]
+        out += [f"{strings['open']}: {_link(site, entry.path)}", ""]
+    else:
+        for entry, line in zip(entries, lines, strict=True):
+            out += [f"- {line}", f"  {_link(site, entry.path)}"]
+            if entry.excerpt:
+                out.append(f"  {strings['excerpt']}: {entry.excerpt}")
+        if more:
+            more_line = strings["more"].format(more=more)
+            out.append(f"{more_line}: {site.base_url}{INBOX_PATH}")
+        out.append("")
+    out += [
+        "-- ",
+        strings["footer"].format(site=site.name),
+        f"{strings['manage']}: {site.base_url}{MANAGE_PATH}",
+        f"{strings['unsubscribe']}: {unsubscribe_url(site, token)}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _html(
+    strings: Mapping[str, str],
+    site: MailSite,
+    entries: Sequence[MailEntry],
+    lines: Sequence[str],
+    more: int,
+    token: str,
+    locale: str,
+    subject: str,
+) -> str:
+    def esc(text: str) -> str:
+        return html.escape(text, quote=True)
+
+    def anchor(href: str, label: str) -> str:
+        return f'<a href="{esc(href)}">{esc(label)}</a>'
+
+    body: list[str] = []
+    if len(entries) == 1:
+        entry = entries[0]
+        body.append(f"<p><strong>{esc(lines[0])}</strong><br>{esc(entry.path)}</p>")
+        if entry.excerpt:
+            body.append(f"<blockquote>{esc(entry.excerpt)}</blockquote>")
+        body.append(f"<p>{anchor(_link(site, entry.path), strings['open'])}</p>")
+    else:
+        items = []
+        for entry, line in zip(entries, lines, strict=True):
+            item = anchor(_link(site, entry.path), line)
+            if entry.excerpt:
+                item += f"<br><q>{esc(entry.excerpt)}</q>"
+            items.append(f"<li>{item}</li>")
+        body.append("<ul>" + "".join(items) + "</ul>")
+        if more:
+            label = f"{strings['more'].format(more=more)}: {strings['open_inbox']}"
+            body.append(f"<p>{anchor(site.base_url + INBOX_PATH, label)}</p>")
+    footer = (
+        f"<p><small>{esc(strings['footer'].format(site=site.name))}<br>"
+        f"{anchor(site.base_url + MANAGE_PATH, strings['manage'])} · "
+        f"{anchor(unsubscribe_url(site, token), strings['unsubscribe'])}</small></p>"
+    )
+    return (
+        f'<!DOCTYPE html>\n<html lang="{esc(locale)}"><head><meta charset="utf-8">'
+        f"<title>{esc(subject)}</title></head>\n<body>\n"
+        + "\n".join([*body, "<hr>", footer])
+        + "\n</body></html>\n"
+    )
+
+
+def compose_mail(
+    entries: Sequence[MailEntry],
+    *,
+    site: MailSite,
+    locale: str | None,
+    token: str,
+    more: int = 0,
+) -> Mail:
+    """Return the mail of one (person, site) drain (rule E6).
+
+    Args:
+        entries: the entries the mail shows, latest first (the drain's order, E4); one gives
+            the ``single`` template, several the ``digest``.
+        site: the site the mail comes from (name, host, scheme, primary locale).
+        locale: the person's locale; the mail falls back to the site's, then English
+            (`mail_locale`).
+        token: the mail's unsubscribe token (`unsubscribe_token` over the categories of
+            every entry the mail marks sent).
+        more: entries marked sent but not shown ("and N more", E4).
+
+    Raises:
+        UsageError: no entries, or arguments of the wrong type.
+        InvalidInput: a category without strings (``unknown_category``), a negative ``more``
+            (``invalid_count``).
+    """
+    if not isinstance(site, MailSite):
+        raise UsageError("invalid_type", "site must be a MailSite")
+    if not entries or not all(isinstance(e, MailEntry) for e in entries):
+        raise UsageError("invalid_type", "a mail shows at least one MailEntry")
+    if type(more) is not int or more < 0:
+        raise InvalidInput("invalid_count", "more must be an integer >= 0", "/more")
+    if not isinstance(token, str) or _TOKEN.fullmatch(token) is None:
+        raise UsageError("invalid_type", "token must be an unsubscribe token (base64url.base64url)")
+    # The host's texts are single lines in a mail: a line break in a title must neither start
+    # a header nor reshape the text body.
+    entries = [
+        attrs.evolve(
+            e,
+            title=_one_line(e.title),
+            path=_one_line(e.path),
+            actor=None if e.actor is None else _one_line(e.actor),
+            excerpt=None if e.excerpt is None else _one_line(e.excerpt),
+        )
+        for e in entries
+    ]
+    chosen = mail_locale(locale, site.primary_locale)
+    strings = CATALOGUES[chosen]
+    lines = [_counted(strings, entry, _line(strings, entry)) for entry in entries]
+    if len(entries) == 1 and not more:
+        template = "single"
+        subject = strings["subject.single"].format(site=site.name, line=_line(strings, entries[0]))
+    else:
+        template = "digest"
+        subject = strings["subject.digest"].format(site=site.name, total=len(entries) + more)
+    headers = (
+        ("Auto-Submitted", "auto-generated"),
+        ("List-Unsubscribe", f"<{unsubscribe_url(site, token)}>"),
+        ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
+    )
+    return Mail(
+        template=template,
+        locale=chosen,
+        subject=subject,
+        text=_text(strings, site, entries, lines, more, token),
+        html=_html(strings, site, entries, lines, more, token, chosen, subject),
+        headers=headers,
+    )
