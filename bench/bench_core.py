@@ -226,8 +226,8 @@ def main() -> None:
     parser.add_argument(
         "--synapse-script", type=Path, default=PEER_SCRIPT, help="the peer benchmark script"
     )
-    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
-    parser.add_argument("--reps", type=int, default=7, help="passes per side per round")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds (default 5)")
+    parser.add_argument("--reps", type=int, default=11, help="passes per side per round")
     parser.add_argument(
         "--clock", choices=sorted(CLOCKS), default="wall", help="of the Synapse comparison"
     )
