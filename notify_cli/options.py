@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import errno
+import math
+import os
+import sys
 import tomllib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
@@ -12,27 +18,19 @@ from notify_core.decide import Policy
 from notify_core.errors import NotifyError
 from notify_core.replay import policy_from_mapping
 
+if TYPE_CHECKING:  # click >= 8.2 types ParamType generically; older ones cannot subscript it
+    _ParamType = click.ParamType[str, Any]
+else:
+    _ParamType = click.ParamType
+
+#: The path that names standard input (``notify replay -``) and its name in messages.
+STDIN = "-"
+STDIN_LABEL = "<stdin>"
+
 #: Exit code for bad input: an unreadable file, a bad line (formats.md, common rules).
 EXIT_BAD_INPUT = 2
 #: The schema notify owns in a database unless told otherwise.
 DEFAULT_SCHEMA = "notify"
-
-#: ``--dsn``: where the database is (shared by every command that talks to PostgreSQL).
-dsn_option = click.option(
-    "--dsn",
-    envvar="NOTIFY_DSN",
-    required=True,
-    metavar="DSN",
-    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
-)
-#: ``--schema``: the schema notify owns in that database.
-schema_option = click.option(
-    "--schema",
-    default=DEFAULT_SCHEMA,
-    show_default=True,
-    metavar="NAME",
-    help="The schema notify owns in that database.",
-)
 
 
 class BadInput(click.ClickException):
@@ -45,18 +43,143 @@ class BadInput(click.ClickException):
         click.echo(f"notify: {self.format_message()}", err=True)
 
 
-def read_text(path: str) -> str:
-    """Read a UTF-8 text file or raise `BadInput` naming the file and the reason."""
+class Utf8Text(_ParamType):
+    """Option text that must be UTF-8: a DSN or a schema name goes to the database as UTF-8.
+
+    A byte that is not UTF-8 in an argument reaches Python as a lone surrogate
+    (PEP 383); it is refused here with the option named, before any library encodes it.
+    """
+
+    name = "text"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the text, or raise `BadInput` naming the option."""
+        try:
+            str(value).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            option = param.opts[0] if param is not None and param.opts else "argument"
+            raise BadInput(
+                f"{option}: not UTF-8 text (a bad byte at character {exc.start + 1})"
+            ) from None
+        return value
+
+
+if TYPE_CHECKING:
+    _SecondsBase = click.ParamType[float, Any]
+else:
+    _SecondsBase = click.ParamType
+
+
+class Seconds(_SecondsBase):
+    """A finite number of seconds within [least, most]; anything else names the option."""
+
+    name = "seconds"
+
+    def __init__(self, least: float, most: float) -> None:
+        self.least, self.most = least, most
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Return the number, or raise `BadInput` naming the option and the range."""
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = math.nan
+        if not self.least <= number <= self.most:  # also refuses NaN
+            option = param.opts[0] if param is not None and param.opts else "seconds"
+            raise BadInput(
+                f"{option}: must be a number of seconds from {self.least:g} to {self.most:g},"
+                f" not {value!r}"
+            )
+        return number
+
+
+#: ``--dsn``: where the database is (shared by every command that talks to PostgreSQL).
+dsn_option = click.option(
+    "--dsn",
+    envvar="NOTIFY_DSN",
+    required=True,
+    metavar="DSN",
+    type=Utf8Text(),
+    help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
+)
+#: ``--schema``: the schema notify owns in that database.
+schema_option = click.option(
+    "--schema",
+    default=DEFAULT_SCHEMA,
+    show_default=True,
+    metavar="NAME",
+    type=Utf8Text(),
+    help="The schema notify owns in that database.",
+)
+
+
+def label(path: str) -> str:
+    """Return how messages name a path (`STDIN_LABEL` for standard input)."""
+    return STDIN_LABEL if path == STDIN else path
+
+
+@contextmanager
+def writing(name: str) -> Iterator[None]:
+    """Turn a failed write in the block (a full disk, ``/dev/full``) into `BadInput`.
+
+    A closed pipe is left to click, which ends the command quietly as ``head`` expects.
+    """
     try:
-        return Path(path).read_text(encoding="utf-8")
+        yield
+    except OSError as exc:
+        if exc.errno == errno.EPIPE:
+            raise
+        raise BadInput(f"{name}: cannot write: {exc.strerror or exc}") from None
+
+
+@contextmanager
+def open_out(path: str) -> Iterator[IO[str]]:
+    """Open ``path`` for writing text; any failure, closing included, is `BadInput`."""
+    with writing(path), open(path, "w", encoding="utf-8") as handle:
+        yield handle
+
+
+def write_file(path: str, text: str) -> None:
+    """Write a whole text file, or raise `BadInput` naming it."""
+    with open_out(path) as handle:
+        handle.write(text)
+
+
+def flush_stdout() -> None:
+    """Flush standard output now, so a failed write is reported (not lost at exit).
+
+    Raises:
+        BadInput: the write failed; standard output is then pointed at the null device,
+            so Python's own flush at exit has nothing left to complain about.
+    """
+    try:
+        with writing("stdout"):
+            sys.stdout.flush()
+    except BadInput:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        except (OSError, ValueError):  # no file descriptor (a test runner's stream)
+            pass
+        raise
+
+
+def read_text(path: str) -> str:
+    """Read a UTF-8 text file or raise `BadInput` naming the file (and line) and the reason."""
+    try:
+        data = sys.stdin.buffer.read() if path == STDIN else Path(path).read_bytes()
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
     except IsADirectoryError:
         raise BadInput(f"{path}: is a directory, not a file") from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
+        raise BadInput(f"{label(path)}: cannot read: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BadInput(f"{label(path)}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
 def read_policy(path: str | None) -> Policy:
@@ -78,24 +201,31 @@ def read_policy(path: str | None) -> Policy:
         raise BadInput(f"{path}: {error.message}") from None
 
 
-def lines_of(path: str) -> Iterator[str]:
+def lines_of(path: str) -> Iterator[str | bytes]:
     """Yield the lines of a UTF-8 text file lazily (memory stays bounded for large logs).
 
+    ``-`` reads standard input. A line that is not UTF-8 comes as its bytes, for the event
+    reader to report as a bad line of its own (with its number) while the others go on.
+
     Raises:
-        BadInput: the file cannot be opened or is not UTF-8 (the line is named).
+        BadInput: the file cannot be opened or read.
     """
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed by the with below
+        handle = sys.stdin.buffer if path == STDIN else open(path, "rb")  # noqa: SIM115
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
     except IsADirectoryError:
         raise BadInput(f"{path}: is a directory, not a file") from None
     except OSError as exc:
         raise BadInput(f"{path}: cannot read: {exc.strerror}") from None
-    with handle:
-        number = 0
-        try:
-            for number, line in enumerate(handle, start=1):  # noqa: B007 - used after the loop
-                yield line
-        except UnicodeDecodeError as exc:
-            raise BadInput(f"{path}:{number + 1}: not UTF-8 text ({exc.reason})") from None
+    try:
+        for raw in handle:
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                yield raw
+    except OSError as exc:
+        raise BadInput(f"{label(path)}: cannot read: {exc.strerror}") from None
+    finally:
+        if path != STDIN:
+            handle.close()

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from notify_cli.options import BadInput, dsn_option, schema_option
+from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
 
 _CONNECT_TIMEOUT_S = 10
 
@@ -74,6 +74,7 @@ class GapBoundType(_ParamType):
     "--principal",
     "principal_ref",
     required=True,
+    type=Utf8Text(),
     metavar="P",
     help="The principal reference, matched exactly (no case folding, no trimming).",
 )

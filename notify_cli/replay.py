@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import IO
 
 import click
@@ -14,8 +17,20 @@ from rich.table import Table
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
-from notify_cli.options import EXIT_BAD_INPUT, BadInput, lines_of, read_policy
+from notify_cli.options import (
+    EXIT_BAD_INPUT,
+    STDIN,
+    BadInput,
+    Utf8Text,
+    label,
+    lines_of,
+    open_out,
+    read_policy,
+    write_file,
+    writing,
+)
 from notify_core.decide import Policy
+from notify_core.errors import NotifyError
 from notify_core.events import EventError
 from notify_core.instants import format_instant
 from notify_core.replay import Replay, Summary, compare, dumps_item
@@ -28,7 +43,7 @@ def _report(path: str, error: EventError) -> None:
     click.echo(f"{path}:{error.line}: bad event{pointer}: {error.message} ({error.code})", err=True)
 
 
-def _progress_lines(path: str, lines: Iterable[str]) -> Iterator[str]:
+def _progress_lines(path: str, lines: Iterable[str | bytes]) -> Iterator[str | bytes]:
     """Show a spinner-style progress on stderr when it is a terminal; data stays on stdout."""
     if not sys.stderr.isatty():
         yield from lines
@@ -48,12 +63,30 @@ def _progress_lines(path: str, lines: Iterable[str]) -> Iterator[str]:
             yield line
 
 
-def _source(path: str | None, dsn: str | None, schema: str) -> tuple[str, Iterable[str]]:
-    """Return a label for messages and the lines of the log: a file or ``event_log``."""
+def _source(
+    path: str | None, dsn: str | None, schema: str, name: str | None = None
+) -> tuple[str, Iterable[str | bytes]]:
+    """Return a label for messages and the lines of the log: a file, stdin or ``event_log``.
+
+    ``name`` is the path the user gave, when ``path`` is a copy of it (`_twice`).
+    """
     if dsn is None:
         assert path is not None
-        return path, lines_of(path)
+        return label(name or path), lines_of(path)
     return f"postgresql {schema}.event_log", _pg_lines(dsn, schema)
+
+
+@contextmanager
+def _twice(path: str | None) -> Iterator[str | None]:
+    """Yield a path that can be read twice: standard input is copied to a temporary file."""
+    if path != STDIN:
+        yield path
+        return
+    with tempfile.NamedTemporaryFile(prefix="notify-stdin-", suffix=".jsonl") as copy:
+        with writing(copy.name):
+            shutil.copyfileobj(sys.stdin.buffer, copy)
+            copy.flush()
+        yield copy.name
 
 
 def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
@@ -70,22 +103,29 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             for event in read_event_log(conn, schema):
                 yield json.dumps(event, ensure_ascii=False, separators=(",", ":"))
-    except psycopg.Error as exc:
+    except (psycopg.Error, NotifyError) as exc:  # the adapter translates most psycopg errors
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInput(f"cannot read {schema}.event_log: {reason}") from None
 
 
 def _replay(
-    source: tuple[str, Iterable[str]], policy: Policy, include_skips: bool, out: IO[str] | None
+    source: tuple[str, Iterable[str | bytes]],
+    policy: Policy,
+    include_skips: bool,
+    out: IO[str] | None,
+    out_name: str = "stdout",
+    report: bool = True,
 ) -> tuple[Summary, bool]:
     path, lines = source
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     write = out.write if out is not None else None
-    with batch_gc():
+    # Reading errors become BadInput where they happen (lines_of); an OSError here is a write.
+    with batch_gc(), writing(out_name):
         for item in replay.run(_progress_lines(path, lines)):
             if isinstance(item, EventError):
-                _report(path, item)
+                if report:
+                    _report(path, item)
                 bad = True
             elif write is not None:
                 write(dumps_item(item, fastjson.dumps) + "\n")
@@ -101,6 +141,8 @@ def _summary_table(summary: Summary) -> Table:
         table.add_row(f"events {name}", f"{count:,}")
     for name, count in data["unknown_event_types"].items():  # type: ignore[attr-defined]
         table.add_row(f"ignored unknown type {name}", f"{count:,}")
+    for name, count in data["unknown_references"].items():  # type: ignore[attr-defined]
+        table.add_row(f"unknown references {name}", f"{count:,}")
     for kind, routes in data["routes_by_kind"].items():  # type: ignore[attr-defined]
         for via, count in routes.items():
             table.add_row(f"routes {kind} {via}", f"{count:,}")
@@ -147,8 +189,12 @@ def _compare_table(diff: dict[str, object]) -> Table:
 
 @click.command()
 @click.argument("log", required=False)
-@click.option("--from-pg", "dsn", metavar="DSN", help="Read the event log from PostgreSQL.")
-@click.option("--schema", default="notify", show_default=True, help="Schema of --from-pg.")
+@click.option(
+    "--from-pg", "dsn", metavar="DSN", type=Utf8Text(), help="Read the event log from PostgreSQL."
+)
+@click.option(
+    "--schema", default="notify", show_default=True, type=Utf8Text(), help="Schema of --from-pg."
+)
 @click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
 @click.option("--out", "out_file", metavar="FILE", help="Write hints here instead of stdout.")
 @click.option("--include-skips", is_flag=True, help="Also write skip decisions.")
@@ -166,25 +212,33 @@ def replay(
     summary_json: str | None,
     compare_file: str | None,
 ) -> None:
-    """Replay the event log LOG and write one JSON line per hint decision.
+    """Replay the event log LOG (- for stdin) and write one JSON line per hint decision.
 
     The same log and options give byte-identical output. A summary table goes to stderr.
     Bad lines are reported with file, line and reason, the replay goes on, and the exit code
-    is 2. With --compare, the log is replayed under --policy (A) and POLICY_B (B) and the
-    difference is written as JSON (to --out or stdout) and as a table on stderr. With
-    --from-pg DSN the log is the table event_log of --schema, read in seq order.
+    is 2. References to objects the log never created are counted in the summary (and with
+    --include-skips written as skips, reason unknown_reference). With --compare, the log is
+    replayed under --policy (A) and POLICY_B (B) and the difference is written as JSON (to
+    --out or stdout) and as a table on stderr. With --from-pg DSN the log is the table
+    event_log of --schema, read in seq order.
     """
     if (log is None) == (dsn is None):
         raise BadInput("give either LOG or --from-pg DSN")
     policy = read_policy(policy_file)
     if compare_file is not None:
         policy_b = read_policy(compare_file)
-        summary_a, bad_a = _replay(_source(log, dsn, schema), policy, include_skips, None)
-        summary_b, bad_b = _replay(_source(log, dsn, schema), policy_b, include_skips, None)
+        with _twice(log) as again:
+            summary_a, bad_a = _replay(
+                _source(again, dsn, schema, log), policy, include_skips, None
+            )
+            # The same lines again: their bad ones were reported by the first pass.
+            summary_b, bad_b = _replay(
+                _source(again, dsn, schema, log), policy_b, include_skips, None, report=False
+            )
         diff = compare(summary_a, summary_b)
         text = json.dumps(diff, ensure_ascii=False, indent=2) + "\n"
         if out_file is not None:
-            _write_file(out_file, text)
+            write_file(out_file, text)
         else:
             click.echo(text, nl=False)
         _stderr.print(_compare_table(diff))
@@ -194,28 +248,13 @@ def replay(
     if out_file is None:
         summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, sys.stdout)
     else:
-        with _open_out(out_file) as out:
-            summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, out)
+        with open_out(out_file) as out:
+            summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, out, out_file)
     _stderr.print(_summary_table(summary))
     if summary_json is not None:
-        _write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+        write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
     if bad:
         sys.exit(EXIT_BAD_INPUT)
-
-
-def _open_out(path: str) -> IO[str]:
-    try:
-        return open(path, "w", encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
-
-
-def _write_file(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
 
 
 @click.command(name="explain")
@@ -229,15 +268,20 @@ def explain_command(
 ) -> None:
     """Explain the decision of event SEQ for RECIPIENT, step by step (D1-D7, D11).
 
-    The log is replayed up to the event, so the facts are those the decision saw.
+    The log (- for stdin) is replayed up to the event, so the facts are those the decision
+    saw. Bad lines on the way are reported as replay reports them and make the exit code 2,
+    after the explanation.
     """
     policy = read_policy(policy_file)
     replay = Replay(policy=policy, reader=fastjson.reader())
+    name = label(log)
+    bad = False
     for number, text in enumerate(lines_of(log), start=1):
         try:
             event = replay.reader.read(text, number)
         except EventError as error:
-            _report(log, error)
+            _report(name, error)
+            bad = True
             continue
         if event is None:
             continue
@@ -245,19 +289,21 @@ def explain_command(
             explanation = replay.pipeline.explain(event, recipient)
             if explanation is None:
                 raise BadInput(
-                    f"{log}:{number}: {recipient} is no candidate of event {seq} ({event.type})"
+                    f"{name}:{number}: {recipient} is no candidate of event {seq} ({event.type})"
                 )
             _print_explanation(event.type, event.seq, recipient, explanation, as_json)
+            if bad:  # the same rule as replay: a bad line read on the way makes it 2
+                sys.exit(EXIT_BAD_INPUT)
             return
         if event.seq > seq:
             break
         try:
-            for _ in replay.pipeline.handle(event):
+            for _ in replay.feed_event(event, number):
                 pass
         except EventError as error:
-            error.line = number
-            _report(log, error)
-    raise BadInput(f"{log}: no event with seq {seq}")
+            _report(name, error)
+            bad = True
+    raise BadInput(f"{name}: no event with seq {seq}")
 
 
 def _plain(value: object) -> object:

@@ -3,40 +3,84 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from notify_cli import fastjson
-from notify_cli.options import BadInput
+from notify_cli.options import EXIT_BAD_INPUT, open_out, writing
 from notify_core.replay import dumps_line
 from notify_core.synth import SynthConfig, synth_events
+
+_stderr = Console(stderr=True)
+#: Lines written at once: one write call per batch, and the progress moves per batch.
+_BATCH = 4096
 
 
 def write_log(events: Iterable[dict[str, object]], out: IO[str]) -> int:
     """Write events as JSON Lines; return how many were written."""
     count = 0
-    write = out.write
+    for lines in _batches(events):
+        out.write("\n".join(lines) + "\n")
+        count += len(lines)
+    return count
+
+
+def _batches(events: Iterable[dict[str, object]]) -> Iterator[list[str]]:
     batch: list[str] = []
     for event in events:
         batch.append(dumps_line(event, fastjson.dumps))
-        if len(batch) == 4096:
-            write("\n".join(batch) + "\n")
-            count += len(batch)
-            batch.clear()
+        if len(batch) == _BATCH:
+            yield batch
+            batch = []
     if batch:
-        write("\n".join(batch) + "\n")
-        count += len(batch)
+        yield batch
+
+
+def _write_with_progress(events: Iterable[dict[str, object]], out: IO[str], total: int) -> int:
+    """`write_log`, with a progress bar on stderr when it is a terminal (data stays on stdout)."""
+    if not sys.stderr.isatty():
+        return write_log(events, out)
+    count = 0
+    with Progress(
+        TextColumn("synth"),
+        BarColumn(bar_width=None),
+        TextColumn("{task.completed:,}/{task.total:,} events"),
+        TimeElapsedColumn(),
+        console=_stderr,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("synth", total=total)
+        for lines in _batches(events):
+            out.write("\n".join(lines) + "\n")
+            count += len(lines)
+            progress.update(task, completed=count)
     return count
 
 
 @click.command()
-@click.option("--events", default=100_000, show_default=True, help="Events in all.")
-@click.option("--users", default=10_000, show_default=True, help="People (1 in 200 agents).")
+@click.option(
+    "--events",
+    default=100_000,
+    show_default=True,
+    help="Events in all (>= 0).",
+)
+@click.option(
+    "--users",
+    default=10_000,
+    show_default=True,
+    help="People, >= 2 (1 in 200 agents).",
+)
 @click.option("--seed", default=0, show_default=True, help="The same seed gives the same log.")
 @click.option(
-    "--max-fanout", default=500, show_default=True, help="Readers of the largest channel."
+    "--max-fanout",
+    default=500,
+    show_default=True,
+    help="Readers of the largest channel (>= 1).",
 )
 @click.option("--out", "out_file", metavar="FILE", help="Write the log here instead of stdout.")
 def synth(events: int, users: int, seed: int, max_fanout: int, out_file: str | None) -> None:
@@ -46,17 +90,30 @@ def synth(events: int, users: int, seed: int, max_fanout: int, out_file: str | N
     --max-fanout, devices, push registrations, some quiet hours, settings and preferences),
     then activity: mostly messages, with mentions, DMs, agent runs, reads, presence,
     preference changes, grants and revocations. Replay it with `notify replay FILE`.
+    Progress shows on stderr when it is a terminal; a last line on stderr tells how many
+    events were written where, in how many seconds.
     """
-    try:
-        config = SynthConfig(events=events, users=users, seed=seed, max_fanout=max_fanout)
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
+    bad = [
+        f"notify: {option}: must be at least {least}, not {value}"
+        for option, value, least in (
+            ("--events", events, 0),
+            ("--users", users, 2),
+            ("--max-fanout", max_fanout, 1),
+        )
+        if value < least
+    ]
+    if bad:  # every bad option named at once, not only the first
+        click.echo("\n".join(bad), err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    config = SynthConfig(events=events, users=users, seed=seed, max_fanout=max_fanout)
+    started = time.perf_counter()
     if out_file is None:
-        write_log(synth_events(config), sys.stdout)
-        return
-    try:
-        handle = open(out_file, "w", encoding="utf-8")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise BadInput(f"{out_file}: cannot write: {exc.strerror}") from None
-    with handle:
-        write_log(synth_events(config), handle)
+        with writing("stdout"):
+            count = _write_with_progress(synth_events(config), sys.stdout, events)
+            sys.stdout.flush()
+    else:
+        with open_out(out_file) as handle:
+            count = _write_with_progress(synth_events(config), handle, events)
+    seconds = time.perf_counter() - started
+    where = out_file if out_file is not None else "stdout"
+    click.echo(f"synth: wrote {count:,} events to {where} in {seconds:.1f} s", err=True)

@@ -6,13 +6,13 @@ import sys
 
 import click
 
-from notify_cli.options import EXIT_BAD_INPUT, read_text
+from notify_cli.options import EXIT_BAD_INPUT, label, read_text
 from notify_core.tables import Case, CaseError, dumps_case, parse_cases, run_case
 
 
 def _where(path: str, error: CaseError) -> str:
     pointer = f" at {error.pointer}" if error.pointer else ""
-    return f"{path}:{error.line}: bad case{pointer}: {error.message}"
+    return f"{label(path)}:{error.line}: bad case{pointer}: {error.message}"
 
 
 @click.group()
@@ -47,7 +47,9 @@ def check(files: tuple[str, ...]) -> None:
                 passed += 1
             else:
                 failed += 1
-                click.echo(f"{path}:{item.line}: {item.id}: " + "; ".join(outcome.differences))
+                click.echo(
+                    f"{label(path)}:{item.line}: {item.id}: " + "; ".join(outcome.differences)
+                )
     click.echo(f"{passed} passed, {failed} failed")
     if bad:
         sys.exit(EXIT_BAD_INPUT)

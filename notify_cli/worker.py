@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from notify_cli.options import BadInput, dsn_option, read_policy, schema_option
+from notify_cli.options import BadInput, Seconds, Utf8Text, dsn_option, read_policy, schema_option
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
@@ -61,22 +61,24 @@ def _logging(level: str) -> None:
     default="host",
     show_default=True,
     metavar="NAME",
+    type=Utf8Text(),
     help="Schema of the reference host whose facts the pipeline reads.",
 )
 @click.option("--policy", "policy_file", metavar="FILE", help="TOML policy (defaults when absent).")
 @click.option(
     "--poll-interval",
-    type=click.FloatRange(min=0.01),
+    type=Seconds(0.01, 3600),
     default=1.0,
     show_default=True,
     metavar="SECONDS",
-    help="Pause when there is nothing to do.",
+    help="Pause when there is nothing to do (0.01 to 3600).",
 )
 @click.option(
     "--fake-provider",
     "fake_providers",
     multiple=True,
     metavar="NAME",
+    type=Utf8Text(),
     help="Accept every push for provider NAME without sending (demo and tests; repeatable).",
 )
 @click.option(

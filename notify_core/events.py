@@ -15,9 +15,10 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidInput, NotifyError
+from notify_core.errors import InvalidInput, InvalidRule, NotifyError
 from notify_core.inbox.payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, WIKI_PERSONAL
 from notify_core.instants import parse_instant
+from notify_core.quiet import validate_time_zone
 
 __all__ = ["PAYLOADS", "Event", "EventError", "EventLogReader", "Scope", "parse_event"]
 
@@ -111,6 +112,19 @@ def _anything(value: object) -> bool:
     return True
 
 
+def _zone(value: object) -> bool:
+    try:
+        validate_time_zone(value)
+    except InvalidRule:
+        return False
+    return True
+
+
+#: The error code of a check whose failure has a code of its own; the others are
+#: ``invalid_member``.
+_CODES: Final[dict[Check, str]] = {_zone: "unknown_time_zone"}
+
+
 _LEVEL = _one_of("all", "mentions", "mute")
 
 #: Per event type: member -> (required, check, what it must be). Unknown types are not here.
@@ -118,7 +132,7 @@ PAYLOADS: Final[dict[str, dict[str, tuple[bool, Check, str]]]] = {
     "user.created": {
         "user": (True, _str, "an ID"),
         "kind": (True, _one_of("human", "agent", "app"), "human, agent or app"),
-        "time_zone": (False, _str, "a zone name"),
+        "time_zone": (False, _zone, "a zone of the IANA database (Q3)"),
         "active": (False, _bool, "a boolean"),
         "owner": (False, _bool, "a boolean"),
     },
@@ -221,6 +235,13 @@ PAYLOADS["user.updated"] = {
 }
 PAYLOADS.update(WIKI_PAYLOADS)
 PAYLOADS["access.revoked"] = PAYLOADS["access.granted"]
+# Every time_zone of the log, a site's too, is a zone of tzdata (Q3), as tables require.
+for _kind, _members in list(PAYLOADS.items()):
+    if "time_zone" in _members and _members["time_zone"][1] is not _zone:
+        PAYLOADS[_kind] = {
+            **_members,
+            "time_zone": (False, _zone, "a zone of the IANA database (Q3)"),
+        }
 #: Events that are about one person and must name them in ``audience``.
 PERSONAL: Final = frozenset(
     {
@@ -236,18 +257,17 @@ PERSONAL: Final = frozenset(
 
 
 def _find_null(value: object, pointer: str) -> str | None:
-    if value is None:
-        return pointer
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = _find_null(item, f"{pointer}/{key}")
-            if found is not None:
-                return found
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            found = _find_null(item, f"{pointer}/{index}")
-            if found is not None:
-                return found
+    # A walk with a stack of its own, not recursion: a line may nest as deep as its decoder
+    # allows, deeper than Python's recursion limit.
+    stack: list[tuple[object, str]] = [(value, pointer)]
+    while stack:
+        item, where = stack.pop()
+        if item is None:
+            return where
+        if isinstance(item, dict):
+            stack.extend((v, f"{where}/{k}") for k, v in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}/{i}") for i, v in reversed(list(enumerate(item))))
     return None
 
 
@@ -305,7 +325,9 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
                     )
             elif not check(payload[name]):
                 raise EventError(
-                    "invalid_member", f"payload.{name} must be {what}", f"/payload/{name}"
+                    _CODES.get(check, "invalid_member"),
+                    f"payload.{name} must be {what}",
+                    f"/payload/{name}",
                 )
         if kind in PERSONAL and "audience" not in obj:
             raise EventError("missing_member", f"{kind} needs an audience", "/audience")
@@ -331,11 +353,28 @@ def loads_json(text: str) -> object:
     Raises:
         ValueError: the text is not JSON.
     """
-    value = json.loads(text, parse_constant=_refuse_constant)
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:  # the stdlib decoder recurses once per level of nesting
+        raise ValueError("nested too deep") from None
     if "\\ud" in text or "\\uD" in text:
         # An escaped lone surrogate decodes, but no UTF-8 output could ever hold it.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")  # raises UnicodeEncodeError
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate, which UTF-8 cannot hold") from None
     return value
+
+
+def _decode(raw: bytes | str, line: int) -> str:
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise EventError(
+            "invalid_utf8", f"not UTF-8 text ({exc.reason} at byte {exc.start + 1})", line=line
+        ) from None
 
 
 def _loads_or_default(value: Callable[[str], object] | None) -> Callable[[str], object]:
@@ -355,13 +394,18 @@ class EventLogReader:
     #: Turns a line into a JSON value; the CLI hands in a faster one with the same answers.
     loads: Callable[[str], object] = attrs.field(default=None, converter=_loads_or_default)
 
-    def read(self, text: str, line: int) -> Event | None:
+    def read(self, text: str | bytes, line: int) -> Event | None:
         """Return the event on a line, ``None`` for a blank line.
+
+        A line may come as bytes, to be decoded as UTF-8 here (a reader of files hands in
+        the lines it could not decode this way, so that each is a bad line of its own).
 
         Raises:
             EventError: a bad line, with ``line`` set; the reader's position is unchanged,
                 so the next good line is still checked against the last good one.
         """
+        if type(text) is not str:
+            text = _decode(text, line)
         if not text.strip():
             return None
         try:

@@ -5,10 +5,28 @@ from __future__ import annotations
 import functools
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Final
 
 from notify_core.errors import InvalidInput, NaiveDatetime, UsageError
 
-__all__ = ["format_instant", "parse_instant", "require_instant", "seconds"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MAX_DURATION",
+    "format_instant",
+    "parse_instant",
+    "require_instant",
+    "seconds",
+]
+
+#: The range of instants read from input (an event's ``occurred_at``, a table's ``now``, any
+#: other instant member), lower bound included, upper excluded. Windows, delays, quiet-hours
+#: horizons and zone conversions reach days or years past an instant; with this headroom they
+#: stay inside what a ``datetime`` holds (years 1 to 9999), so no input can overflow them.
+EARLIEST: Final = datetime(100, 1, 1, tzinfo=UTC)
+LATEST: Final = datetime(9900, 1, 1, tzinfo=UTC)
+#: The longest duration read from input (a ``*_s`` member, a policy value): ten years.
+MAX_DURATION: Final = timedelta(days=3653)
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
@@ -46,7 +64,8 @@ def parse_instant(text: object, pointer: str = "") -> datetime:
 
     Raises:
         NaiveDatetime: the text has no offset (code ``naive_datetime``).
-        InvalidInput: anything else that is not an RFC 3339 date-time (code ``invalid_instant``).
+        InvalidInput: anything else that is not an RFC 3339 date-time (code ``invalid_instant``),
+            or one outside [`EARLIEST`, `LATEST`) (code ``instant_out_of_range``).
 
     Example:
         >>> parse_instant("2026-10-23T23:30:00+02:00")
@@ -73,6 +92,12 @@ def parse_instant(text: object, pointer: str = "") -> datetime:
         )
     except ValueError as exc:
         raise InvalidInput("invalid_instant", f"not a valid instant: {text!r}", pointer) from exc
+    if not EARLIEST <= parsed < LATEST:  # compared as instants: no conversion can overflow
+        raise InvalidInput(
+            "instant_out_of_range",
+            f"instant out of range: {text!r} (instants lie in the years 100 to 9899)",
+            pointer,
+        )
     return parsed.astimezone(UTC)
 
 
@@ -95,14 +120,21 @@ def seconds(value: object, pointer: str = "") -> timedelta:
     """Turn a JSON number of seconds (a ``*_s`` member) into a non-negative duration.
 
     Raises:
-        InvalidInput: not a number, a boolean, negative or not finite
-            (code ``invalid_duration``).
+        InvalidInput: not a number, a boolean, negative, not finite or longer than
+            `MAX_DURATION` (code ``invalid_duration``).
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput("invalid_duration", "a duration must be a number of seconds", pointer)
-    if value != value or value in (float("inf"), float("-inf")) or value < 0:
-        raise InvalidInput("invalid_duration", f"invalid duration: {value!r}", pointer)
+    if not (0 <= value <= _MAX_SECONDS):  # also refuses NaN
+        raise InvalidInput(
+            "invalid_duration",
+            f"invalid duration: {value!r} (a number of seconds from 0 to {_MAX_SECONDS:,})",
+            pointer,
+        )
     return timedelta(seconds=value)
+
+
+_MAX_SECONDS: Final = int(MAX_DURATION.total_seconds())
 
 
 #: `format_instant` with a memory of recent instants: the hints of one event, and the windows

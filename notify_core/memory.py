@@ -61,6 +61,7 @@ class MemoryStore:
     instance_default: Level = Level.MENTIONS
     users: dict[str, UserInfo] = attrs.field(factory=dict)
     owners: set[str] = attrs.field(factory=set)
+    spaces: set[str] = attrs.field(factory=set)
     spaces_archived: set[str] = attrs.field(factory=set)
     channels: dict[str, ChannelInfo] = attrs.field(factory=dict)
     channels_of_space: dict[str, list[str]] = attrs.field(factory=lambda: defaultdict(list))
@@ -542,6 +543,9 @@ class MemoryStore:
             self._readers.clear()  # readers are the active humans among those with access
 
     _on_user_updated = _on_user_created
+
+    def _on_space_created(self, event: Event, p: dict[str, object]) -> None:
+        self.spaces.add(str(p["space"]))
 
     def _on_space_archived(self, event: Event, p: dict[str, object]) -> None:
         self.spaces_archived.add(str(p["space"]))

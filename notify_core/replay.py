@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import timedelta
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
 from typing import Final
 
 import attrs
@@ -24,16 +24,19 @@ from notify_core.inbox.pipeline import (
     InboxPipeline,
     inbox_line_to_json,
 )
-from notify_core.instants import format_instant_cached
+from notify_core.instants import MAX_DURATION, format_instant_cached, seconds
 from notify_core.levels import parse_level
 from notify_core.memory import MemoryStore
 from notify_core.pipeline import Hint, Pipeline, Trigger
 from notify_core.tables import decision_to_json
 
 __all__ = [
+    "KNOWN",
     "POLICY_KEYS",
+    "REFERENCES",
     "Replay",
     "Summary",
+    "UnknownReference",
     "compare",
     "dumps_hint",
     "dumps_item",
@@ -69,12 +72,14 @@ def policy_from_mapping(values: Mapping[str, object]) -> Policy:
     merged = {**POLICY_KEYS, **values}
 
     def duration(key: str) -> timedelta:
-        value = merged[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        try:
+            return seconds(merged[key], f"/{key}")
+        except InvalidInput as error:
             raise InvalidInput(
-                "invalid_duration", f"{key} must be a number of seconds >= 0", f"/{key}"
-            )
-        return timedelta(seconds=value)
+                "invalid_duration",
+                f"{key} must be a number of seconds from 0 to {MAX_DURATION.total_seconds():,.0f}",
+                f"/{key}",
+            ) from error
 
     def flag(key: str) -> bool:
         value = merged[key]
@@ -92,6 +97,76 @@ def policy_from_mapping(values: Mapping[str, object]) -> Policy:
         default_input_needed_breaks_quiet_hours=flag("default_input_needed_breaks_quiet_hours"),
         badge_sync_min_interval=duration("badge_sync_min_interval_s"),
     )
+
+
+#: The objects each event type names, as (member, type of object): a payload member, or
+#: ``@audience`` for the envelope's. A list member names one object per item; the type
+#: ``target`` is a ``{kind, id}`` member naming an object of type ``kind``. Members that create
+#: the object (``user.created``'s ``user``) are not references; ``user.updated`` may create a
+#: person too. Only types in `KNOWN` are checked, so a type the replay does not build yet
+#: (``page``) can be listed before it is.
+REFERENCES: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
+    "space.archived": (("space", "space"),),
+    "channel.created": (("space", "space"), ("participants", "user")),
+    "channel.updated": (("channel", "channel"),),
+    "channel.archived": (("channel", "channel"),),
+    "thread.created": (("channel", "channel"),),
+    "access.granted": (("user", "user"), ("target", "target")),
+    "access.revoked": (("user", "user"), ("target", "target")),
+    "device.registered": (("user", "user"),),
+    "device.approved": (("device", "device"),),
+    "device.revoked": (("device", "device"),),
+    "push.registered": (("device", "device"),),
+    "presence.changed": (("device", "device"), ("focus", "thread")),
+    "notification_pref.updated": (("@audience", "user"),),
+    "quiet_hours.updated": (("@audience", "user"),),
+    "settings.updated": (("@audience", "user"),),
+    "message.created": (("thread", "thread"), ("author", "user"), ("mention_ids", "user")),
+    "run.state_changed": (
+        ("triggered_by", "user"),
+        ("agent", "user"),
+        ("thread", "thread"),
+        ("channel", "channel"),
+    ),
+    "access.expiring": (("@audience", "user"),),
+    "device.pending": (("@audience", "user"),),
+    "read_state.updated": (("@audience", "user"), ("thread", "thread")),
+}
+#: How a replay knows that an object of a type exists: the store's collection of them. A new
+#: type of object is one entry here (and its members in `REFERENCES`).
+KNOWN: Final[Mapping[str, Callable[[MemoryStore], Container[str]]]] = {
+    "user": lambda store: store.users,
+    "space": lambda store: store.spaces,
+    "channel": lambda store: store.channels,
+    "thread": lambda store: store.threads,
+    "device": lambda store: store.devices_by_id,
+}
+
+
+@attrs.frozen(kw_only=True)
+class UnknownReference:
+    """An event names an object the log never created: counted, and a skip line.
+
+    The event is still applied as far as it can be; nothing it names is invented.
+    """
+
+    seq: int
+    at: datetime
+    type: str
+    id: str
+    pointer: str
+
+    def to_json(self) -> dict[str, object]:
+        """Return the skip line of the replay output (docs/formats.md), members in order."""
+        return {
+            "seq": self.seq,
+            "trigger": Trigger.EVENT.value,
+            "at": format_instant_cached(self.at),
+            "decision": "skip",
+            "reason": "unknown_reference",
+            "reference": {"type": self.type, "id": self.id},
+            "pointer": self.pointer,
+        }
 
 
 def hint_to_json(hint: Hint) -> dict[str, object]:
@@ -129,10 +204,15 @@ def dumps_hint(hint: Hint, dumps: Callable[[object], str] = dumps_json) -> str:
     return dumps(hint_to_json(hint))
 
 
-def dumps_item(item: Hint | InboxLine, dumps: Callable[[object], str] = dumps_json) -> str:
-    """Return the JSON line of a hint or of an inbox entry line (formats.md sections 3, 4)."""
+def dumps_item(
+    item: Hint | InboxLine | UnknownReference, dumps: Callable[[object], str] = dumps_json
+) -> str:
+    """Return the JSON line of a hint, an inbox entry line or an unknown reference's skip
+    (formats.md sections 3, 4)."""
     if type(item) is Hint:
         return dumps(hint_to_json(item))
+    if type(item) is UnknownReference:
+        return dumps(item.to_json())
     assert isinstance(item, InboxLine)
     return dumps(inbox_line_to_json(item))
 
@@ -155,6 +235,7 @@ class Summary:
 
     events: Counter[str] = attrs.field(factory=Counter)
     unknown_types: Counter[str] = attrs.field(factory=Counter)
+    unknown_references: Counter[str] = attrs.field(factory=Counter)
     bad_lines: int = 0
     decisions: Counter[str] = attrs.field(factory=Counter)
     sends_by_kind: Counter[str] = attrs.field(factory=Counter)
@@ -211,6 +292,7 @@ class Summary:
             "format": 1,
             "events": dict(sorted(self.events.items())),
             "unknown_event_types": dict(sorted(self.unknown_types.items())),
+            "unknown_references": dict(sorted(self.unknown_references.items())),
             "bad_lines": self.bad_lines,
             "decisions": dict(sorted(self.decisions.items())),
             "sends_by_kind": dict(sorted(self.sends_by_kind.items())),
@@ -241,6 +323,10 @@ class Replay:
     A ``not_allowed`` skip of an event's own candidates is counted but never yielded: the
     output would tell that someone was mentioned where they cannot read (docs/decisions.md).
     At a flush or release the person was a recipient before, so nothing new is told.
+
+    An event that names an object the log never created (`REFERENCES`) is counted in the
+    summary by type of object and, with ``include_skips``, gives an `UnknownReference` after
+    the event's hints.
     """
 
     policy: Policy = attrs.field(factory=Policy)
@@ -250,14 +336,16 @@ class Replay:
     pipeline: Pipeline = attrs.field(init=False)
     inbox: InboxPipeline = attrs.field(factory=InboxPipeline)
     reader: EventLogReader = attrs.field(factory=EventLogReader)
+    _known: dict[str, Container[str]] = attrs.field(init=False, factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.store = MemoryStore(instance_default=self.policy.instance_default_level)
         self.pipeline = Pipeline(
             policy=self.policy, world=self.store, prefs=self.store, schedule=self.store
         )
+        self._known = {kind: collection(self.store) for kind, collection in KNOWN.items()}
 
-    def feed(self, text: str, line: int) -> Iterator[Hint | InboxLine]:
+    def feed(self, text: str | bytes, line: int) -> Iterator[Hint | InboxLine | UnknownReference]:
         """Read one line and yield the hints and entry lines it causes (due work first).
 
         Raises:
@@ -266,7 +354,19 @@ class Replay:
         event = self.reader.read(text, line)
         if event is None:
             return
+        yield from self.feed_event(event, line)
+
+    def feed_event(
+        self, event: Event, line: int = 0
+    ) -> Iterator[Hint | InboxLine | UnknownReference]:
+        """Apply an event already read (by `reader`) and yield the hints and lines it causes.
+
+        Raises:
+            EventError: the event contradicts the formats (with ``line`` set).
+        """
         self.summary.add_event(event)
+        refs = REFERENCES.get(event.type)
+        unknown = self._unknown(event, refs) if refs is not None else None
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
@@ -277,8 +377,43 @@ class Replay:
         yield from self._out(hints)
         if lines:
             yield from self._out_entries(lines)
+        if unknown:
+            counts = self.summary.unknown_references
+            for ref in unknown:
+                counts[ref.type] += 1
+            if self.include_skips:
+                yield from unknown
 
-    def finish(self) -> Iterator[Hint]:
+    def _unknown(
+        self, event: Event, refs: tuple[tuple[str, str], ...]
+    ) -> list[UnknownReference] | None:
+        """The objects an event names that the log never created, in `REFERENCES` order.
+
+        Runs once per event: the usual answer (every object known) costs one membership test
+        per object named; pointers are built only for the unknown ones.
+        """
+        known, payload = self._known, event.payload
+        out: list[UnknownReference] | None = None
+        for member, kind in refs:
+            value = event.audience if member == "@audience" else payload.get(member)
+            if value is None:
+                continue
+            if kind == "target":
+                assert isinstance(value, dict)  # parse_event checked the target's shape
+                kind, value, member = str(value["kind"]), value["id"], "target/id"
+            have = known.get(kind)
+            if have is None:
+                continue  # a type of object this replay does not build (yet)
+            if type(value) is str:
+                if value not in have:
+                    out = _add(out, event, kind, value, _pointer(member))
+            elif isinstance(value, list):
+                for index, item in enumerate(value):
+                    if item not in have:
+                        out = _add(out, event, kind, str(item), f"{_pointer(member)}/{index}")
+        return out
+
+    def finish(self) -> Iterator[Hint | UnknownReference]:
         """Run the clock on until nothing is pending; yield what that decides."""
         yield from self._out(self.pipeline.finish())
 
@@ -299,7 +434,9 @@ class Replay:
             if entry_line.decision is not EntryDecisionKind.SKIP or self.include_skips:
                 yield entry_line
 
-    def run(self, lines: Iterable[str]) -> Iterator[Hint | InboxLine | EventError]:
+    def run(
+        self, lines: Iterable[str | bytes]
+    ) -> Iterator[Hint | InboxLine | UnknownReference | EventError]:
         """Replay all lines; bad lines come out as `EventError` values, in place."""
         for number, text in enumerate(lines, start=1):
             try:
@@ -308,6 +445,20 @@ class Replay:
                 self.summary.bad_lines += 1
                 yield error
         yield from self.finish()
+
+
+def _pointer(member: str) -> str:
+    return "/audience" if member == "@audience" else f"/payload/{member}"
+
+
+def _add(
+    out: list[UnknownReference] | None, event: Event, kind: str, id_: str, pointer: str
+) -> list[UnknownReference]:
+    ref = UnknownReference(seq=event.seq, at=event.occurred_at, type=kind, id=id_, pointer=pointer)
+    if out is None:
+        return [ref]
+    out.append(ref)
+    return out
 
 
 def compare(a: Summary, b: Summary) -> dict[str, object]:

@@ -34,9 +34,16 @@ from notify_core.decide import (
 )
 from notify_core.delivery import RegistrationState, SendResult, apply_result, retry_delay
 from notify_core.errors import InvalidInput, NotifyError
+from notify_core.events import loads_json
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.tables import INBOX_FUNCTIONS
-from notify_core.instants import format_instant, format_instant_cached, parse_instant, seconds
+from notify_core.instants import (
+    MAX_DURATION,
+    format_instant,
+    format_instant_cached,
+    parse_instant,
+    seconds,
+)
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
 from notify_core.mail.tables import mail_functions
@@ -431,10 +438,19 @@ def _apply_result(inp: JsonObject) -> dict[str, Json]:
 
 def _duration_or_raw(value: Json) -> Any:
     # Numbers become durations (negative ones too, so retry_delay reports its codes in order);
-    # anything else goes through unchanged for retry_delay to refuse.
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+    # anything else, a number longer than MAX_DURATION included, goes through unchanged for
+    # retry_delay to refuse.
+    if (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and -_MAX_SECONDS <= value <= _MAX_SECONDS
+    ):
         return timedelta(seconds=value)
     return value
+
+
+_MAX_SECONDS: Final = MAX_DURATION.total_seconds()
 
 
 def _retry_delay(inp: JsonObject) -> dict[str, Json]:
@@ -508,10 +524,6 @@ def answer(function: str, inp: JsonObject) -> dict[str, Json]:
 # --- parsing and comparing ----------------------------------------------------------------
 
 
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not JSON")
-
-
 def parse_cases(text: str) -> Iterator[Case | CaseError]:
     """Parse the lines of a table; yield a `Case` or a `CaseError` per non-blank line.
 
@@ -535,11 +547,32 @@ def parse_cases(text: str) -> Iterator[Case | CaseError]:
         yield case
 
 
+#: The deepest nesting of a case line: cases nest a few levels; comparing and printing an
+#: answer walk it recursively, so a deeper line is refused before either runs.
+MAX_DEPTH: Final = 64
+
+
+def _too_deep(value: Json) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_DEPTH:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return False
+
+
 def _parse_case(line: str, number: int) -> Case:
     try:
-        obj = json.loads(line, parse_constant=_refuse_constant)
+        obj = loads_json(line)  # refuses NaN, Infinity and lone surrogates
     except ValueError as exc:
         raise CaseError("invalid_json", f"not JSON: {exc}", line=number) from None
+    if _too_deep(obj):
+        raise CaseError(
+            "invalid_json", f"not JSON: nested deeper than {MAX_DEPTH} levels", line=number
+        )
     if not isinstance(obj, dict):
         raise CaseError("invalid_case", "a case must be a JSON object", line=number)
     for name, kind in (("id", str), ("function", str), ("input", dict), ("expect", dict)):

@@ -176,7 +176,8 @@ def test_n11_the_entry_keeps_its_snapshot_and_the_reply_and_mention_rules() -> N
     ]
     entry = entries(run).get("cy:mention:c2:1")
     assert entry is not None
-    assert (entry.title, entry.path, entry.excerpt, entry.comment) == (
+    target = entry.target
+    assert (target.title, target.path, target.excerpt, target.comment) == (
         "p1",
         "ops/runbook",
         "@cy see",
@@ -496,3 +497,43 @@ def test_replaying_an_event_twice_changes_nothing(log: WikiLog) -> None:
     last = parse_event(json.loads(log.lines()[-1]))
     run.inbox.handle(last)
     assert store.entries == before
+
+
+def test_e2_e3_a_daily_person_waits_for_the_slot_until_the_schedule_changes() -> None:
+    """E2: digest categories wait for ana's daily slot (09:00 Tokyo plus her offset), mentions
+    go at once; E3: a schedule change moves her pending entries from the change's time."""
+    log = WikiLog().user("ana", email_schedule="daily", daily_hour=9, time_zone="Asia/Tokyo")
+    log.user("ben").page("p1", "ops/runbook").watch("p1", "ana")
+    log.now = log.now.replace(hour=10)
+    log.add("page.edited", {"page": "p1"}, actor="ben")
+    log.comment("c1", "p1", "ben", mentions=["ana"])
+    run = Replay()
+    lines = [json.loads(dumps_item(item)) for text in log.lines() for item in run.feed(text, 0)]
+    assert [(x["category"], x["email_after"]) for x in lines] == [
+        ("watched_page", "2026-12-01T00:56:58Z"),  # the spec's email_after_for example
+        ("mention", "2026-11-30T10:04:00Z"),  # digest: no, always immediate
+    ]
+
+    def due(entry: str) -> str:
+        found = entries(run).get(entry)
+        assert found is not None and found.state.email_after is not None
+        return found.state.email_after.isoformat()
+
+    def update(payload: dict[str, object]) -> list[object]:
+        log.tick().add("user.updated", {"user": "ana", **payload})
+        return list(run.feed(log.lines()[-1], len(log.events)))
+
+    update({"email_schedule": "immediate"})  # at 10:02
+    assert due("ana:watched_page:p1:1") == "2026-11-30T10:05:00+00:00"
+    assert due("ana:mention:c1:1") == "2026-11-30T10:04:00+00:00"
+    update({"email_schedule": "immediate", "locale": "ja"})  # no change of the schedule
+    assert due("ana:watched_page:p1:1") == "2026-11-30T10:05:00+00:00"
+    update({"email_schedule": "daily"})  # the daily hour 9 is kept
+    assert due("ana:watched_page:p1:1") == "2026-12-01T00:56:58+00:00"
+    try:
+        update({"unset": ["daily_hour"]})
+    except EventError as error:
+        assert error.pointer == "/payload/daily_hour"
+    else:
+        raise AssertionError("daily without a daily hour must be refused")
+    assert due("ana:watched_page:p1:1") == "2026-12-01T00:56:58+00:00"

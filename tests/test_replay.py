@@ -17,7 +17,7 @@ from notify_cli import fastjson
 from notify_cli.main import cli
 from notify_core.decide import Policy
 from notify_core.events import EventError
-from notify_core.replay import Replay, dumps_hint, policy_from_mapping
+from notify_core.replay import Replay, dumps_hint, dumps_item, policy_from_mapping
 
 sys.path.insert(0, str(Path(__file__).parent / "replay"))
 from build import Log
@@ -392,8 +392,10 @@ def run_log(log: Log, include_skips: bool = True) -> tuple[str, list[dict[str, o
         ),
         include_skips=include_skips,
     )
-    text = "".join(dumps_hint(h) + "\n" for h in replay.run(lines))  # type: ignore[arg-type]
-    return text, [json.loads(line) for line in text.splitlines()]
+    text = "".join(dumps_item(h) + "\n" for h in replay.run(lines))  # type: ignore[arg-type]
+    # Lines of unknown references (a presence of a device never registered) are no hints.
+    hints = [json.loads(line) for line in text.splitlines()]
+    return text, [h for h in hints if h.get("reason") != "unknown_reference"]
 
 
 @settings(max_examples=60)

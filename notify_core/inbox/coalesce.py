@@ -137,7 +137,7 @@ def coalesce(
             updated_at=at,
             actor=actor,
         )
-    if new.closed_by_email:
+    if not in_app and new.email not in OPEN_EMAIL:  # closed_by_email, without the call
         return attrs.evolve(new, read=True)
     return new
 

@@ -12,6 +12,7 @@ categories that reach a person, the one of highest priority gives the entry, the
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Final, NamedTuple
 
@@ -158,8 +159,12 @@ def firing(event: InboxEvent) -> tuple[Category, ...]:
 _MENTION: Final = CATEGORY_BY_KEY["mention"]
 
 
-def _order(decision: EntryDecision | SkipDecision) -> tuple[str, str]:
+def _order(decision: SkipDecision) -> tuple[str, str]:
     return decision.recipient, decision.category.key
+
+
+#: Entries: one per recipient, so the recipient alone orders them (a C-level key).
+_BY_RECIPIENT: Final = operator.attrgetter("recipient")
 
 
 def fan_out(
@@ -181,7 +186,6 @@ def fan_out(
         settings: sections and whether mail is configured.
     """
     access = AccessCache(groups, event.page)
-    holds = access.holds
     actor = event.actor
     mail = settings.mail_configured
     person_of = people.get
@@ -197,6 +201,8 @@ def fan_out(
         permission = category.access
         default_in_app, default_email = category.defaults.in_app, category.defaults.email
         email_allowed = mail and delivery is Delivery.EMAIL
+        # Access by group set for this category's permission: a dict lookup per person.
+        allowed: dict[frozenset[str], bool] = {}
         for person in dict.fromkeys(listed):  # each candidate once, in order
             if person == actor:
                 skip(SkipDecision(person, category, InboxSkip.ACTOR))
@@ -205,9 +211,13 @@ def fan_out(
             if facts is None or not (facts.active and facts.human) or facts.system:
                 skip(SkipDecision(person, category, InboxSkip.INACTIVE))
                 continue
-            if permission is not None and not holds(facts.groups, permission):
-                skip(SkipDecision(person, category, InboxSkip.NO_ACCESS))
-                continue
+            if permission is not None:
+                held = allowed.get(facts.groups)
+                if held is None:
+                    held = allowed[facts.groups] = access.holds(facts.groups, permission)
+                if not held:
+                    skip(SkipDecision(person, category, InboxSkip.NO_ACCESS))
+                    continue
             if delivery is Delivery.OFF:
                 skip(SkipDecision(person, category, InboxSkip.SECTION_OFF))
                 continue
@@ -226,6 +236,6 @@ def fan_out(
             else:
                 reached.add(person)
                 entry(EntryDecision(person, category, in_app, email))
-    entries.sort(key=_order)
+    entries.sort(key=_BY_RECIPIENT)
     skips.sort(key=_order)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)

@@ -11,7 +11,7 @@ from typing import Final
 
 import attrs
 
-from notify_core.events import Event
+from notify_core.events import Event, EventError
 from notify_core.inbox.access import Group, Match, Rule
 from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
@@ -80,6 +80,7 @@ class WikiMemory:
     # Derived: the facts of each person (built on first use, dropped when they change), the
     # people opted in per category, and one frozenset per distinct group set.
     _facts: dict[str, PersonFacts] = attrs.field(factory=dict, init=False, repr=False)
+    _wiki_users: dict[str, WikiUser] = attrs.field(factory=dict, init=False, repr=False)
     _opted: dict[str, dict[str, None]] = attrs.field(factory=dict, init=False, repr=False)
     _group_sets: dict[frozenset[str], frozenset[str]] = attrs.field(
         factory=dict, init=False, repr=False
@@ -145,16 +146,20 @@ class WikiMemory:
 
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""
+        cached = self._wiki_users.get(user)
+        if cached is not None:
+            return cached
         found = self.users.get(user)
         if found is None:
             return None
-        return WikiUser(
+        cached = self._wiki_users[user] = WikiUser(
             id=user,
             time_zone=found.time_zone,
             locale=found.locale,
             email_schedule=found.email_schedule,
             daily_hour=found.daily_hour,
         )
+        return cached
 
     def groups(self) -> Mapping[str, Group]:
         """Return every group."""
@@ -171,22 +176,32 @@ class WikiMemory:
     # --- recording the world ----------------------------------------------------------------
 
     def record(self, event: Event) -> None:
-        """Apply what an event changes in the wiki's facts."""
+        """Apply what an event changes in the wiki's facts.
+
+        Raises:
+            EventError: a person left ``daily`` without a daily hour; nothing was changed.
+        """
         handler = _HANDLERS.get(event.type)
         if handler is not None:
             handler(self, event, event.payload)
 
     def _changed(self, person: str) -> None:
         self._facts.pop(person, None)
+        self._wiki_users.pop(person, None)
 
     def _on_user(self, event: Event, p: Mapping[str, object]) -> None:
         person = str(p["user"])
-        user = self.users.get(person) or _User()
+        old = self.users.get(person)
+        user = attrs.evolve(old) if old is not None else _User()
         for name in strings(p.get("unset")):
             setattr(user, name, attrs.fields_dict(_User)[name].default)
         for name in attrs.fields_dict(_User):
             if name in p:
                 setattr(user, name, p[name])
+        if user.email_schedule == "daily" and user.daily_hour is None:
+            raise EventError(
+                "missing_member", "a daily email schedule needs daily_hour", "/payload/daily_hour"
+            )
         self.users[person] = user
         self._changed(person)
 
@@ -368,14 +383,16 @@ class EntryMemory:
 
     def next_id(self, person: str, group_key: str) -> str:
         """Return the id of the person's next entry on a key: ``<person>:<key>:<n>``."""
-        n = self.counters.get((person, group_key), 0) + 1
-        self.counters[(person, group_key)] = n
+        pair = (person, group_key)
+        n = self.counters[pair] = self.counters.get(pair, 0) + 1
         return f"{person}:{group_key}:{n}"
 
     def save(self, entry: Entry) -> None:
         """Insert or replace an entry; a read one gives up its key."""
         self.entries[entry.id] = entry
-        keys = self.unread_keys.setdefault(entry.person, {})
+        keys = self.unread_keys.get(entry.person)
+        if keys is None:
+            keys = self.unread_keys[entry.person] = {}
         if entry.state.read:
             if keys.get(entry.group_key) == entry.id:
                 del keys[entry.group_key]

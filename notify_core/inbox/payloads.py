@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
+from notify_core.instants import MAX_DURATION
+
 __all__ = ["USER_MEMBERS", "USER_UNSET", "WIKI_PAYLOADS", "WIKI_PERSONAL"]
 
 Check = Callable[[object], bool]
@@ -44,7 +46,11 @@ def _hour(value: object) -> bool:
 
 
 def _seconds(value: object) -> bool:
-    return type(value) in (int, float) and value >= 0  # type: ignore[operator]
+    # At most MAX_DURATION, like every duration of the formats (NaN fails the comparison).
+    return type(value) in (int, float) and 0 <= value <= _MAX_SECONDS  # type: ignore[operator]
+
+
+_MAX_SECONDS: Final = MAX_DURATION.total_seconds()
 
 
 def _days(value: object) -> bool:
@@ -156,7 +162,7 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
     },
     "inbox_pref.stop_all_email": {},
     "notifications.settings": {
-        "email_delay_s": (False, _seconds, "a number of seconds >= 0"),
+        "email_delay_s": (False, _seconds, "a number of seconds from 0 to ten years"),
         "retention_days": (False, _days, "an integer >= 1"),
         "mail_configured": (False, _bool, "a boolean"),
         "sections": (False, _sections, "{section: off, in_app or email}"),

@@ -8,21 +8,24 @@ is checked against the new path, a deletion against the page as it was and its w
 the moment of the delete, N8, N9); the event is recorded afterwards.
 
 Email: entries get their state (``pending`` with ``email_after``); the drain that sends mails
-is not part of this path yet. ``email_after`` comes from the callable handed in
-(`immediate_email_after` by default: E2's ``immediate`` rule).
+is not part of this path yet. ``email_after`` comes from the callable handed in: by default
+`scheduled_email_after`, which is `notify_core.mail.email_after_for` (E2) with the person's
+schedule and zones; a change of a person's schedule moves their pending entries (E3).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 import attrs
 
 from notify_core.events import Event
 from notify_core.inbox.categories import (
+    CATEGORIES,
     CATEGORY_BY_KEY,
     Candidates,
     Category,
@@ -39,8 +42,17 @@ from notify_core.inbox.fanout import (
     firing,
 )
 from notify_core.inbox.memory import EntryMemory, WikiMemory, page_after, strings
-from notify_core.inbox.ports import Entry, EntryStore, PageInfo, WikiFacts, WikiUser
+from notify_core.inbox.ports import (
+    Entry,
+    EntryStore,
+    EntryTarget,
+    PageInfo,
+    SiteInfo,
+    WikiFacts,
+    WikiUser,
+)
 from notify_core.instants import format_instant_cached
+from notify_core.mail import EmailSchedule, QueuedEmail, email_after_for, reschedule
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -49,8 +61,10 @@ __all__ = [
     "EntryDecisionKind",
     "InboxLine",
     "InboxPipeline",
+    "email_schedule",
     "immediate_email_after",
     "inbox_line_to_json",
+    "scheduled_email_after",
 ]
 
 #: Events that may give entries.
@@ -91,6 +105,8 @@ INBOX_TYPES: Final = frozenset(
         "notifications.settings",
     }
 )
+#: The categories whose mails may wait for a digest (E2, E3).
+_DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
 #: What viewing a page (or its talk tab) marks read (H2).
 _VIEW_READS: Final = {
     False: frozenset({"watched_page", "page_created"}),
@@ -106,9 +122,11 @@ class EntryDecisionKind(enum.StrEnum):
     SKIP = "skip"
 
 
-@attrs.frozen(kw_only=True)
-class InboxLine:
-    """One entry decision for one person and category: the unit of the inbox's replay output."""
+class InboxLine(NamedTuple):
+    """One entry decision for one person and category: the unit of the inbox's replay output.
+
+    A named tuple rather than an attrs value: a fan-out makes one per recipient.
+    """
 
     seq: int
     at: datetime
@@ -122,15 +140,49 @@ class InboxLine:
     reason: InboxSkip | None = None
 
 
-#: Computes ``email_after`` (E2) for a person (``None``: unknown), a category and an instant.
-EmailAfter = Callable[[WikiUser | None, Category, datetime, timedelta], datetime]
+#: Computes ``email_after`` (E2) for a person (``None``: unknown), a category, an instant, the
+#: email delay and the entry's site (``None``: unknown).
+EmailAfter = Callable[[WikiUser | None, Category, datetime, timedelta, SiteInfo | None], datetime]
 
 
 def immediate_email_after(
-    user: WikiUser | None, category: Category, now: datetime, delay: timedelta
+    user: WikiUser | None,
+    category: Category,
+    now: datetime,
+    delay: timedelta,
+    site: SiteInfo | None = None,
 ) -> datetime:
     """E2's ``immediate`` rule: ``now + email_delay``, whatever the schedule."""
     return now + delay
+
+
+def email_schedule(user: WikiUser) -> EmailSchedule:
+    """Return a person's email schedule with its daily hour (E2)."""
+    return EmailSchedule(schedule=user.email_schedule, daily_hour=user.daily_hour)
+
+
+def scheduled_email_after(
+    user: WikiUser | None,
+    category: Category,
+    now: datetime,
+    delay: timedelta,
+    site: SiteInfo | None = None,
+) -> datetime:
+    """`email_after_for` (E2) with the person's schedule, zone and the site's zone.
+
+    A person the host does not know is ``immediate``; a category with ``digest: no`` always is.
+    """
+    if user is None:
+        return now + delay
+    return email_after_for(
+        email_schedule(user),
+        now,
+        person=user.id,
+        digest=category.digest,
+        time_zone=user.time_zone,
+        site_time_zone=site.time_zone if site is not None else None,
+        delay=delay,
+    )
 
 
 @attrs.define
@@ -140,12 +192,12 @@ class InboxPipeline:
     Args:
         wiki: the host's facts (and, in memory, the recorder of wiki events).
         entries: the entries.
-        email_after: the cadence (E2); `immediate_email_after` by default.
+        email_after: the cadence (E2); `scheduled_email_after` by default.
     """
 
     wiki: WikiFacts = attrs.field(factory=WikiMemory)
     entries: EntryStore = attrs.field(factory=EntryMemory)
-    email_after: EmailAfter = immediate_email_after
+    email_after: EmailAfter = scheduled_email_after
 
     def handle(self, event: Event) -> list[InboxLine]:
         """Decide an event's entries (or apply its read), then record it; return the lines.
@@ -158,8 +210,51 @@ class InboxPipeline:
             lines = self._fan_out(event)
         elif kind in _READS:
             self._read(event)
+        elif kind == "user.updated":
+            before = self.wiki.user(str(event.payload["user"]))
+            self.wiki.record(event)
+            self._reschedule(event, before)
+            return lines
         self.wiki.record(event)
         return lines
+
+    def _reschedule(self, event: Event, before: WikiUser | None) -> None:
+        """E3: a changed schedule (daily: hour or zone) moves the person's pending entries."""
+        after = self.wiki.user(str(event.payload["user"]))
+        if before is None or after is None or before == after:
+            return
+        entries, wiki = self.entries, self.wiki
+        pending = [e for e in entries.unread_of(after.id) if e.state.email is EmailState.PENDING]
+        if not pending:
+            return
+        zones = {}
+        for entry in pending:
+            site = wiki.site(entry.target.site) if entry.target.site is not None else None
+            zones[entry.id] = site.time_zone if site is not None else None
+        moved = reschedule(
+            (
+                QueuedEmail(
+                    entry=e.id,
+                    category=e.category,
+                    email=e.state.email.value,
+                    email_after=e.state.email_after,
+                    site_time_zone=zones[e.id],
+                )
+                for e in pending
+            ),
+            person=after.id,
+            old=email_schedule(before),
+            new=email_schedule(after),
+            old_time_zone=before.time_zone,
+            new_time_zone=after.time_zone,
+            now=event.occurred_at,
+            digest_categories=_DIGEST,
+            delay=wiki.email_delay(),
+        )
+        for entry in pending:
+            due = moved.get(entry.id)
+            if due is not None:
+                entries.save(attrs.evolve(entry, state=attrs.evolve(entry.state, email_after=due)))
 
     # --- fan-out ----------------------------------------------------------------------------
 
@@ -251,11 +346,10 @@ class InboxPipeline:
             people.update(listed)
         facts = wiki.people(people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
-        lines = [self._apply(event, inbox, page, decision) for decision in result.entries]
-        skips = [self._skip_line(event, inbox, skip) for skip in result.skips]
-        if skips:
-            lines.extend(skips)
-            lines.sort(key=_line_order)
+        lines = self._apply(event, inbox, page, result.entries)
+        if result.skips:
+            lines.extend(self._skip_line(event, inbox, skip) for skip in result.skips)
+            lines.sort(key=_LINE_ORDER)
         return lines
 
     def _site_off(
@@ -268,7 +362,7 @@ class InboxPipeline:
             for key, listed in candidates.items()
             for person in dict.fromkeys(listed)
         ]
-        lines.sort(key=_line_order)
+        lines.sort(key=_LINE_ORDER)
         return lines
 
     def _skip_line(self, event: Event, inbox: InboxEvent, skip: SkipDecision) -> InboxLine:
@@ -285,61 +379,88 @@ class InboxPipeline:
         )
 
     def _apply(
-        self, event: Event, inbox: InboxEvent, page: PageInfo, decision: EntryDecision
-    ) -> InboxLine:
-        """Coalesce one entry decision into the person's unread entry of its key (N10-N12)."""
-        person, category = decision.recipient, decision.category
-        key = category.group_key(inbox.ids)
-        at = event.occurred_at
-        entries = self.entries
-        old = entries.unread(person, key)
-        state = old.state if old is not None else None
-        starts = decision.email and (state is None or state.email is EmailState.NONE)
-        due = (
-            self.email_after(self.wiki.user(person), category, at, self.wiki.email_delay())
-            if starts
-            else None
-        )
-        new_state = coalesce(
-            state,
-            event=inbox.id,
-            variant=inbox.variant,
-            at=at,
-            in_app=decision.in_app,
-            email_on=decision.email,
-            email_after=due,
-            actor=event.actor,
+        self, event: Event, inbox: InboxEvent, page: PageInfo, decisions: Sequence[EntryDecision]
+    ) -> list[InboxLine]:
+        """Coalesce each entry decision into the person's unread entry of its key (N10-N12).
+
+        What is the same for every person of the event (keys, the snapshot, the delay) is
+        worked out once.
+        """
+        wiki, entries = self.wiki, self.entries
+        at, seq, actor, variant, event_id = (
+            event.occurred_at,
+            event.seq,
+            event.actor,
+            inbox.variant,
+            inbox.id,
         )
         comment_id = inbox.ids.get("comment")
-        comment = self.wiki.comment(comment_id) if comment_id is not None else None
+        comment = wiki.comment(comment_id) if comment_id is not None else None
         excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
-        entry = Entry(
-            id=old.id if old is not None else entries.next_id(person, key),
-            person=person,
-            category=category.key,
-            group_key=key,
+        target = EntryTarget(
             site=page.site,
             page=page.id,
-            state=new_state,
-            created_at=old.created_at if old is not None else at,
             comment=comment_id,
             title=page.title,
             path=page.path,
             locale=page.locale,
             excerpt=None if excerpt is None else str(excerpt),
         )
-        entries.save(entry)
-        return InboxLine(
-            seq=event.seq,
-            at=at,
-            recipient=person,
-            category=category.key,
-            variant=inbox.variant,
-            group_key=key,
-            decision=EntryDecisionKind.NEW if old is None else EntryDecisionKind.COALESCE,
-            site=page.site,
-            entry=entry,
+        delay = wiki.email_delay()
+        site_info = wiki.site(page.site)
+        email_after, user = self.email_after, wiki.user
+        keys: dict[str, str] = {}
+        unread, save, next_id = entries.unread, entries.save, entries.next_id
+        none, new_kind, coalesce_kind = (
+            EmailState.NONE,
+            EntryDecisionKind.NEW,
+            EntryDecisionKind.COALESCE,
         )
+        site = page.site
+        lines = []
+        for person, category, in_app, email in decisions:
+            key = keys.get(category.key)
+            if key is None:
+                key = keys[category.key] = category.group_key(inbox.ids)
+            old = unread(person, key)
+            state = old.state if old is not None else None
+            starts = email and (state is None or state.email is none)
+            new_state = coalesce(
+                state,
+                event=event_id,
+                variant=variant,
+                at=at,
+                in_app=in_app,
+                email_on=email,
+                email_after=email_after(user(person), category, at, delay, site_info)
+                if starts
+                else None,
+                actor=actor,
+            )
+            entry = Entry(
+                id=old.id if old is not None else next_id(person, key),
+                person=person,
+                category=category.key,
+                group_key=key,
+                state=new_state,
+                created_at=old.created_at if old is not None else at,
+                target=target,
+            )
+            save(entry)
+            lines.append(
+                InboxLine(
+                    seq,
+                    at,
+                    person,
+                    category.key,
+                    variant,
+                    key,
+                    new_kind if old is None else coalesce_kind,
+                    site,
+                    entry,
+                )
+            )
+        return lines
 
     # --- reads (H2) -------------------------------------------------------------------------
 
@@ -377,8 +498,8 @@ def _variant(event: Event) -> str:
     return event_variant(event.type, None if given is None else str(given))
 
 
-def _line_order(line: InboxLine) -> tuple[str, str]:
-    return line.recipient, line.category
+#: Lines of one event: by recipient, then category.
+_LINE_ORDER: Final = operator.attrgetter("recipient", "category")
 
 
 def inbox_line_to_json(line: InboxLine) -> dict[str, object]:

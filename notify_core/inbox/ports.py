@@ -18,7 +18,16 @@ from notify_core.inbox.coalesce import EntryState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.prefs import InboxSettings
 
-__all__ = ["CommentInfo", "Entry", "EntryStore", "PageInfo", "SiteInfo", "WikiFacts", "WikiUser"]
+__all__ = [
+    "CommentInfo",
+    "Entry",
+    "EntryStore",
+    "EntryTarget",
+    "PageInfo",
+    "SiteInfo",
+    "WikiFacts",
+    "WikiUser",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -75,38 +84,54 @@ class WikiUser:
 
 
 @attrs.frozen(kw_only=True)
+class EntryTarget:
+    """What an entry is about, as it was at its latest event: the snapshot of N11.
+
+    Args:
+        site: the site of the page.
+        page: the page (a review's: its submission's page).
+        comment: the comment, if any (its excerpt shows only while it exists).
+        title: the page's title.
+        path: the page's path.
+        locale: the page's locale.
+        excerpt: the comment's excerpt.
+    """
+
+    site: str | None
+    page: str | None
+    comment: str | None = None
+    title: str = ""
+    path: str = ""
+    locale: str = ""
+    excerpt: str | None = None
+
+
+@attrs.frozen(kw_only=True)
 class Entry:
-    """One inbox entry of one person: its place, its coalescing state and its snapshot (N11).
+    """One inbox entry of one person.
 
     Args:
         id: ``<person>:<group_key>:<n>`` in a replay.
         person: whose entry it is.
         category: the category's key.
         group_key: the coalescing key.
-        site: the site of its page.
-        page: the page it is about (a review's: its submission's page).
-        comment: the comment it is about, if any (its excerpt shows only while it exists).
         state: count, variants, email state, ... (`EntryState`).
         created_at: when the first event reached the person.
-        title: the page's title at the latest event.
-        path: the page's path at the latest event.
-        locale: the page's locale at the latest event.
-        excerpt: the comment's excerpt at the latest event.
+        target: the snapshot of what it is about (N11), shared by one event's entries.
     """
 
     id: str
     person: str
     category: str
     group_key: str
-    site: str | None
-    page: str | None
     state: EntryState
     created_at: datetime
-    comment: str | None = None
-    title: str = ""
-    path: str = ""
-    locale: str = ""
-    excerpt: str | None = None
+    target: EntryTarget
+
+    @property
+    def page(self) -> str | None:
+        """The page the entry is about."""
+        return self.target.page
 
 
 class WikiFacts(Protocol):

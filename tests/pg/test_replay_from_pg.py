@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,15 @@ def test_replay_from_pg_bad_dsn_is_exit_2() -> None:
     result = CliRunner().invoke(cli, ["replay", "--from-pg", "host=/nonexistent dbname=x"])
     assert result.exit_code == 2
     assert "cannot read notify.event_log" in result.stderr
+
+
+def test_replay_from_pg_without_the_schema_is_one_line(
+    new_database: Callable[[str | None], str],
+) -> None:
+    empty = new_database(None)
+    result = CliRunner().invoke(cli, ["replay", "--from-pg", empty, "--include-skips"])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("notify: cannot read notify.event_log: ")
+    assert "Traceback" not in result.output
