@@ -19,7 +19,7 @@ nox.options.sessions = ["lint", "types", "tests", "docs"]
 
 PYTHON = "3.11"
 PACKAGES = ["notify_core", "notify_pg", "notify_cli"]
-DOCS_TOOLS = ["docs/griffe_extensions.py", "docs/cli_help.py"]
+DOCS_TOOLS = ["docs/griffe_extensions.py", "docs/cli_help.py", "docs/rule_refs.py"]
 LINT_PATHS = [*PACKAGES, "tests", "bench", *DOCS_TOOLS, "noxfile.py"]
 
 

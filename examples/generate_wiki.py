@@ -15,7 +15,8 @@ The story, Monday 7 to Friday 11 December 2026 (UTC):
   rule); ``hr`` reads ``hr/``; ``admins`` manage the system; ``partners`` read pages tagged
   ``public`` only (no comments). Review rules send suggestions on ``docs`` to ``tech-writers``
   and on ``handbook/hr`` to ``hr``.
-- People: Ana (admin), Ben, Chen, Dara (hr), Eli (a partner), Femi and Gus (tech writers),
+- People: Ana (admin), Ben, Chen (a daily digest at 09:00 Shanghai time, immediate from
+  Friday afternoon), Dara (hr, hourly mails), Eli (a partner), Femi and Gus (tech writers),
   Hana (unverified address), Ivo (deactivated on Wednesday), a sync bot (system account).
 - Watchers on most pages; Chen turns on new-page entries everywhere, Dara deletions; Ben
   wants watched pages in the inbox only, Femi no mentions at all; Gus stops all email on
@@ -25,7 +26,7 @@ The story, Monday 7 to Friday 11 December 2026 (UTC):
   mentions (one edited to add a mention), suggestions and their updates, page views (some of
   the talk tab) and reads, a rename; on Tuesday a git import rewrites pages (origin
   ``import``); on Thursday a tag deletion removes two pages (origin ``bulk``) and one is
-  restored.
+  restored, and the handbook's notifications are off for an hour (its due mails are skipped).
 """
 
 from __future__ import annotations
@@ -67,8 +68,11 @@ GROUPS: dict[str, dict[str, object]] = {
 PEOPLE: dict[str, tuple[list[str], dict[str, object]]] = {
     "ana": (["admins", "readers"], {"locale": "de", "time_zone": "Europe/Berlin"}),
     "ben": (["staff"], {"time_zone": "America/New_York"}),
-    "chen": (["staff"], {"locale": "zh", "time_zone": "Asia/Shanghai"}),
-    "dara": (["staff", "hr"], {"time_zone": "Europe/Dublin"}),
+    "chen": (
+        ["staff"],
+        {"locale": "zh", "time_zone": "Asia/Shanghai", "email_schedule": "daily", "daily_hour": 9},
+    ),
+    "dara": (["staff", "hr"], {"time_zone": "Europe/Dublin", "email_schedule": "hourly"}),
     "eli": (["partners"], {}),
     "femi": (["staff", "tech-writers"], {"time_zone": "Africa/Lagos"}),
     "gus": (["staff", "tech-writers"], {"time_zone": "Australia/Sydney"}),
@@ -282,6 +286,15 @@ def story(week: WikiWeek) -> None:
         friday + timedelta(hours=4), "notifications.settings", {"sections": {"reviews": "email"}}
     )
     week.add(friday + timedelta(hours=5), "group.member_removed", {"group": "hr", "user": "dara"})
+    week.add(
+        friday + timedelta(hours=6), "user.updated", {"user": "chen", "email_schedule": "immediate"}
+    )
+    week.add(
+        thursday + timedelta(hours=1), "site.updated", {"site": "handbook", "notifications": False}
+    )
+    week.add(
+        thursday + timedelta(hours=2), "site.updated", {"site": "handbook", "notifications": True}
+    )
 
 
 def build(seed: int = SEED) -> list[dict[str, object]]:

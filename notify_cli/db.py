@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import attrs
 import click
 
-from notify_cli.options import BadInput, dsn_option, schema_option
+from notify_cli.options import BadInput, dsn_option, lines_of, read_policy, schema_option
+from notify_core.events import parse_event
+
+if TYPE_CHECKING:
+    from notify_core.pipeline import Hint
 
 
 @click.group()
@@ -71,3 +81,275 @@ def status(dsn: str, schema: str) -> None:
     except NotifyError as exc:
         raise BadInput(f"db status: {exc}") from None
     click.echo(json.dumps(report, indent=2))
+
+
+@db.command()
+@click.argument("log", metavar="LOG")
+@dsn_option
+@schema_option
+@click.option(
+    "--host-schema",
+    default="host",
+    show_default=True,
+    metavar="NAME",
+    help="Schema of the reference host that takes the log's world changes.",
+)
+@click.option(
+    "--end-now",
+    is_flag=True,
+    help="Shift every instant of the log by one span so that its last event happens now "
+    "(the worker then sends the pushes of the log's last hour instead of expiring them).",
+)
+@click.option(
+    "--consume",
+    is_flag=True,
+    help="Run the pipeline between events on the log's clock (due work up to each event, "
+    "then the event, then the consumer; after the log, what is pending), as a worker that "
+    "keeps up: the hints equal those of `notify replay` of the same file.",
+)
+@click.option("--policy", "policy_file", metavar="FILE", help="TOML policy of --consume.")
+@click.option(
+    "--partitions",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Recipient partitions of the consumer with --consume (1 keeps the replay's order).",
+)
+@click.option(
+    "--hints",
+    "hints_file",
+    metavar="FILE",
+    help="With --consume, write the hints as `notify replay` writes them to FILE ('-': stdout).",
+)
+@click.option("--include-skips", is_flag=True, help="Also write skip decisions to --hints.")
+def load(
+    log: str,
+    dsn: str,
+    schema: str,
+    host_schema: str,
+    end_now: bool,
+    consume: bool,
+    policy_file: str | None,
+    partitions: int,
+    hints_file: str | None,
+    include_skips: bool,
+) -> None:
+    """Write the event log LOG into the database as a host would.
+
+    Per event, in one transaction: the event's world change in the reference host's tables
+    (--host-schema, created by `notify db migrate --reference-host NAME`) and the event in
+    --schema's event_log. Every line is checked first: a bad line is reported with file,
+    line and member, nothing is written and the exit code is 2. Progress goes to stderr, and
+    a closing line says what was loaded. `notify replay --from-pg DSN` then gives what
+    `notify replay LOG` gives (with --end-now, at the shifted times).
+    """
+    try:
+        import psycopg
+
+        from notify_core.errors import NotifyError
+        from notify_pg.reference_host import ReferenceHost
+        from notify_pg.reference_host.load import LogLoader, SettableClock, shift_to_end_now
+        from notify_pg.worker import Worker, WorkerConfig
+    except ImportError as exc:  # psycopg missing: the pg extra is not installed
+        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+    if not schema or not host_schema:
+        raise BadInput("--schema and --host-schema must not be empty")
+    if not consume and (hints_file or policy_file or include_skips or partitions != 1):
+        raise BadInput("--hints, --include-skips, --policy and --partitions need --consume")
+    policy = read_policy(policy_file)
+    objects, numbers = _read_log(log)
+    span = shift_to_end_now(objects) if end_now else None
+    events = [parse_event(obj) for obj in objects]
+    hints: list[Hint] = []
+
+    def sink(conn: object, hint: Hint, notification_id: str | None) -> None:
+        hints.append(hint)
+
+    def connect() -> psycopg.Connection[Any]:
+        return psycopg.connect(
+            dsn, autocommit=True, connect_timeout=10, application_name="notify db load"
+        )
+
+    number = 0
+    try:
+        with connect() as conn:
+            worker, clock = None, None
+            if consume and events:
+                clock = SettableClock(events[0].occurred_at)
+                worker = Worker(
+                    connect,
+                    ReferenceHost(host_schema),
+                    schema=schema,
+                    policy=policy,
+                    config=WorkerConfig(partitions=partitions),
+                    clock=clock,
+                    sink=sink if hints_file else None,
+                )
+            loader = LogLoader(
+                conn, schema=schema, host_schema=host_schema, worker=worker, clock=clock
+            )
+            step = max(1000, len(events) // 10)
+            try:
+                for number, event in zip(numbers, events, strict=True):  # noqa: B007 - named in an error
+                    loader.feed(event)
+                    if loader.loaded % step == 0:
+                        click.echo(f"loaded {loader.loaded:,} of {len(events):,} events", err=True)
+                number = 0
+                loader.finish()
+            finally:
+                if worker is not None:
+                    worker.close()
+            seqs = sorted(loader.seq_map)
+    except NotifyError as exc:
+        where = f"{log}:{number}: " if number else ""
+        raise BadInput(f"db load: {where}{exc}") from None
+    except psycopg.Error as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BadInput(f"db load: cannot reach PostgreSQL: {reason}") from None
+    written = _write_hints(hints_file, hints, loader.seq_map, include_skips) if hints_file else 0
+    closing = f"{log}: loaded {loader.loaded:,} events into {schema}.event_log"
+    if seqs:
+        closing += f" (seq {seqs[0]}-{seqs[-1]})"
+    closing += f" and the reference host {host_schema}"
+    if span is not None:
+        closing += f", shifted by {_span_text(span)} to end now"
+    if consume:
+        closing += f"; the consumer handled them ({len(hints):,} hint decisions"
+        closing += f", {written:,} written)" if hints_file else ")"
+    click.echo(closing, err=True)
+
+
+def _read_log(path: str) -> tuple[list[dict[str, Any]], list[int]]:
+    """Every event of the log as a JSON object, with its line number; all lines checked.
+
+    Raises:
+        BadInput: one line per bad line on stderr first (file, line, member, reason).
+    """
+    from notify_core.events import EventError, EventLogReader
+
+    reader = EventLogReader()
+    objects: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    bad = 0
+    for number, text in enumerate(lines_of(path), start=1):
+        try:
+            event = reader.read(text, number)
+        except EventError as error:
+            pointer = f" at {error.pointer}" if error.pointer else ""
+            click.echo(
+                f"{path}:{error.line}: bad event{pointer}: {error.message} ({error.code})",
+                err=True,
+            )
+            bad += 1
+            continue
+        if event is not None:
+            objects.append(json.loads(text))
+            numbers.append(number)
+    if bad:
+        raise BadInput(f"{path}: {bad} bad line{'s' if bad > 1 else ''}; nothing was loaded")
+    return objects, numbers
+
+
+def _write_hints(path: str, hints: list[Hint], seq_map: dict[int, int], include_skips: bool) -> int:
+    """Write hints as `notify replay` does (seqs of the file); return how many."""
+    from notify_core.decide import Skip, SkipReason
+    from notify_core.pipeline import Trigger
+    from notify_core.replay import dumps_hint
+
+    lines = []
+    for hint in hints:
+        decision = hint.decision
+        if isinstance(decision, Skip) and (
+            not include_skips
+            or (decision.reason is SkipReason.NOT_ALLOWED and hint.trigger is Trigger.EVENT)
+        ):
+            continue
+        if hint.seq is not None:
+            hint = attrs.evolve(hint, seq=seq_map.get(hint.seq, hint.seq))
+        lines.append(dumps_hint(hint) + "\n")
+    text = "".join(lines)
+    if path == "-":
+        click.echo(text, nl=False)
+    else:
+        try:
+            Path(path).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"{path}: cannot write: {exc.strerror}") from None
+    return len(lines)
+
+
+def _span_text(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    days, rest = divmod(abs(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    sign = "-" if seconds < 0 else ""
+    return f"{sign}{days}d {hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+#: Where `notify db up` keeps its server unless told otherwise (in the current directory).
+DEFAULT_SERVER_DIR = ".notify-pg"
+
+
+def _pgserver(directory: str, cleanup_mode: str | None) -> Any:
+    try:
+        import warnings
+
+        with warnings.catch_warnings():
+            # platformdirs warns that XDG_RUNTIME_DIR is unset (as on CI); its fallback is fine.
+            warnings.simplefilter("ignore")
+            from pgserver.postgres_server import get_server
+    except ImportError as exc:
+        raise BadInput(
+            "db up needs the server extra (pip install 'notify-engine[server]', which brings "
+            f"pgserver): {exc}"
+        ) from None
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        return get_server(Path(directory).resolve() / "data", cleanup_mode=cleanup_mode)
+    except Exception as exc:  # pgserver raises plain errors of its subprocesses
+        raise BadInput(f"db: the embedded server in {directory} failed: {exc}") from None
+
+
+@db.command()
+@click.option(
+    "--dir",
+    "directory",
+    default=DEFAULT_SERVER_DIR,
+    show_default=True,
+    metavar="DIR",
+    help="Where the server keeps its data (created when missing).",
+)
+def up(directory: str) -> None:
+    """Start a throwaway PostgreSQL server for trying notify out, and print its DSN.
+
+    Needs the server extra (pip install 'notify-engine[server]'): the embedded server of
+    pgserver, with its data in DIR/data and its socket there (no TCP port). The server runs on
+    after the command; started again, it prints the DSN of the running one. Stop it with
+    `notify db down`. Not for production: use a PostgreSQL you run and back up.
+    """
+    server = _pgserver(directory, None)
+    click.echo(str(server.get_uri()))
+
+
+@db.command()
+@click.option(
+    "--dir",
+    "directory",
+    default=DEFAULT_SERVER_DIR,
+    show_default=True,
+    metavar="DIR",
+    help="The directory given to `notify db up`.",
+)
+@click.option("--delete", is_flag=True, help="Also delete the server's data (the whole DIR).")
+def down(directory: str, delete: bool) -> None:
+    """Stop the throwaway server of `notify db up` (and with --delete remove its data)."""
+    if not (Path(directory) / "data").is_dir():
+        raise BadInput(f"{directory}: no server of `notify db up` here")
+    server = _pgserver(directory, "delete" if delete else "stop")
+    server.cleanup()
+    if delete:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
+    click.echo(f"{directory}: server stopped" + (" and deleted" if delete else ""), err=True)

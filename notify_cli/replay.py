@@ -155,6 +155,10 @@ def _summary_table(summary: Summary) -> Table:
             table.add_row(f"entries {category} {decision}", f"{count:,}")
     for reason, count in data["entry_skips_by_reason"].items():  # type: ignore[attr-defined]
         table.add_row(f"entry skips {reason}", f"{count:,}")
+    for template, count in data["mails_by_template"].items():  # type: ignore[attr-defined]
+        table.add_row(f"mails {template}", f"{count:,}")
+    for reason, count in data["mail_skips_by_reason"].items():  # type: ignore[attr-defined]
+        table.add_row(f"mail skips {reason}", f"{count:,}")
     table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
     volume = data["push_volume_per_recipient"]
     assert isinstance(volume, dict)

@@ -1,6 +1,7 @@
 """notify_core: the pure decisions of notify.
 
-Ground rules (behaviour.md G1-G5), which every module here keeps:
+Ground rules (G1-G5 of docs/rules.md), which every module here keeps:
+
 - no I/O whatsoever: no files, sockets, environment, clock or randomness; time comes in as an
   argument (``now``), randomness as an argument (``jitter``);
 - inputs and outputs are immutable values (frozen attrs classes), changed with ``attrs.evolve``;

@@ -1,7 +1,7 @@
 """The error tree of notify: one base class, caller mistakes and bad data kept apart.
 
-Every error carries a machine-readable ``code`` (the codes of behaviour.md) and, where a field
-is at fault, a JSON ``pointer`` (RFC 6901) naming it, so that the CLI and a host's HTTP layer
+Every error carries a machine-readable ``code`` (the codes of docs/rules.md) and, where a
+field is at fault, a JSON ``pointer`` (RFC 6901) naming it, so that the CLI and a host's HTTP layer
 can map errors without parsing messages.
 """
 

@@ -1,8 +1,8 @@
 """Preference records: the Message Preference pattern of seed 002 as a pure store value.
 
-behaviour.md section 8. A `PreferenceStore` is an immutable value holding every preference
-record ever made, indexed per principal. The three writes are pure transitions that return
-``(new_store, outcome)``; the three reads answer from the store alone::
+Rules: docs/rules.md#records (section 8). A `PreferenceStore` is an immutable value holding
+every preference record ever made, indexed per principal. The three writes are pure
+transitions that return ``(new_store, outcome)``; the three reads answer from the store alone::
 
     set(principal_ref, fields)  -> Ok(id) | Refused(invalid-request | undeclared-channel)
     suspend(preference_id)      -> Ok | Refused(not-known | not-active)
@@ -417,7 +417,7 @@ Outcome: TypeAlias = Ok | Refused
 
 @attrs.frozen(kw_only=True)
 class PreferenceStore:
-    """Every preference record of one store instance, as an immutable value (behaviour.md 8).
+    """Every preference record of one store instance, as an immutable value (section 8).
 
     Start from ``PreferenceStore()`` (empty) or `PreferenceStore.from_records`; every write
     returns a new store and leaves this one as it was. Records are kept in recording order and

@@ -1,4 +1,4 @@
-"""Decision-table functions for preference records (formats.md section 1, behaviour.md 8).
+"""Decision-table functions for preference records (formats.md section 1, section 8).
 
 Each function takes the decoded JSON ``input`` of a case and returns the JSON answer; invalid
 input raises a `NotifyError` with ``code`` and ``pointer`` (pointing into ``input``), which the

@@ -22,7 +22,9 @@ from notify_core.inbox.pipeline import (
     EntryDecisionKind,
     InboxLine,
     InboxPipeline,
+    MailLine,
     inbox_line_to_json,
+    mail_line_to_json,
 )
 from notify_core.instants import MAX_DURATION, format_instant_cached, seconds
 from notify_core.levels import parse_level
@@ -169,6 +171,10 @@ class UnknownReference:
         }
 
 
+#: What a replay writes: hints, entry and mail lines, unknown references.
+Item = Hint | InboxLine | MailLine | UnknownReference
+
+
 def hint_to_json(hint: Hint) -> dict[str, object]:
     """Return the replay output object of a hint (formats.md section 3), members in order."""
     out: dict[str, object] = {}
@@ -204,17 +210,17 @@ def dumps_hint(hint: Hint, dumps: Callable[[object], str] = dumps_json) -> str:
     return dumps(hint_to_json(hint))
 
 
-def dumps_item(
-    item: Hint | InboxLine | UnknownReference, dumps: Callable[[object], str] = dumps_json
-) -> str:
-    """Return the JSON line of a hint, an inbox entry line or an unknown reference's skip
-    (formats.md sections 3, 4)."""
+def dumps_item(item: Item, dumps: Callable[[object], str] = dumps_json) -> str:
+    """Return the JSON line of a hint, an inbox entry line, a mail line or an unknown
+    reference's skip (formats.md sections 3, 4)."""
     if type(item) is Hint:
         return dumps(hint_to_json(item))
     if type(item) is UnknownReference:
         return dumps(item.to_json())
-    assert isinstance(item, InboxLine)
-    return dumps(inbox_line_to_json(item))
+    if type(item) is InboxLine:
+        return dumps(inbox_line_to_json(item))
+    assert isinstance(item, MailLine)
+    return dumps(mail_line_to_json(item))
 
 
 def dumps_line(obj: Mapping[str, object], dumps: Callable[[object], str] = dumps_json) -> str:
@@ -245,6 +251,8 @@ class Summary:
     pushes: Counter[str] = attrs.field(factory=Counter)
     entries: Counter[tuple[str, str]] = attrs.field(factory=Counter)
     entry_skips: Counter[str] = attrs.field(factory=Counter)
+    mails: Counter[str] = attrs.field(factory=Counter)
+    mail_skips: Counter[str] = attrs.field(factory=Counter)
 
     def add_event(self, event: Event) -> None:
         """Count an event by type; unknown types are named apart."""
@@ -276,6 +284,13 @@ class Summary:
         self.entries[(line.category, line.decision.value)] += 1
         if line.reason is not None:
             self.entry_skips[line.reason.value] += 1
+
+    def add_mail(self, line: MailLine) -> None:
+        """Count a mail by template, a mail skip by reason."""
+        if line.reason is not None:
+            self.mail_skips[line.reason.value] += 1
+        elif line.template is not None:
+            self.mails[line.template] += 1
 
     def to_json(self) -> dict[str, object]:
         """Return the summary as JSON (the ``--summary-json`` file)."""
@@ -309,6 +324,8 @@ class Summary:
             },
             "entries_by_category": entries,
             "entry_skips_by_reason": dict(sorted(self.entry_skips.items())),
+            "mails_by_template": dict(sorted(self.mails.items())),
+            "mail_skips_by_reason": dict(sorted(self.mail_skips.items())),
         }
 
 
@@ -345,7 +362,7 @@ class Replay:
         )
         self._known = {kind: collection(self.store) for kind, collection in KNOWN.items()}
 
-    def feed(self, text: str | bytes, line: int) -> Iterator[Hint | InboxLine | UnknownReference]:
+    def feed(self, text: str | bytes, line: int) -> Iterator[Item]:
         """Read one line and yield the hints and entry lines it causes (due work first).
 
         Raises:
@@ -356,9 +373,7 @@ class Replay:
             return
         yield from self.feed_event(event, line)
 
-    def feed_event(
-        self, event: Event, line: int = 0
-    ) -> Iterator[Hint | InboxLine | UnknownReference]:
+    def feed_event(self, event: Event, line: int = 0) -> Iterator[Item]:
         """Apply an event already read (by `reader`) and yield the hints and lines it causes.
 
         Raises:
@@ -367,6 +382,7 @@ class Replay:
         self.summary.add_event(event)
         refs = REFERENCES.get(event.type)
         unknown = self._unknown(event, refs) if refs is not None else None
+        yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
@@ -413,8 +429,9 @@ class Replay:
                         out = _add(out, event, kind, str(item), f"{_pointer(member)}/{index}")
         return out
 
-    def finish(self) -> Iterator[Hint | UnknownReference]:
+    def finish(self) -> Iterator[Item]:
         """Run the clock on until nothing is pending; yield what that decides."""
+        yield from self._due_mail(None)
         yield from self._out(self.pipeline.finish())
 
     def _out(self, hints: Iterable[Hint]) -> Iterator[Hint]:
@@ -428,15 +445,24 @@ class Replay:
                 continue
             yield hint
 
+    def _due_mail(self, until: datetime | None) -> Iterator[Item]:
+        """Drain mails due at or before ``until`` (``None``: all), hint work due before each
+        drain first (formats.md: due work at or before an event runs before it)."""
+        inbox = self.inbox
+        while (at := inbox.next_mail_due()) is not None and (until is None or at <= until):
+            yield from self._out(self.pipeline.advance(at))
+            for mail in inbox.drain(at):
+                self.summary.add_mail(mail)
+                if mail.decision == "send" or self.include_skips:
+                    yield mail
+
     def _out_entries(self, lines: Iterable[InboxLine]) -> Iterator[InboxLine]:
         for entry_line in lines:
             self.summary.add_entry(entry_line)
             if entry_line.decision is not EntryDecisionKind.SKIP or self.include_skips:
                 yield entry_line
 
-    def run(
-        self, lines: Iterable[str | bytes]
-    ) -> Iterator[Hint | InboxLine | UnknownReference | EventError]:
+    def run(self, lines: Iterable[str | bytes]) -> Iterator[Item | EventError]:
         """Replay all lines; bad lines come out as `EventError` values, in place."""
         for number, text in enumerate(lines, start=1):
             try:

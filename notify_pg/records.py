@@ -1,6 +1,6 @@
 """The repository of ``preference_records``: seed 002's preference store on PostgreSQL.
 
-behaviour.md section 8. `PreferenceRecordRepository` answers exactly what the pure
+rules.md#records, section 8. `PreferenceRecordRepository` answers exactly what the pure
 `notify_core.records.PreferenceStore` answers, because every write runs the core's transition:
 
 1. the request alone is checked against an empty core store first: the host's faults at the

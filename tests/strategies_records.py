@@ -1,4 +1,4 @@
-"""Hypothesis strategies for preference records (seed 002, behaviour.md section 8)."""
+"""Hypothesis strategies for preference records (seed 002, rules.md#records, section 8)."""
 
 from __future__ import annotations
 

@@ -89,8 +89,15 @@ def test_every_category_decision_and_reason_appears(replayed: Replayed) -> None:
         "site_off",
         "lower_priority",
     }
-    assert {line["email"] for line in lines if "email" in line} == {"none", "pending"}
-    assert all(line["trigger"] == "inbox" for line in lines)
+    emails = {line["email"] for line in lines if "email" in line}
+    assert emails == {"none", "pending", "sent", "skipped"}
+    assert {line["trigger"] for line in lines} == {"inbox", "mail"}
+    # E2: Chen's daily digest and Dara's hourly mails bundle entries; E4: the handbook's
+    # hour without notifications skips what fell due then.
+    assert set(summary["mails_by_template"]) == {"single", "digest"}
+    assert summary["mail_skips_by_reason"] == {"site_off": 1}
+    chen = [line for line in lines if line["trigger"] == "mail" and line["recipient"] == "chen"]
+    assert any(line["template"] == "digest" for line in chen)
 
 
 def test_the_partner_sees_public_pages_only(replayed: Replayed) -> None:

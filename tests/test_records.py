@@ -1,4 +1,4 @@
-"""Example tests of the preference store (behaviour.md section 8, seed 002).
+"""Example tests of the preference store (rules.md#records, section 8, seed 002).
 
 One test per row of the seed's case table (Set, Suspend, Delete, either write, Current For,
 Read), the worked examples (onboarding, vacation suspend, account closure, rejection paths,

@@ -1,4 +1,4 @@
-"""Stateful property test of the preference store (behaviour.md section 8, seed 002).
+"""Stateful property test of the preference store (rules.md#records, section 8, seed 002).
 
 A `RuleBasedStateMachine` drives random sequences of ``set``, ``suspend``, ``delete``,
 ``current_for`` and ``read`` (plus ``in_effect_at`` and the host faults) against one

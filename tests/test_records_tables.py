@@ -1,4 +1,4 @@
-"""The preference-record decision tables (formats.md section 1, behaviour.md section 8, G5).
+"""The preference-record decision tables (formats.md section 1, rules.md#records, section 8, G5).
 
 Runs every case of ``tests/tables/records.jsonl`` through `RECORD_FUNCTIONS` directly: an
 answer is compared as is, a `NotifyError` as ``{"error": {"code", "pointer"?}}``.

@@ -1,4 +1,4 @@
-"""Entries and coalescing (behaviour.md N10-N12, E1) as pure transitions.
+"""Entries and coalescing (rules N10-N12, E1) as pure transitions.
 
 A person has at most one unread entry per group key. A new event on it counts one more,
 takes the latest variant, actor and event, adds its variant to those seen, and moves the
@@ -20,7 +20,7 @@ import attrs
 from notify_core.errors import UsageError
 from notify_core.instants import require_instant
 
-__all__ = ["OPEN_EMAIL", "EmailState", "EntryState", "coalesce", "read"]
+__all__ = ["OPEN_EMAIL", "EmailState", "EntryState", "coalesce", "mail_done", "read"]
 
 
 class EmailState(enum.StrEnum):
@@ -158,3 +158,16 @@ def read(entry: EntryState) -> EntryState:
     if entry.email is EmailState.PENDING:
         return attrs.evolve(entry, read=True, email=EmailState.SKIPPED, email_after=None)
     return attrs.evolve(entry, read=True)
+
+
+def mail_done(entry: EntryState, sent: bool) -> EntryState:
+    """Mark an entry's email ``sent`` (or ``skipped`` by the drain, E4); an email-only entry
+    closes with it (N12).
+
+    Raises:
+        UsageError: the entry's email was not ``pending`` or ``sending``.
+    """
+    if entry.email not in OPEN_EMAIL:
+        raise UsageError("email_not_due", f"an email in state {entry.email} is not due")
+    state = EmailState.SENT if sent else EmailState.SKIPPED
+    return attrs.evolve(entry, email=state, email_after=None, read=entry.read or not entry.in_app)

@@ -1,4 +1,4 @@
-"""The fan-out decision (behaviour.md N6-N9): one event, its candidates, at most one entry each.
+"""The fan-out decision (rules N6-N9): one event, its candidates, at most one entry each.
 
 Per event, per candidate of each firing category, in this order: the actor is skipped
 (``actor``); inactive, system and non-human accounts (``inactive``); those without the

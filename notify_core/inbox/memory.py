@@ -5,8 +5,9 @@ bounded by the world's state, never by the log's length.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Final
 
 import attrs
@@ -14,6 +15,7 @@ import attrs
 from notify_core.events import Event, EventError
 from notify_core.inbox.access import Group, Match, Rule
 from notify_core.inbox.categories import Permission, Section
+from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, Entry, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
@@ -91,6 +93,10 @@ class WikiMemory:
     def site(self, site: str) -> SiteInfo | None:
         """Return a site."""
         return self.sites.get(site)
+
+    def first_site(self) -> str | None:
+        """Return the first site created."""
+        return next(iter(self.sites), None)
 
     def page(self, page: str) -> PageInfo | None:
         """Return a page, a deleted one as it was."""
@@ -372,6 +378,9 @@ class EntryMemory:
     entries: dict[str, Entry] = attrs.field(factory=dict)
     unread_keys: dict[str, dict[str, str]] = attrs.field(factory=dict)
     counters: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    # (email_after, entry id) of pending emails; an item whose entry moved on is dropped
+    # when it comes up.
+    _due: list[tuple[datetime, str]] = attrs.field(factory=list, init=False, repr=False)
 
     def unread(self, person: str, group_key: str) -> Entry | None:
         """Return a person's unread entry of a key."""
@@ -390,6 +399,9 @@ class EntryMemory:
     def save(self, entry: Entry) -> None:
         """Insert or replace an entry; a read one gives up its key."""
         self.entries[entry.id] = entry
+        due = entry.state.email_after
+        if due is not None and entry.state.email is EmailState.PENDING:
+            heapq.heappush(self._due, (due, entry.id))
         keys = self.unread_keys.get(entry.person)
         if keys is None:
             keys = self.unread_keys[entry.person] = {}
@@ -406,6 +418,30 @@ class EntryMemory:
     def get(self, entry: str) -> Entry | None:
         """Return an entry by id."""
         return self.entries.get(entry)
+
+    def _pending_at(self, at: datetime, entry_id: str) -> Entry | None:
+        entry = self.entries.get(entry_id)
+        if entry is None or entry.state.email is not EmailState.PENDING:
+            return None
+        return entry if entry.state.email_after == at else None
+
+    def next_due(self) -> datetime | None:
+        """Return the earliest due time of a pending email."""
+        heap = self._due
+        while heap and self._pending_at(*heap[0]) is None:
+            heapq.heappop(heap)
+        return heap[0][0] if heap else None
+
+    def due(self, until: datetime) -> Sequence[Entry]:
+        """Take the pending entries due at or before ``until``."""
+        heap, out, seen = self._due, [], set()
+        while heap and heap[0][0] <= until:
+            at, entry_id = heapq.heappop(heap)
+            entry = self._pending_at(at, entry_id)
+            if entry is not None and entry_id not in seen:
+                seen.add(entry_id)
+                out.append(entry)
+        return out
 
     def dismiss(self, entry: str) -> None:
         """Delete an entry (its key is free again)."""

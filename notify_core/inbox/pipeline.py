@@ -1,4 +1,4 @@
-"""The inbox path of the pipeline (behaviour.md N5-N12, H2): wiki events to inbox entries.
+"""The inbox path of the pipeline (rules N5-N12, H2): wiki events to inbox entries.
 
 classify (the firing categories and their candidates) -> gather facts in one batch -> the
 fan-out decision (`fan_out`) -> coalesce each entry into the store. Written against the ports
@@ -32,7 +32,8 @@ from notify_core.inbox.categories import (
     Origin,
     event_variant,
 )
-from notify_core.inbox.coalesce import EmailState, EntryState, coalesce, read
+from notify_core.inbox.coalesce import EmailState, EntryState, coalesce, mail_done, read
+from notify_core.inbox.drain import MailSkip, plan_mails
 from notify_core.inbox.fanout import (
     EntryDecision,
     InboxEvent,
@@ -61,9 +62,11 @@ __all__ = [
     "EntryDecisionKind",
     "InboxLine",
     "InboxPipeline",
+    "MailLine",
     "email_schedule",
     "immediate_email_after",
     "inbox_line_to_json",
+    "mail_line_to_json",
     "scheduled_email_after",
 ]
 
@@ -138,6 +141,20 @@ class InboxLine(NamedTuple):
     site: str | None = None
     entry: Entry | None = None
     reason: InboxSkip | None = None
+
+
+class MailLine(NamedTuple):
+    """One mail of a drain, or one reason due entries were skipped (formats.md section 4)."""
+
+    at: datetime
+    recipient: str
+    site: str
+    decision: str
+    entries: tuple[Entry, ...]
+    reason: MailSkip | None = None
+    template: str | None = None
+    more: int = 0
+    unsubscribe: tuple[str, ...] = ()
 
 
 #: Computes ``email_after`` (E2) for a person (``None``: unknown), a category, an instant, the
@@ -462,6 +479,54 @@ class InboxPipeline:
             )
         return lines
 
+    # --- the mail drain (E4) ----------------------------------------------------------------
+
+    def next_mail_due(self) -> datetime | None:
+        """Return when the next pending email falls due."""
+        return self.entries.next_due()
+
+    def drain(self, at: datetime) -> list[MailLine]:
+        """Send (in a replay: decide) the mails of every pending entry due at or before ``at``.
+
+        Entries sent become ``sent``, skipped ones ``skipped``; email-only ones close (N12).
+        Lines come by recipient, then site: the send first, then skips by reason.
+        """
+        due = self.entries.due(at)
+        if not due:
+            return []
+        wiki, entries = self.wiki, self.entries
+
+        def site_on(site: str) -> bool:
+            info = wiki.site(site)
+            return info is None or info.notifications
+
+        plans = plan_mails(
+            due,
+            site_on=site_on,
+            people=wiki.people({e.person for e in due}),
+            settings=wiki.settings(),
+            first_site=wiki.first_site(),
+        )
+        lines = []
+        for plan in plans:
+            sent = plan.skip is None
+            for entry in plan.sent if sent else plan.entries:
+                entries.save(attrs.evolve(entry, state=mail_done(entry.state, sent)))
+            lines.append(
+                MailLine(
+                    at,
+                    plan.recipient,
+                    plan.site,
+                    "send" if sent else "skip",
+                    plan.entries,
+                    plan.skip,
+                    plan.template,
+                    plan.more,
+                    plan.unsubscribe,
+                )
+            )
+        return lines
+
     # --- reads (H2) -------------------------------------------------------------------------
 
     def _read(self, event: Event) -> None:
@@ -529,3 +594,32 @@ def inbox_line_to_json(line: InboxLine) -> dict[str, object]:
 
 def _instant(value: datetime) -> str:
     return format_instant_cached(value)
+
+
+def mail_line_to_json(line: MailLine) -> dict[str, object]:
+    """Return the replay output object of a mail line (formats.md section 4), in order."""
+    out: dict[str, object] = {
+        "trigger": "mail",
+        "at": _instant(line.at),
+        "recipient": line.recipient,
+        "site": line.site,
+        "decision": line.decision,
+    }
+    if line.reason is not None:
+        out["reason"] = line.reason.value
+    if line.template is not None:
+        out["template"] = line.template
+    out["entries"] = [
+        {
+            "entry": e.id,
+            "category": e.category,
+            "variant": e.state.variant,
+            "count": e.state.count,
+        }
+        for e in line.entries
+    ]
+    if line.more:
+        out["more"] = line.more
+    if line.decision == "send":
+        out["unsubscribe"] = list(line.unsubscribe)
+    return out

@@ -140,6 +140,9 @@ class WikiFacts(Protocol):
     def site(self, site: str) -> SiteInfo | None:
         """Return a site, or ``None`` when unknown."""
 
+    def first_site(self) -> str | None:
+        """Return the instance's first site (by creation): the mail site of entries without one."""
+
     def page(self, page: str) -> PageInfo | None:
         """Return a page (a deleted one too, as it was), or ``None`` when unknown."""
 
@@ -198,3 +201,9 @@ class EntryStore(Protocol):
 
     def dismiss(self, entry: str) -> None:
         """Delete an entry."""
+
+    def next_due(self) -> datetime | None:
+        """Return the earliest ``email_after`` of a ``pending`` entry."""
+
+    def due(self, until: datetime) -> Sequence[Entry]:
+        """Return the ``pending`` entries due at or before ``until`` (E4)."""

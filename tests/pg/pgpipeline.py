@@ -24,9 +24,10 @@ from notify_core.events import Event, parse_event
 from notify_core.partitions import partition_of
 from notify_core.pipeline import Hint, Trigger
 from notify_core.replay import hint_to_json
-from notify_pg import EventLog, NewEvent
+from notify_pg import EventLog
 from notify_pg.push import PushProvider
 from notify_pg.reference_host import ReferenceHost
+from notify_pg.reference_host.load import LogLoader, SettableClock
 from notify_pg.reference_host.world import WorldLoader
 from notify_pg.seam import Conn
 from notify_pg.worker import Worker, WorkerConfig
@@ -78,17 +79,8 @@ def assert_same_hints(got: Sequence[str], expected: Sequence[str], parts: int) -
         assert of(got, part) == of(expected, part), f"partition {part} of {parts}"
 
 
-class FakeClock:
-    """A clock the test moves."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def set(self, now: datetime) -> None:
-        self.now = now
+#: A clock the test moves (the loader's clock).
+FakeClock = SettableClock
 
 
 class TableSink:
@@ -148,21 +140,21 @@ class PgRun:
             jitter=None if jitter is None else (lambda: jitter),
             **worker_options,
         )
-        self.seq_map: dict[int, int] = {}
+        self.load = LogLoader(
+            conn, schema=SCHEMA, host_schema=HOST_SCHEMA, worker=self.worker, clock=self.clock
+        )
+        self.seq_map = self.load.seq_map
         self._next_seq = 1
 
     # --- driving ---------------------------------------------------------------------------
 
     def drain(self) -> None:
         """Let the consumer reach the head of the log."""
-        while self.worker.consume():
-            pass
+        self.load.drain()
 
     def due(self, until: datetime) -> None:
         """Run every piece of due work at or before ``until``."""
-        self.drain()
-        while self.worker.run_due(until):
-            pass
+        self.load.due(until)
 
     def feed(self, obj: dict[str, Any] | Event, *, push: bool = False) -> int:
         """Feed one event: due work first, then the host's write with the append, then the
@@ -173,29 +165,7 @@ class PgRun:
         self.due(event.occurred_at)
         if push:
             self.push()
-        scope = {
-            k: v
-            for k, v in (
-                ("space", event.scope.space),
-                ("channel", event.scope.channel),
-                ("thread", event.scope.thread),
-            )
-            if v is not None
-        }
-        with self.conn.transaction():
-            self.loader.apply(self.conn, event)
-            seq = self.log.append(
-                self.conn,
-                NewEvent(
-                    type=event.type,
-                    payload=dict(event.payload),
-                    actor=event.actor,
-                    audience=event.audience,
-                    scope=scope or None,
-                    occurred_at=event.occurred_at,
-                ),
-            )
-        self.seq_map[seq] = event.seq
+        seq = self.load.append(event)
         self.drain()
         if push:
             self.push()

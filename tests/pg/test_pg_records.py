@@ -1,4 +1,4 @@
-"""Preference records on PostgreSQL (behaviour.md section 8, seed 002; style.md "PostgreSQL").
+"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002; style.md "PostgreSQL").
 
 The repository must answer what the pure core store answers: the decision tables of
 ``tests/tables/records.jsonl`` run unchanged through it, and random operation sequences run

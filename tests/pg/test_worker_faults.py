@@ -140,7 +140,7 @@ def test_outage_in_a_send_batch_sends_each_push_once(team_dsn: str) -> None:
     assert worker.held_results == 0
     (consumer,) = status["consumers"]
     failure = consumer["last_failure"]
-    assert failure["code"] == "storage_unavailable" and failure["round"] == "push"
+    assert failure["code"] == "storage_unavailable" and failure["round"] in ("push", "consumer")
     assert failure["failures"] >= 1
 
 
@@ -335,3 +335,45 @@ def test_a_refused_write_names_its_cause_in_the_log_and_the_status(team_dsn: str
     assert failure["sqlstate"] == "25006" and failure["round"] == "consumer"
     assert failure["message"] == failed["pg_message"]
     assert failure["at"].endswith("Z") and failure["failures"] >= 1
+
+
+def test_results_that_cannot_be_written_hold_back_pushes_not_the_consumer(
+    team_dsn: str,
+) -> None:
+    """Writes of results keep failing (a trigger refuses them): the worker holds them and
+    sends nothing more, but its consumer rounds go on; once the writes are taken the held
+    results are written and nobody is called twice."""
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        due_sends(conn, 3)
+        conn.execute(
+            "CREATE FUNCTION public.refuse() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN RAISE EXCEPTION 'writes refused'; END $$"
+        )
+        conn.execute(
+            f"CREATE TRIGGER refuse BEFORE UPDATE ON {SCHEMA}.push_registrations"
+            " FOR EACH ROW EXECUTE FUNCTION public.refuse()"
+        )
+        provider = FakeProvider("apns")
+        worker = Worker(
+            lambda: psycopg.connect(team_dsn, autocommit=True),
+            ReferenceHost(HOST_SCHEMA),
+            schema=SCHEMA,
+            config=WorkerConfig(partitions=1),
+            providers=[provider],
+        )
+        with pytest.raises(Exception, match="P0001"):
+            worker.run_once()
+        assert worker.held_results == 6 and len(provider.calls) == 6
+        backlog(conn, 30)
+        with pytest.raises(Exception, match="P0001"):
+            worker.run_once()
+        head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
+        cursor = conn.execute(f"SELECT position FROM {SCHEMA}.consumer_cursors").fetchone()
+        assert cursor == head  # the consumer went on
+        assert worker.held_results == 6 and len(provider.calls) == 6
+        conn.execute(f"DROP TRIGGER refuse ON {SCHEMA}.push_registrations")
+        worker.run_once()
+        assert worker.held_results == 0
+        calls = Counter((c.notification.id, c.registration_id) for c in provider.calls)
+        assert len(calls) == 6 and set(calls.values()) == {1}
+        worker.close()

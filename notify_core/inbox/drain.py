@@ -1,0 +1,135 @@
+"""The mail drain's plan (rules E4): due entries grouped into mails, as a pure function.
+
+At a drain instant, each (person, site) with entries due gets one mail: ``single`` for one
+entry, ``digest`` for several, at most `MAX_SHOWN` shown latest first (ties by id,
+descending) with "and N more" for the rest; every entry sent is marked sent and its category
+joins the mail's unsubscribe list. Entries whose site is switched off (``site_off``), whose
+section no longer delivers email (``section_off``) or whose email is now off by the person's
+choice or N4 (``preference``) are skipped, one skip per reason. An entry without a site goes
+with the instance's first site.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+import attrs
+
+from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.ports import Entry
+from notify_core.inbox.prefs import Delivery, InboxSettings
+
+__all__ = ["MAX_SHOWN", "MailPlan", "MailSkip", "plan_mails"]
+
+#: Entries a mail shows; the rest are "and N more" (E4).
+MAX_SHOWN: Final = 50
+
+
+class MailSkip(enum.StrEnum):
+    """Why due entries are not sent (E4), in the order they are checked."""
+
+    SITE_OFF = "site_off"
+    SECTION_OFF = "section_off"
+    PREFERENCE = "preference"
+
+
+@attrs.frozen(kw_only=True)
+class MailPlan:
+    """One mail of a drain, or one reason its due entries were skipped.
+
+    Args:
+        recipient: the person.
+        site: the site the mail comes from.
+        entries: the entries shown (a send: at most `MAX_SHOWN`) or skipped, latest first.
+        skip: why they are skipped; ``None`` for a send.
+        template: ``single`` or ``digest`` (a send).
+        more: entries sent but not shown.
+        unsubscribe: the categories of every entry sent, sorted.
+        sent: every entry the send marks sent (shown and not shown).
+    """
+
+    recipient: str
+    site: str
+    entries: tuple[Entry, ...]
+    skip: MailSkip | None = None
+    template: str | None = None
+    more: int = 0
+    unsubscribe: tuple[str, ...] = ()
+    sent: tuple[Entry, ...] = ()
+
+
+def _latest_first(entry: Entry) -> tuple[object, str]:
+    return entry.state.updated_at, entry.id
+
+
+def plan_mails(
+    due: Sequence[Entry],
+    *,
+    site_on: Callable[[str], bool],
+    people: Mapping[str, PersonFacts],
+    settings: InboxSettings,
+    first_site: str | None,
+) -> list[MailPlan]:
+    """Group the entries due at a drain instant into mails and skips (E4).
+
+    Args:
+        due: the ``pending`` entries due at or before the instant.
+        site_on: whether a site's notifications are on (N5).
+        people: the facts of the entries' people (a person missing: email is off).
+        settings: sections and whether mail is configured (N3, N4).
+        first_site: the instance's first site (by creation), for entries without a site;
+            ``None``: such entries are skipped as ``site_off``.
+
+    Returns:
+        By recipient, then site: the send first, then skips by reason (in text order).
+    """
+    groups: dict[tuple[str, str], list[Entry]] = {}
+    for entry in due:
+        site = entry.target.site or first_site or ""
+        groups.setdefault((entry.person, site), []).append(entry)
+    plans: list[MailPlan] = []
+    for (person, site), entries in sorted(groups.items()):
+        facts = people.get(person)
+        reasons: dict[MailSkip, list[Entry]] = {}
+        send: list[Entry] = []
+        for entry in entries:
+            category = CATEGORY_BY_KEY[entry.category]
+            reason = None
+            if not site or not site_on(site):
+                reason = MailSkip.SITE_OFF
+            elif settings.delivery(category.section) is not Delivery.EMAIL:
+                reason = MailSkip.SECTION_OFF
+            elif (
+                facts is None
+                or not (settings.mail_configured and facts.verified and facts.email)
+                or not facts.prefs.choice(category).email
+            ):
+                reason = MailSkip.PREFERENCE
+            if reason is None:
+                send.append(entry)
+            else:
+                reasons.setdefault(reason, []).append(entry)
+        if send:
+            send.sort(key=_latest_first, reverse=True)
+            plans.append(
+                MailPlan(
+                    recipient=person,
+                    site=site,
+                    entries=tuple(send[:MAX_SHOWN]),
+                    template="single" if len(send) == 1 else "digest",
+                    more=max(0, len(send) - MAX_SHOWN),
+                    unsubscribe=tuple(sorted({e.category for e in send})),
+                    sent=tuple(send),
+                )
+            )
+        for reason in sorted(reasons):
+            skipped = reasons[reason]
+            if skipped:
+                skipped.sort(key=_latest_first, reverse=True)
+                plans.append(
+                    MailPlan(recipient=person, site=site, entries=tuple(skipped), skip=reason)
+                )
+    return plans
