@@ -42,6 +42,10 @@ __all__ = [
     "mail_message",
 ]
 
+#: RFC 5322's own limit: a shorter one makes the email package fold a header without spaces
+#: (the List-Unsubscribe URL) into RFC 2047 encoded words, which no mail client follows.
+_POLICY: Final = email_policy.SMTP.clone(max_line_length=998)
+
 #: The headers a DKIM signature covers: the usual ones plus both List-Unsubscribe headers
 #: (seed 004 section 10.4: a default list covers List-Unsubscribe and not List-Unsubscribe-Post).
 DKIM_SIGNED_HEADERS: Final = (
@@ -91,7 +95,7 @@ def mail_message(
         message_id: the ``Message-ID`` without angle brackets; by default one derived from
             the date, the recipient and the subject, so the same mail gets the same id.
     """
-    message = EmailMessage(policy=email_policy.SMTP)
+    message = EmailMessage(policy=_POLICY)
     message["From"] = sender
     message["To"] = to
     message["Subject"] = mail.subject
@@ -105,6 +109,10 @@ def mail_message(
         message[name] = value
     message.set_content(mail.text)
     message.add_alternative(mail.html, subtype="html")
+    # A boundary derived from the bodies (never found in them: they are quoted-printable or
+    # base64) rather than a random one, so the same mail is the same bytes.
+    bodies = hashlib.sha256(f"{mail.text}\0{mail.html}".encode()).hexdigest()
+    message.set_boundary(f"=_notify_{bodies[:32]}")
     return message
 
 
@@ -308,7 +316,7 @@ class SmtpSender:
             smtp.close()
 
     def _bytes(self, message: EmailMessage) -> bytes:
-        data = message.as_bytes(policy=email_policy.SMTP)
+        data = message.as_bytes(policy=_POLICY)
         return self.dkim_key.sign(data) if self.dkim_key is not None else data
 
     def send(self, outgoing: Outgoing) -> None:
