@@ -13,8 +13,10 @@ touches the database: the drain's claims and leases on PostgreSQL are the caller
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import smtplib
+import socket
 import ssl
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -252,6 +254,13 @@ def _failure(exc: BaseException) -> MailSendError:
     )
 
 
+@functools.cache
+def _local_hostname() -> str:
+    # smtplib asks the resolver for the host's name on every connection (socket.getfqdn):
+    # ~0.1 s each on a machine with slow DNS. The name does not change while we run.
+    return socket.getfqdn()
+
+
 class SmtpSender:
     """An SMTP client that keeps one connection open for a batch (a context manager).
 
@@ -285,18 +294,24 @@ class SmtpSender:
 
     def _connect(self) -> smtplib.SMTP:
         config = self.config
-        context = self.ssl_context or ssl.create_default_context()
         smtp: smtplib.SMTP
         if config.tls:
+            context = self._context()
             smtp = smtplib.SMTP_SSL(
-                config.host, config.port, timeout=config.timeout, context=context
+                config.host,
+                config.port,
+                local_hostname=_local_hostname(),
+                timeout=config.timeout,
+                context=context,
             )
         else:
-            smtp = smtplib.SMTP(config.host, config.port, timeout=config.timeout)
+            smtp = smtplib.SMTP(
+                config.host, config.port, local_hostname=_local_hostname(), timeout=config.timeout
+            )
         try:
             smtp.ehlo()
             if config.starttls:
-                smtp.starttls(context=context)
+                smtp.starttls(context=self._context())
                 smtp.ehlo()
             if config.username is not None:
                 smtp.login(config.username, config.password or "")
@@ -304,6 +319,13 @@ class SmtpSender:
             smtp.close()
             raise
         return smtp
+
+    def _context(self) -> ssl.SSLContext:
+        # Loading the system's CA certificates takes tens of milliseconds: once per sender,
+        # and only for TLS.
+        if self.ssl_context is None:
+            self.ssl_context = ssl.create_default_context()
+        return self.ssl_context
 
     def close(self) -> None:
         """Say QUIT and close the connection, if one is open."""
