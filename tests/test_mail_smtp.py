@@ -197,3 +197,41 @@ def test_smtp_urls() -> None:
             SmtpConfig.from_url(bad)
         assert caught.value.code == "invalid_smtp_url"
         assert "secret" not in caught.value.message
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+@pytest.mark.filterwarnings("ignore:Session.login_data is deprecated")
+def test_e6_user_and_password_from_the_url_log_in() -> None:
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    seen: list[tuple[bytes, bytes]] = []
+
+    def authenticator(
+        server: Any, session: Any, envelope: Any, mechanism: str, data: Any
+    ) -> AuthResult:
+        assert isinstance(data, LoginPassword)
+        seen.append((data.login, data.password))
+        return AuthResult(success=data.password == b"p:w")
+
+    handler = Recorder()
+    port = _free_port()
+    controller = Controller(
+        handler,
+        hostname="127.0.0.1",
+        port=port,
+        authenticator=authenticator,
+        auth_require_tls=False,
+        auth_required=True,
+    )
+    controller.start()
+    try:
+        with SmtpSender(SmtpConfig.from_url(f"smtp://u%40x:p%3Aw@127.0.0.1:{port}")) as smtp:
+            smtp.send(_mail())
+        anonymous = SmtpSender(SmtpConfig.from_url(f"smtp://127.0.0.1:{port}"))
+        with anonymous, pytest.raises(MailSendError) as caught:
+            anonymous.send(_mail("ben"))  # 530: authentication required
+    finally:
+        controller.stop()
+    assert seen[0] == (b"u@x", b"p:w") and len(handler.received) == 1
+    assert caught.value.code == "smtp_rejected" and caught.value.smtp_code == 530
+    assert not caught.value.temporary
