@@ -2,8 +2,9 @@
 
 The badge counts the threads a person can read that are unread and, in addition, hold an
 unread mention of the person, have effective level ``all``, or are in a DM channel (B1). A read
-that makes a thread stop counting lowers the badge; only that schedules a badge sync, at most
-one per person per ``badge_sync_min_interval`` (B2).
+that makes a thread stop counting lowers the badge (also a read past its last unread mention
+while it stays unread); only that schedules a badge sync, at most one per person per
+``badge_sync_min_interval`` (B2).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _flag(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
 
 def _check_seq(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        code = "invalid_count" if name == "unread_mentions" else "invalid_seq"
+        code = "invalid_count" if name.startswith("unread_mentions") else "invalid_seq"
         raise InvalidFacts(code, f"{name} must be an integer >= 0, not {value!r}", f"/{name}")
     return value
 
@@ -96,9 +97,11 @@ class ThreadBadgeFacts:
         return self.last_message_seq > max(self.read_seq, self.unread_floor_seq)
 
 
-def _counts(t: ThreadBadgeFacts, read_seq: int) -> bool:
+def _counts(t: ThreadBadgeFacts, read_seq: int, mentions: int | None = None) -> bool:
     unread = t.last_message_seq > max(read_seq, t.unread_floor_seq)
-    return t.readable and unread and (t.unread_mentions > 0 or t.level is Level.ALL or t.dm)
+    if mentions is None:
+        mentions = t.unread_mentions
+    return t.readable and unread and (mentions > 0 or t.level is Level.ALL or t.dm)
 
 
 def counts_for_badge(t: ThreadBadgeFacts) -> bool:
@@ -149,28 +152,49 @@ def badge_count(threads: Iterable[ThreadBadgeFacts]) -> int:
     return badge
 
 
-def read_lowers_badge(t: ThreadBadgeFacts, previous_read_seq: int, new_read_seq: int) -> bool:
+def read_lowers_badge(
+    t: ThreadBadgeFacts,
+    previous_read_seq: int,
+    new_read_seq: int,
+    *,
+    unread_mentions_after: int | None = None,
+) -> bool:
     """Tell whether moving the read position of a thread lowers the badge (B2).
 
     True exactly when the thread counts at ``previous_read_seq`` and not at ``new_read_seq``;
-    ``t.read_seq`` is not read. A mark as unread (a lower position) never lowers the badge.
+    ``t.read_seq`` is not read. ``t.unread_mentions`` are the mentions unread at the previous
+    position, ``unread_mentions_after`` those still unread at the new one: a read past the
+    last unread mention of a thread that stays unread stops it counting at level
+    ``mentions`` outside a DM. A mark as unread (a lower position) never lowers the badge.
 
     Args:
-        t: the thread's facts at the time of the read.
+        t: the thread's facts at the time of the read, before it.
         previous_read_seq: the read position before the read (0 without one).
         new_read_seq: the read position after it.
+        unread_mentions_after: the unread mentions at ``new_read_seq``; ``None``: as many as
+            before (right only for a read that passes no mention).
 
     Raises:
-        InvalidFacts: a position that is not an integer >= 0 (``invalid_seq``).
+        InvalidFacts: a position or count that is not an integer >= 0 (``invalid_seq``,
+            ``invalid_count``).
 
     Example:
         >>> t = ThreadBadgeFacts(thread="t-1", level="all", last_message_seq=7)
         >>> read_lowers_badge(t, previous_read_seq=3, new_read_seq=7)
         True
+        >>> t = ThreadBadgeFacts(thread="t-1", level="mentions", last_message_seq=7,
+        ...                      unread_mentions=1)
+        >>> read_lowers_badge(t, 3, 5, unread_mentions_after=0)
+        True
     """
     _check_seq(previous_read_seq, "previous_read_seq")
     _check_seq(new_read_seq, "new_read_seq")
-    return _counts(t, previous_read_seq) and not _counts(t, new_read_seq)
+    if unread_mentions_after is not None:
+        _check_seq(unread_mentions_after, "unread_mentions_after")
+    if new_read_seq <= previous_read_seq:
+        return False  # a mark as unread or the same position: nothing newly read
+    before = _counts(t, previous_read_seq)
+    return before and not _counts(t, new_read_seq, unread_mentions_after)
 
 
 def badge_sync_due(

@@ -531,7 +531,8 @@ class Notification:
     There is no field for text: titles and bodies are never pushed; the app fetches what it
     shows. Two forms exist. A hint has a thread for the thread kinds (none for ``security``
     and ``admin``), and no ``cleared``. The badge sync (kind ``sync``, B2) has only ``id``,
-    ``badge`` and ``cleared``: no thread, message or target, not quiet, count 0.
+    ``badge``, ``cleared`` and ``instance_id``: no thread, message or target, not quiet,
+    count 0.
 
     Args:
         id: the notification's ID, shared by the pushes of one hint to one person.
@@ -543,6 +544,8 @@ class Notification:
         count: the unread count of a flush (D8), else 0.
         badge: the recipient's badge number at send time (B1).
         cleared: for ``sync`` only: the threads read since the last sync, in order.
+        instance_id: the ID of the instance that sends it (seed 001 note 12), in both forms,
+            so that an app signed in to several instances knows which one to ask.
 
     Raises:
         InvalidKind: ``kind`` is not a kind.
@@ -565,6 +568,7 @@ class Notification:
     count: int = attrs.field(default=0, validator=_number)
     badge: int = attrs.field(validator=_number)
     cleared: tuple[str, ...] = attrs.field(default=(), converter=_cleared)
+    instance_id: str | None = attrs.field(default=None, validator=_optional_id)
 
     def __attrs_post_init__(self) -> None:
         if self.kind in THREAD_KINDS:

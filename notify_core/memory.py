@@ -230,13 +230,15 @@ class MemoryStore:
         """Return a person's read position in a thread (0 when never read)."""
         return self.read.get((user, thread), 0)
 
-    def unread_mentions(self, user: str, thread: str) -> int:
-        """Return how many mentions of a person in a thread lie after the read position."""
+    def unread_mentions(self, user: str, thread: str, after: int | None = None) -> int:
+        """Return how many mentions of a person in a thread lie after the read position
+        (or after ``after`` instead) and the thread's unread floor."""
         seqs = self.mentions.get((user, thread))
         if not seqs:
             return 0
         info = self.threads.get(thread)
-        floor = max(self.read_seq(user, thread), info.unread_floor_seq if info else 0)
+        position = self.read_seq(user, thread) if after is None else after
+        floor = max(position, info.unread_floor_seq if info else 0)
         return len(seqs) - bisect.bisect_right(seqs, floor)
 
     def badge_threads(self, user: str) -> Iterable[str]:
@@ -730,6 +732,11 @@ class MemoryStore:
                 info, last_message_seq=seq, newest_message=str(p["message"])
             )
         author = str(p["author"])
+        if p["kind"] not in ("run", "system"):
+            # B3: the author's own message moves their read position to it (never back).
+            key = (author, thread_id)
+            if self.read.get(key, 0) < seq:
+                self.read[key] = seq
         if p["kind"] == "run" and "run" in p:
             run = self.runs.setdefault(str(p["run"]), _Run())
             run.anchor_seq, run.thread, run.anchored = seq, thread_id, True

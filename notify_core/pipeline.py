@@ -510,7 +510,10 @@ class Pipeline:
     def _badge_on_read(self, event: Event, user: str, thread: str, new_seq: int) -> None:
         """B2: a read that lowers the badge schedules one sync, at most one per interval."""
         facts = self._badge_facts(user, thread, event.occurred_at)
-        if facts is None or not read_lowers_badge(facts, facts.read_seq, new_seq):
+        if facts is None or new_seq <= facts.read_seq:
+            return  # a mark as unread or a read of what was read (B3: own messages) lowers nothing
+        after = self.world.unread_mentions(user, thread, new_seq) if facts.unread_mentions else 0
+        if not read_lowers_badge(facts, facts.read_seq, new_seq, unread_mentions_after=after):
             return
         last, pending = self.schedule.badge_sync(user)
         if pending:

@@ -125,10 +125,18 @@ class WorldFacts(Protocol):
         """Tell whether a person may read a thread now (D2)."""
 
     def read_seq(self, user: str, thread: str) -> int:
-        """Return a person's read position in a thread (0 when never read)."""
+        """Return a person's read position in a thread (0 when never read).
 
-    def unread_mentions(self, user: str, thread: str) -> int:
-        """Return how many mentions of a person in a thread are unread."""
+        Their last ``read_state.updated`` of the thread, moved up to each later message of
+        their own (B3: their own messages are read).
+        """
+
+    def unread_mentions(self, user: str, thread: str, after: int | None = None) -> int:
+        """Return how many mentions of a person in a thread are unread.
+
+        ``after``: count those after this read position instead of the person's own (B2: the
+        mentions a read leaves unread); the thread's unread floor applies either way.
+        """
 
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads that may count for a person's badge (B1), each once.

@@ -17,7 +17,7 @@ from notify_pg.errors import (
     PartitionError,
     StorageError,
 )
-from notify_pg.events import EventLog, NewEvent, payload_size, read_event_log
+from notify_pg.events import EventLog, NewEvent, device_pending, payload_size, read_event_log
 from notify_pg.facts import DEFAULT_LEVEL_KEY, FactsReader
 from notify_pg.migrate import DEFAULT_SCHEMA, Migration, migrate, migrations
 from notify_pg.pipeline_ports import PgPreferences, PgSchedule, PgWorld, Session
@@ -102,6 +102,7 @@ __all__ = [
     "Worker",
     "WorkerConfig",
     "WorkerStats",
+    "device_pending",
     "forget_person",
     "migrate",
     "migrations",

@@ -26,7 +26,7 @@ from notify_pg.errors import LimitReached
 from notify_pg.migrate import DEFAULT_SCHEMA
 from notify_pg.seam import Conn, Seam
 
-__all__ = ["EventLog", "NewEvent", "payload_size", "read_event_log"]
+__all__ = ["EventLog", "NewEvent", "device_pending", "payload_size", "read_event_log"]
 
 NOTIFICATION_PREF_UPDATED = "notification_pref.updated"
 QUIET_HOURS_UPDATED = "quiet_hours.updated"
@@ -77,6 +77,21 @@ class NewEvent:
             _no_null(self.scope, "/scope")
         if self.occurred_at is not None:
             require_instant(self.occurred_at, "occurred_at")
+
+
+def device_pending(device_id: str, user_id: str, platform: str) -> NewEvent:
+    """Return the event a device registered as pending appends (seed 001 note 4 d, S4).
+
+    Append it in the transaction that inserts the device, exactly when the device is pending:
+    it is the source of the ``security`` hint to the owner's other devices. It is personal
+    (audience the owner) and carries only the device's id and platform.
+    """
+    return NewEvent(
+        type="device.pending",
+        payload={"device": device_id, "platform": platform},
+        actor=user_id,
+        audience=user_id,
+    )
 
 
 class EventLog:

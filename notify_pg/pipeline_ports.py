@@ -22,6 +22,7 @@ number of queries. Caches live for one event or one piece of due work.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -43,6 +44,8 @@ from notify_pg.preferences import PreferenceRepository
 from notify_pg.seam import Conn, Seam
 
 __all__ = ["PgPreferences", "PgSchedule", "PgWorld", "Session"]
+
+_log = logging.getLogger("notify_pg")
 
 #: The personal switches the pipeline reads (D3, D7).
 ADMIN_ENABLED_KEY: Final = "notify.admin_enabled"
@@ -116,6 +119,11 @@ class PgWorld:
         session: the transaction's session.
         host: the host's ports.
         schema: the library's schema (for ``event_log`` and ``push_registrations``).
+        facts: the batched reader of level facts (for the badge's threads).
+        live: whether ``gateway`` routes can be delivered (the worker has a sink). Without
+            that, live routes fail closed: nobody's connections are read, so no device counts
+            as live, nobody as active in a thread (D4), and every active device gets ``push``
+            (D5), as with no gateway at all (seed 001 note 10).
     """
 
     def __init__(
@@ -124,11 +132,14 @@ class PgWorld:
         host: PipelineHostPorts,
         schema: str,
         facts: FactsReader | None = None,
+        *,
+        live: bool = True,
     ) -> None:
         self._s = session
         self._host = host
         self._seam = Seam("notify_pg", schema)
         self._facts = facts
+        self._live = live
 
     # --- people, places ----------------------------------------------------------------------
 
@@ -191,7 +202,8 @@ class PgWorld:
         """Return a person's read position in a thread (0 when never read).
 
         While an event is handled: the position of the person's last ``read_state.updated``
-        of the thread before the event (the facts before it, B2). Otherwise the host's.
+        of the thread before the event, moved up to their own later messages (B3), as of just
+        before the event (the facts before it, B2). Otherwise the host's.
         """
         s = self._s
         key = (user, thread)
@@ -207,8 +219,14 @@ class PgWorld:
                 s.read[key] = self._host.read_positions(s.conn, user, [thread]).get(thread, 0)
         return s.read[key]
 
-    def unread_mentions(self, user: str, thread: str) -> int:
-        """Return how many mentions of a person in a thread lie after the read position."""
+    def unread_mentions(self, user: str, thread: str, after: int | None = None) -> int:
+        """Return how many mentions of a person in a thread lie after the read position (or
+        after ``after`` instead) and the thread's unread floor."""
+        if after is not None:
+            info = self.thread(thread)
+            floor = max(after, info.unread_floor_seq if info else 0)
+            found = self._host.unread_mentions(self._s.conn, user, {thread: floor})
+            return found.get(thread, 0)
         key = (user, thread)
         if key not in self._s.mentions:
             info = self.thread(thread)
@@ -293,7 +311,10 @@ class PgWorld:
         return s.devices[user]
 
     def connections(self, user: str) -> tuple[Connection, ...]:
-        """Return the live connections of a person's active devices."""
+        """Return the live connections of a person's active devices (none when ``gateway``
+        routes cannot be delivered)."""
+        if not self._live:
+            return ()
         s = self._s
         if user not in s.connections:
             people = [p for p in s.people(user) if p not in s.connections]
@@ -404,14 +425,19 @@ class PgPreferences:
         """Return the switches of many people; a stored non-boolean counts as unset (D3, D7)."""
         stored = self._host.settings(self._s.conn, users, [ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY])
         out = {}
+        bad = 0
         for person, values in stored.items():
             admin = values.get(ADMIN_ENABLED_KEY)
             breaks = values.get(INPUT_NEEDED_KEY)
+            bad += sum(v is not None and not isinstance(v, bool) for v in (admin, breaks))
             if admin is not None or breaks is not None:
                 out[person] = Switches(
                     admin_enabled=admin if isinstance(admin, bool) else None,
                     input_needed_breaks_quiet_hours=breaks if isinstance(breaks, bool) else None,
                 )
+        if bad:
+            # Seed 001 note 8: one warning, without the values and without the people's IDs.
+            _log.warning("%d stored switch value(s) are not booleans; counted as unset", bad)
         return out
 
     def follow(self, user: str, thread: str) -> bool:

@@ -211,7 +211,11 @@ class ReadStatePort(Protocol):
     def read_positions(
         self, conn: Conn, user_id: str, thread_ids: Sequence[str]
     ) -> Mapping[str, int]:
-        """Return the person's read position per thread (threads never read are absent)."""
+        """Return the person's read position per thread (threads never read are absent).
+
+        A person's own message moves their position up to it (B3), as a chat server does when
+        it stores the message; the host keeps that in the same transaction.
+        """
         ...
 
     def unread_mentions(

@@ -96,8 +96,10 @@ class HintSink(Protocol):
     Called once per hint decision in order, with the notification id of a send (``None`` for
     collect and skip). A host uses it for the ``gateway`` routes (live connections) and its
     ``notification.created`` events; it runs in the round's transaction, so what it writes
-    commits or rolls back with the round. A ``not_allowed`` skip of an event's own candidate
-    must leave no trace that names the person (seed 001 AZ-M48).
+    commits or rolls back with the round. It must deliver every ``gateway`` route of a send
+    or raise: a raise rolls the round back and the worker retries it (fail closed, seed 001
+    note 10), so a live route is never dropped. A ``not_allowed`` skip of an event's own
+    candidate must leave no trace that names the person (seed 001 AZ-M48).
     """
 
     def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:
@@ -145,6 +147,8 @@ class WorkerConfig:
             it, the round rolls back and another worker takes the partition.
         statement_timeout: the longest one statement of the worker may run or wait for a lock
             (PostgreSQL's ``statement_timeout``).
+        instance_id: the ID of the host's instance, carried by every push (seed 001 note
+            12); ``None`` leaves it out (a host that serves one instance per app).
     """
 
     consumer: str = "push"
@@ -161,6 +165,7 @@ class WorkerConfig:
     send_lease: timedelta = timedelta(minutes=2)
     partition_takeover: timedelta = timedelta(seconds=30)
     statement_timeout: timedelta = timedelta(seconds=60)
+    instance_id: str | None = None
 
 
 @attrs.define
@@ -241,11 +246,17 @@ class Worker:
         clock: the current instant (due work and push sends; events carry their own time).
         providers: the push providers, one per provider name; a registration of another
             provider is skipped with ``no_provider``.
-        sink: receives every hint in the round's transaction.
+        sink: receives every hint in the round's transaction and delivers its ``gateway``
+            routes. Without a sink, live routes fail closed: the worker reads no live
+            connections, so no device is live and every active device gets ``push`` (no
+            hint goes only to a gateway that nobody delivers; seed 001 note 10).
         jitter: draws the retry jitter in [0.5, 1] (R2); random by default.
         on_event: a test hook, called in the round after each event is handled.
         gate: the limit on concurrent provider requests; by default the process's gate
             (`ProviderGate.for_process`), shared by every worker of the process.
+        rounds: more rounds run after the push round on the worker's connection, each
+            returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`);
+            their failures are recorded as round ``inbox``.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -267,6 +278,7 @@ class Worker:
         jitter: Callable[[], float] | None = None,
         on_event: Callable[[Conn, Event | None], None] | None = None,
         gate: ProviderGate | None = None,
+        rounds: Sequence[Callable[[Conn], int]] = (),
     ) -> None:
         self.schema = schema
         self.policy = policy or Policy()
@@ -296,6 +308,7 @@ class Worker:
         self._held: list[tuple[_Prepared, SendResult]] = []
         self._round = "consumer"
         self._unrecorded: dict[str, Any] | None = None
+        self._rounds = tuple(rounds)
 
     # --- connections -------------------------------------------------------------------------
 
@@ -355,7 +368,7 @@ class Worker:
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
         pipeline = Pipeline(
             policy=self.policy,
-            world=PgWorld(session, self.host, self.schema, self._facts),
+            world=PgWorld(session, self.host, self.schema, self._facts, live=self.sink is not None),
             prefs=PgPreferences(
                 session,
                 self.host,
@@ -752,6 +765,7 @@ class Worker:
             count=claimed.count,
             badge=len(counted),
             cleared=cleared,
+            instance_id=self.config.instance_id,
         )
         return _Prepared(claimed, registration, provider, notification)
 
@@ -845,7 +859,7 @@ class Worker:
 
     def run_once(self, *, max_rounds: int = 100, stop: threading.Event | None = None) -> int:
         """Consume up to the head (at most ``max_rounds`` rounds), then run due work and one
-        push round; return the work done (0: idle).
+        push round, then the extra rounds (the inbox); return the work done (0: idle).
 
         Results held over a database failure are written first. When that fails, consumer
         and due-work rounds still run (they claim no push send) and the call then raises the
@@ -878,6 +892,11 @@ class Worker:
             return work
         self._round = "push"
         work += self.send_pushes()
+        for extra in self._rounds:
+            if stop is not None and stop.is_set():
+                return work
+            self._round = "inbox"
+            work += extra(self._connection())
         return work
 
     def run(self, stop: threading.Event) -> None:

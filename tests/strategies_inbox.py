@@ -1,4 +1,4 @@
-"""Hypothesis strategies for the inbox (seed 004, behaviour.md section 9)."""
+"""Hypothesis strategies for the inbox (seed 004; docs/rules.md, N E U H)."""
 
 from __future__ import annotations
 

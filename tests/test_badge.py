@@ -185,6 +185,38 @@ class TestReadLowersBadge:
         t = thread(level="all", read_seq=10)
         assert read_lowers_badge(t, previous_read_seq=0, new_read_seq=10)
 
+    def test_b2_a_read_past_the_last_unread_mention_lowers_while_the_thread_stays_unread(
+        self,
+    ) -> None:
+        """B2: level mentions outside a DM, the read passes the last unread mention and leaves
+        the thread unread: it stops counting, so the badge falls."""
+        t = thread(unread_mentions=1)
+        assert read_lowers_badge(t, 4, 7, unread_mentions_after=0)
+        assert not read_lowers_badge(t, 4, 7, unread_mentions_after=1)  # another one is left
+        assert not read_lowers_badge(attrs.evolve(t, dm=True), 4, 7, unread_mentions_after=0)
+        assert not read_lowers_badge(attrs.evolve(t, level="all"), 4, 7, unread_mentions_after=0)
+        assert not read_lowers_badge(t, 7, 4, unread_mentions_after=0)  # a mark as unread
+
+    def test_b2_unread_mentions_after_is_a_count(self) -> None:
+        """B2: the mentions left unread are an integer >= 0."""
+        with pytest.raises(InvalidFacts) as exc:
+            read_lowers_badge(thread(), 4, 7, unread_mentions_after=-1)
+        assert exc.value.as_json() == {
+            "code": "invalid_count",
+            "pointer": "/unread_mentions_after",
+        }
+
+    @given(thread_badge_facts(), seqs, seqs, st.integers(min_value=0, max_value=3))
+    def test_b2_lowers_exactly_when_counted_before_and_not_after_with_the_mentions_left(
+        self, t: ThreadBadgeFacts, previous: int, new: int, left: int
+    ) -> None:
+        """B2: the definition, with the mentions still unread at the new position."""
+        left = min(left, t.unread_mentions)
+        before = counts_for_badge(attrs.evolve(t, read_seq=previous))
+        after = counts_for_badge(attrs.evolve(t, read_seq=new, unread_mentions=left))
+        lowered = read_lowers_badge(t, previous, new, unread_mentions_after=left)
+        assert lowered == (new > previous and before and not after)
+
     @pytest.mark.parametrize(
         ("previous", "new", "pointer"),
         [(-1, 3, "/previous_read_seq"), (1, True, "/new_read_seq"), (1, 2.0, "/new_read_seq")],

@@ -525,7 +525,16 @@ class TestNotification:
             "count",
             "badge",
             "cleared",
+            "instance_id",
         ]
+
+    def test_both_forms_carry_the_instance_id(self) -> None:
+        """R3, seed 001 note 12: a hint and a badge sync name the instance that sends them."""
+        hint = Notification(id="n-1", kind="admin", target="g-1", badge=0, instance_id="i-1")
+        sync = Notification(id="n-2", kind="sync", badge=0, instance_id="i-1")
+        assert (hint.instance_id, sync.instance_id) == ("i-1", "i-1")
+        with pytest.raises(UsageError):
+            Notification(id="n-3", kind="sync", badge=0, instance_id=7)  # type: ignore[arg-type]
 
     def test_hint(self) -> None:
         """R3: a flush hint with its count and badge."""

@@ -1,4 +1,4 @@
-"""The inbox core (behaviour.md N1-N12, E1): registry, preferences, access, fan-out, coalescing."""
+"""The inbox core (rules N1-N12, E1): registry, preferences, access, fan-out, coalescing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The inbox path of the replay (behaviour.md N5-N12, H2): wiki logs in, entry lines out."""
+"""The inbox path of the replay (rules N5-N12, H2): wiki logs in, entry lines out."""
 
 from __future__ import annotations
 

@@ -183,6 +183,47 @@ def test_b2_badge_sync_only_when_lowered_at_most_one_per_interval() -> None:
     assert syncs == [("2026-10-23T09:00:20Z", 1), ("2026-10-23T09:02:20Z", 0)]
 
 
+def test_b2_a_read_past_the_last_unread_mention_schedules_a_sync() -> None:
+    """B2: Alex reads t3 past Sam's mention while t3 stays unread (level mentions, no DM):
+    the badge falls from 2 to 1 and a sync goes at once; the later read of t another."""
+    hints = replay_file(HERE / "badge_sync_mention_read.jsonl")
+    syncs = [(h["at"], h["count"]) for h in hints if h["trigger"] == "badge_sync"]
+    assert syncs == [("2026-10-23T09:03:30Z", 1), ("2026-10-23T09:05:30Z", 0)]
+
+
+class TestOwnMessages:
+    """B3: a human's own message moves their read position in its thread to it."""
+
+    def test_b3_own_message_is_read_and_reading_it_schedules_no_sync(self) -> None:
+        """B3: the flush after Alex's reply counts only what came after it; reading up to his
+        reply lowers nothing (no sync); D9: a delayed push due after his reply is read."""
+        hints = replay_file(HERE / "own_messages_read.jsonl")
+        flush = [h for h in hints if h["trigger"] == "flush" and h["recipient"] == "alex"]
+        assert [h["count"] for h in flush] == [1]
+        assert [h for h in hints if h["trigger"] == "badge_sync"] == []
+        released = [(h["message"], h.get("reason")) for h in hints if h["trigger"] == "release"]
+        assert released == [("m1", "read"), ("m4", None), ("n1", "read")]
+
+    def test_b3_b1a_position_moves_up_to_own_messages_only(self) -> None:
+        """B3: the position moves to the author's message, never back; B1a: a run anchor or
+        a system message of the person moves nothing, as it never makes a thread unread."""
+        log = Log().team()
+        log.at(10).msg("m1", "sam", seq=1).msg("m2", "sam", seq=2)
+        log.msg("a3", "alex", seq=3)
+        log.read("alex", "t", 1)  # a mark as unread stays until his next message
+        log.msg("anchor", "alex", seq=4, kind="run", run="r1")
+        log.msg("sys", "alex", seq=5, kind="system", origin="system")
+        replay = Replay(include_skips=True)
+        for _ in replay.run(json.dumps(e) for e in log.events):
+            pass
+        assert replay.store.read_seq("alex", "t") == 1
+        assert replay.store.read_seq("sam", "t") == 2
+        replay = Replay(include_skips=True)
+        for _ in replay.run(json.dumps(e) for e in log.events[:-3]):
+            pass
+        assert replay.store.read_seq("alex", "t") == 3
+
+
 class TestBadInput:
     """formats.md: a bad line names file and line, the replay goes on, exit 2."""
 

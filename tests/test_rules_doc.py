@@ -112,7 +112,7 @@ def test_each_rule_gets_its_code_and_test_links(anchors: list[str]) -> None:
         ("L3 and D1-D3, K2a", {"L3", "D1", "D2", "D3", "K2a"}),
         ("Q4-7 (D11)", {"Q4", "Q5", "Q6", "Q7", "D11"}),
         ("UTF8 D12x aL3 L3b 2D5 B1-like", {"B1"}),
-        ("behaviour.md section 8", {"records"}),
+        ("the records of section 8", {"records"}),
         ("    def test_g3_values_are_frozen(self) -> None:", {"G3"}),
         ("def test_levels_l2_and_L4(self) -> None:", {"L2", "L4"}),
     ],
@@ -129,3 +129,19 @@ def test_link_ids_links_prose_only() -> None:
         '<a href="x">D5</a></p><h5>D5</h5><p><a class="rule-id" href="../rules/#D5">D5</a>'
         " Z9 L99</p>"
     )
+
+
+def test_no_file_sends_the_reader_to_the_specification_outside_the_repository() -> None:
+    # Applied migrations never change (their checksums are recorded), and schema.sql mirrors
+    # them; tests/test_rule_ids.py reads the specification where it exists.
+    exempt = {"notify_pg/schema.sql", "tests/test_rule_ids.py"}
+    spec_name = SPEC.name
+    pointing = [
+        str(path.relative_to(ROOT))
+        for path in citing_files()
+        if spec_name in path.read_text(encoding="utf-8", errors="replace")
+        and path.relative_to(ROOT).as_posix() not in exempt
+        and "migrations" not in path.parts
+        and path != Path(__file__)
+    ]
+    assert pointing == [], f"cite docs/rules.md (its ids and anchors), not {spec_name}"

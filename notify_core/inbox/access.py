@@ -1,4 +1,4 @@
-"""Access of inbox recipients (behaviour.md N8): group rules, deny wins, ``manage_system``.
+"""Access of inbox recipients (rules N8): group rules, deny wins, ``manage_system``.
 
 Access depends only on a person's set of groups, so the fan-out asks `AccessCache` once per
 distinct group set and permission per event, never once per person.

@@ -1,4 +1,4 @@
-"""The category registry of the inbox (behaviour.md N1): the seven launch categories as data.
+"""The category registry of the inbox (rules N1): the seven launch categories as data.
 
 A category says which events it reacts to and from which origins, who its candidates are,
 which permission each recipient must hold now, its default channels, its priority when one

@@ -1,4 +1,4 @@
-"""Entries and coalescing (behaviour.md N10-N12, E1) as pure transitions.
+"""Entries and coalescing (rules N10-N12, E1) as pure transitions.
 
 A person has at most one unread entry per group key. A new event on it counts one more,
 takes the latest variant, actor and event, adds its variant to those seen, and moves the

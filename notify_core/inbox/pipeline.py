@@ -1,4 +1,4 @@
-"""The inbox path of the pipeline (behaviour.md N5-N12, H2): wiki events to inbox entries.
+"""The inbox path of the pipeline (rules N5-N12, H2): wiki events to inbox entries.
 
 classify (the firing categories and their candidates) -> gather facts in one batch -> the
 fan-out decision (`fan_out`) -> coalesce each entry into the store. Written against the ports

@@ -1,4 +1,4 @@
-"""Inbox preferences (behaviour.md N2-N4): stored rows only where they differ from defaults.
+"""Inbox preferences (rules N2-N4): stored rows only where they differ from defaults.
 
 A person's choices are rows ``(category, channel) -> enabled``, global across sites. Setting a
 choice back to its category's default deletes the row, so no rows means the defaults and the

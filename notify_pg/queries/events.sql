@@ -68,19 +68,36 @@ WHERE type = 'message.created' AND payload->>'origin' = 'agent'
 ORDER BY seq DESC LIMIT 1
 
 -- name: read_position_before
--- B2: a person's read position in a thread as of a log position (the last read_state.updated before it).
-SELECT (payload->>'last_read_seq')::bigint
-FROM {schema}.event_log
-WHERE type = 'read_state.updated' AND audience = %(user_id)s
-  AND payload->>'thread' = %(thread)s AND seq < %(before)s
-ORDER BY seq DESC LIMIT 1
+-- B2, B3: a person's read position in a thread as of a log position: the last read_state.updated before it, moved up to the person's own later messages (not run anchors or system messages).
+WITH r AS (
+    SELECT seq, (payload->>'last_read_seq')::bigint AS position
+    FROM {schema}.event_log
+    WHERE type = 'read_state.updated' AND audience = %(user_id)s
+      AND payload->>'thread' = %(thread)s AND seq < %(before)s
+    ORDER BY seq DESC LIMIT 1
+)
+SELECT GREATEST(
+    coalesce((SELECT position FROM r), 0),
+    coalesce((SELECT max((m.payload->>'thread_seq')::bigint)
+              FROM {schema}.event_log m
+              WHERE m.type = 'message.created' AND m.payload->>'thread' = %(thread)s
+                AND m.payload->>'author' = %(user_id)s
+                AND m.payload->>'kind' NOT IN ('run', 'system')
+                AND m.seq < %(before)s AND m.seq > coalesce((SELECT seq FROM r), 0)), 0))
 
 -- name: threads_read_after
--- B2: the threads a person read after a log position, in log order (repeats included).
-SELECT payload->>'thread'
-FROM {schema}.event_log
-WHERE audience = %(user_id)s AND audience IS NOT NULL AND type = 'read_state.updated'
-  AND seq > %(after)s
+-- B2, B3: the threads a person read after a log position, by a read or by a message of their own, in log order (repeats included).
+SELECT thread FROM (
+    SELECT seq, payload->>'thread' AS thread
+    FROM {schema}.event_log
+    WHERE audience = %(user_id)s AND audience IS NOT NULL AND type = 'read_state.updated'
+      AND seq > %(after)s
+    UNION ALL
+    SELECT seq, payload->>'thread'
+    FROM {schema}.event_log
+    WHERE type = 'message.created' AND payload->>'author' = %(user_id)s
+      AND payload->>'kind' NOT IN ('run', 'system') AND seq > %(after)s
+) r
 ORDER BY seq
 
 -- name: head_seq

@@ -13,13 +13,16 @@ threads; a direct-message channel and its threads are read by its participants o
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
+import attrs
 from psycopg.types.json import Jsonb
 
 from notify_core.decide import Connection, Device
 from notify_core.levels import Level, Target, TargetKind
 from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo
 from notify_pg.errors import NotFound
+from notify_pg.events import EventLog, device_pending
 from notify_pg.migrate import migrate
 from notify_pg.ports import NotificationPath
 from notify_pg.seam import Conn, Seam
@@ -302,6 +305,41 @@ class ReferenceHost:
         self._seam.run(
             conn, "add_thread", {"id": thread_id, "channel_id": channel_id, "main": main}
         )
+
+    def register_device(
+        self,
+        conn: Conn,
+        device_id: str,
+        user_id: str,
+        platform: str,
+        *,
+        pending: bool,
+        log: EventLog,
+        occurred_at: datetime | None = None,
+    ) -> int | None:
+        """Register a device; a pending one appends ``device.pending`` in the same transaction.
+
+        The only insert of a device row, as seed 001 note 4 d asks of the host: a pending
+        device gets exactly one ``device.pending`` (the source of the ``security`` hint to the
+        person's other devices), an active one none, and a failure leaves neither.
+
+        Returns:
+            The event's ``seq`` for a pending device, else ``None``.
+
+        Raises:
+            NotifyError: the insert failed (unknown person, a device id registered already);
+                nothing was written.
+        """
+        state = "pending" if pending else "active"
+        params = {"id": device_id, "user_id": user_id, "platform": platform, "state": state}
+        with self._seam.transaction(conn):
+            self._seam.run(conn, "add_device", params)
+            if not pending:
+                return None
+            event = attrs.evolve(
+                device_pending(device_id, user_id, platform), occurred_at=occurred_at
+            )
+            return log.append(conn, event)
 
     def grant(self, conn: Conn, user_id: str, target: Target) -> None:
         """Give a person the read right on a space or channel."""

@@ -3,10 +3,11 @@
 A replay learns its world from the log (`notify_core.memory.MemoryStore.record`). To run the
 same log on PostgreSQL, `apply_world_event` writes what each world event of formats.md
 section 2 changes: the reference host's tables (people, places, rights, devices, presence,
-read positions, mentions, thread positions, settings) and notify's own rows that a logged
-``notification_pref.updated``, ``quiet_hours.updated`` or ``push.registered`` leaves (written
-without a new event: the logged event is the one). It mirrors the in-memory store: rows that
-would name an unknown person, channel or device are left out, as the store ignores them.
+read positions, also moved by a person's own message (B3), mentions, thread positions,
+settings) and notify's own rows that a logged ``notification_pref.updated``,
+``quiet_hours.updated`` or ``push.registered`` leaves (written without a new event: the
+logged event is the one). It mirrors the in-memory store: rows that would name an unknown
+person, channel or device are left out, as the store ignores them.
 Call it in the transaction that appends the event, as a host changes its tables in the
 transaction that appends the event about the change.
 """
@@ -235,10 +236,13 @@ class WorldLoader:
 
     def _message(self, conn: Conn, event: Event, p: Mapping[str, object]) -> None:
         thread, seq = p["thread"], p["thread_seq"]
+        author = p["author"]
         if p["kind"] not in ("run", "system"):
             params = {"id": thread, "seq": seq, "message": p["message"]}
             self._host.run(conn, "advance_thread", params)
-        author = p["author"]
+            # B3: as a chat server does, the author's own message is read by its author.
+            params = {"user_id": author, "thread_id": thread, "seq": seq}
+            self._host.run(conn, "advance_read_state", params)
         for person in _strings(p.get("mention_ids", [])):
             if person != author:
                 params = {"user_id": person, "thread_id": thread, "seq": seq}

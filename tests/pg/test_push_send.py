@@ -119,6 +119,7 @@ def test_notification_carries_no_text() -> None:
         "count",
         "badge",
         "cleared",
+        "instance_id",
     }
     send = typing.get_type_hints(PushProvider.send)
     assert send == {

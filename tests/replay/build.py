@@ -237,6 +237,36 @@ def extra_scenarios() -> dict[str, Log]:
     log.at(30).read("alex", "t2", 1)  # lowers it again within the interval: one more, later
     log.at(40).read("alex", "t2", 1)  # nothing changes: no sync
     out["badge_sync"] = log
+
+    # B3: Alex's own reply reads t (the flush counts only what came after it, reading it
+    # again schedules no sync) and reads t2 before a delayed push comes due (D9: skip read).
+    log = Log().team()
+    log.add("thread.created", {"thread": "t2", "channel": "c", "main": False})
+    log.pref("alex", "thread", "t", "all")
+    log.device("alex-laptop", "alex", "desktop")
+    log.add(
+        "presence.changed",
+        {"device": "alex-laptop", "connected": True, "focus": ["c-main"], "idle": False},
+    )
+    log.at(10).msg("m1", "sam", seq=1)
+    log.at(20).msg("m2", "sam", seq=2)
+    log.at(30).msg("a3", "alex", seq=3)
+    log.at(40).read("alex", "t", 3)  # only Alex's own message was new: no sync
+    log.at(50).msg("m4", "sam", seq=4)  # the flush at 70 counts 1
+    log.at(100).msg("n1", "sam", thread="t2", seq=1, mention_ids=["alex"])
+    log.at(110).msg("n2", "alex", thread="t2", seq=2)  # the push due at 130 is read
+    out["own_messages_read"] = log
+
+    # B2: a read past the last unread mention of a thread that stays unread, at level
+    # mentions outside a DM, lowers the badge: one sync; the read to the end later another.
+    log = Log().team().pref("alex", "thread", "t", "all")
+    log.add("thread.created", {"thread": "t3", "channel": "c", "main": False})
+    log.at(10).msg("m1", "sam", seq=1)
+    log.at(200).msg("p1", "sam", thread="t3", seq=1, mention_ids=["alex"])
+    log.at(201).msg("p2", "sam", thread="t3", seq=2).msg("p3", "sam", thread="t3", seq=3)
+    log.at(210).read("alex", "t3", 1)  # t3 stays unread, no mention left: badge 2 -> 1
+    log.at(220).read("alex", "t", 1)  # badge 1 -> 0, the sync waits for the interval
+    out["badge_sync_mention_read"] = log
     return out
 
 

@@ -83,6 +83,13 @@ INSERT INTO {schema}.read_states (user_id, thread_id, last_read_seq)
 SELECT u.id, %(thread_id)s, %(seq)s FROM {schema}.users u WHERE u.id = %(user_id)s
 ON CONFLICT (user_id, thread_id) DO UPDATE SET last_read_seq = EXCLUDED.last_read_seq
 
+-- name: advance_read_state
+-- B3: a known person's own message moves their read position in its thread up to it (never back).
+INSERT INTO {schema}.read_states (user_id, thread_id, last_read_seq)
+SELECT u.id, %(thread_id)s, %(seq)s FROM {schema}.users u WHERE u.id = %(user_id)s
+ON CONFLICT (user_id, thread_id) DO UPDATE
+SET last_read_seq = GREATEST({schema}.read_states.last_read_seq, EXCLUDED.last_read_seq)
+
 -- name: add_mention
 -- Record a mention of a known person at a thread position.
 INSERT INTO {schema}.mentions (user_id, thread_id, thread_seq)

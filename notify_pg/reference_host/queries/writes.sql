@@ -60,3 +60,8 @@ UPDATE {schema}.channels SET archived_at = now() WHERE id = %(id)s AND archived_
 -- name: archive_space
 -- Archive a space; locks its row FOR UPDATE until commit.
 UPDATE {schema}.spaces SET archived_at = now() WHERE id = %(id)s AND archived_at IS NULL RETURNING id
+
+-- name: add_device
+-- Register a device of a person, active or pending (a device id is registered once).
+INSERT INTO {schema}.devices (id, user_id, platform, state)
+VALUES (%(id)s, %(user_id)s, %(platform)s, %(state)s)
