@@ -93,7 +93,7 @@ def test_the_common_answer(seq: str, value: str, expected: tuple[str, str | None
         assert (None if isinstance(got, Event) else got) == expected
 
 
-def test_a_huge_seq_is_a_bad_line_naming_the_member_in_the_cli(tmp_path: object) -> None:
+def test_g3_a_huge_seq_is_a_bad_line_naming_the_member_in_the_cli() -> None:
     line = LINE % ("99999999999999999999999", '"all"')
     result = CliRunner().invoke(cli, ["replay", "-"], input=line + "\n")
     assert result.exit_code == 2
