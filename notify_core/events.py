@@ -9,9 +9,9 @@ table (`PAYLOADS`): the member, whether it is required, and what it must be.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from math import isinf
 from typing import Final
 
 import attrs
@@ -384,9 +384,6 @@ def _no_lone_surrogate(text: str, value: object) -> object:
 #: recurses once per level and cannot be trusted much past 900 (it shares the stack of its
 #: caller), orjson stops at 1,024; below both, the answer is the same.
 MAX_EVENT_DEPTH: Final = 512
-#: An integer of 19 digits or more may not fit in 64 bits, an exponent of 3 digits may
-#: overflow a double: only such a line needs the slower decoding with hooks.
-_WIDE_NUMBER: Final = re.compile(r"\d{19}|[eE][+-]?\d{3}")
 
 
 def _int64(text: str) -> int | float:
@@ -398,7 +395,7 @@ def _int64(text: str) -> int | float:
 
 def _finite(text: str) -> float:
     value = float(text)
-    if value in (float("inf"), float("-inf")):
+    if isinf(value):
         raise ValueError(f"the number {text[:20]}... is too large for a double")
     return value
 
@@ -412,8 +409,7 @@ def loads_event_json(text: str) -> object:
     Raises:
         ValueError: the text is not JSON.
     """
-    if _WIDE_NUMBER.search(text) is None:
-        return loads_json(text)
+    # The hooks run once per number (an event holds few), cheaper than looking for wide ones.
     try:
         value = json.loads(
             text, parse_constant=_refuse_constant, parse_int=_int64, parse_float=_finite
@@ -482,8 +478,12 @@ class EventLogReader:
             obj = self.loads(text)
         except ValueError as exc:  # json and orjson decode errors are ValueErrors
             raise EventError("invalid_json", f"not JSON: {exc}", line=line) from None
-        # Only a line with many brackets can nest deep: the walk is spared for the others.
-        if text.count("[") + text.count("{") > MAX_EVENT_DEPTH and _too_deep(obj):
+        # Only a long line with many brackets can nest deep: the walk is spared for the others.
+        if (
+            len(text) > 2 * MAX_EVENT_DEPTH
+            and text.count("[") + text.count("{") > MAX_EVENT_DEPTH
+            and _too_deep(obj)
+        ):
             raise EventError(
                 "invalid_json", f"not JSON: nested deeper than {MAX_EVENT_DEPTH} levels", line=line
             )
