@@ -184,19 +184,6 @@ def worker(
             )
         ],
     )
-    try:
-        # Cursors first: a partition count that cannot be taken now is refused before any
-        # round, with the positions named (PartitionError), not retried in the loop.
-        work.prepare()
-        if once:
-            while work.run_once():
-                pass
-    except NotifyError as exc:
-        work.close()
-        raise BadInput(f"worker: {exc}") from None
-    if once:
-        work.close()
-        return
     stop = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:
@@ -205,6 +192,20 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    try:
+        # Cursors first: a partition count that cannot be taken now is refused before any
+        # round, with the positions named (PartitionError), not retried in the loop.
+        work.prepare()
+        if once:
+            # A signal ends --once after the round in progress, too.
+            while not stop.is_set() and work.run_once(stop=stop):
+                pass
+    except NotifyError as exc:
+        work.close()
+        raise BadInput(f"worker: {exc}") from None
+    if once:
+        work.close()
+        return
     log.info(
         "worker started",
         extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
