@@ -141,7 +141,8 @@ def worker(
     Reads the event log of --schema in seq order, decides hints with the facts of the
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
     come due and sends pushes through the registered providers (none unless --fake-provider:
-    pushes of other providers are skipped as no_provider). SIGTERM or SIGINT finish the
+    pushes of other providers are skipped as no_provider), and fans out the inbox's outbox
+    into entries (the reference host's wiki; the purge once a day). SIGTERM or SIGINT finish the
     round in progress only and exit 0 (provider results not written yet are written first
     when the database takes them). A worker idle inside a transaction for
     --partition-takeover seconds loses its session, so another worker takes its partition.
@@ -156,8 +157,10 @@ def worker(
         import psycopg
 
         from notify_core.errors import NotifyError
+        from notify_pg.inbox_fanout import InboxFanOut, InboxRound
         from notify_pg.push import FakeProvider
         from notify_pg.reference_host import ReferenceHost
+        from notify_pg.reference_host.wiki import ReferenceWiki
         from notify_pg.worker import Worker, WorkerConfig
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(
@@ -184,20 +187,12 @@ def worker(
         policy=policy,
         config=config,
         providers=[FakeProvider(name) for name in fake_providers],
+        rounds=[
+            InboxRound(
+                InboxFanOut(ReferenceWiki(host_schema), schema=schema, worker=config.consumer)
+            )
+        ],
     )
-    try:
-        # Cursors first: a partition count that cannot be taken now is refused before any
-        # round, with the positions named (PartitionError), not retried in the loop.
-        work.prepare()
-        if once:
-            while work.run_once():
-                pass
-    except NotifyError as exc:
-        work.close()
-        raise BadInput(f"worker: {exc}") from None
-    if once:
-        work.close()
-        return
     stop = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:
@@ -206,6 +201,20 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    try:
+        # Cursors first: a partition count that cannot be taken now is refused before any
+        # round, with the positions named (PartitionError), not retried in the loop.
+        work.prepare()
+        if once:
+            # A signal ends --once after the round in progress, too.
+            while not stop.is_set() and work.run_once(stop=stop):
+                pass
+    except NotifyError as exc:
+        work.close()
+        raise BadInput(f"worker: {exc}") from None
+    if once:
+        work.close()
+        return
     log.info(
         "worker started",
         extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},

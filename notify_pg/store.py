@@ -97,5 +97,8 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
             "forget_releases",
             "forget_badge_syncs",
             "forget_push_sends",
+            # The inbox (seed 004): entries and choices of the person.
+            "forget_inbox_entries",
+            "forget_inbox_preferences",
         ):
             seam.run(conn, query, params)

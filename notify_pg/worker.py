@@ -254,6 +254,9 @@ class Worker:
         on_event: a test hook, called in the round after each event is handled.
         gate: the limit on concurrent provider requests; by default the process's gate
             (`ProviderGate.for_process`), shared by every worker of the process.
+        rounds: more rounds run after the push round on the worker's connection, each
+            returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`);
+            their failures are recorded as round ``inbox``.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -275,6 +278,7 @@ class Worker:
         jitter: Callable[[], float] | None = None,
         on_event: Callable[[Conn, Event | None], None] | None = None,
         gate: ProviderGate | None = None,
+        rounds: Sequence[Callable[[Conn], int]] = (),
     ) -> None:
         self.schema = schema
         self.policy = policy or Policy()
@@ -304,6 +308,7 @@ class Worker:
         self._held: list[tuple[_Prepared, SendResult]] = []
         self._round = "consumer"
         self._unrecorded: dict[str, Any] | None = None
+        self._rounds = tuple(rounds)
 
     # --- connections -------------------------------------------------------------------------
 
@@ -854,7 +859,7 @@ class Worker:
 
     def run_once(self, *, max_rounds: int = 100, stop: threading.Event | None = None) -> int:
         """Consume up to the head (at most ``max_rounds`` rounds), then run due work and one
-        push round; return the work done (0: idle).
+        push round, then the extra rounds (the inbox); return the work done (0: idle).
 
         Results held over a database failure are written first. When that fails, consumer
         and due-work rounds still run (they claim no push send) and the call then raises the
@@ -887,6 +892,11 @@ class Worker:
             return work
         self._round = "push"
         work += self.send_pushes()
+        for extra in self._rounds:
+            if stop is not None and stop.is_set():
+                return work
+            self._round = "inbox"
+            work += extra(self._connection())
         return work
 
     def run(self, stop: threading.Event) -> None:

@@ -173,6 +173,8 @@ def fan_out(
     people: Mapping[str, PersonFacts],
     groups: Mapping[str, Group],
     settings: InboxSettings,
+    *,
+    access: AccessCache | None = None,
 ) -> FanOut:
     """Decide who gets an entry of an event, on which channels, and why the others do not.
 
@@ -184,8 +186,12 @@ def fan_out(
         people: the facts of the candidates; a candidate not in it is ``inactive``.
         groups: the instance's groups and their rules (N8).
         settings: sections and whether mail is configured.
+        access: the answers of access already computed for this event's page (a fan-out in
+            batches hands the same cache to each batch, so a group set costs one evaluation
+            per event, N7); a new cache by default.
     """
-    access = AccessCache(groups, event.page)
+    if access is None:
+        access = AccessCache(groups, event.page)
     actor = event.actor
     mail = settings.mail_configured
     person_of = people.get

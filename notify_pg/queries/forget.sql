@@ -35,3 +35,11 @@ DELETE FROM {schema}.badge_syncs WHERE recipient = %(user_id)s
 -- name: forget_push_sends
 -- Remove the person's pending push sends.
 DELETE FROM {schema}.push_sends WHERE recipient = %(user_id)s
+
+-- name: forget_inbox_entries
+-- Remove every inbox entry of the person.
+DELETE FROM {schema}.inbox_entries WHERE user_id = %(user_id)s
+
+-- name: forget_inbox_preferences
+-- Remove every inbox choice of the person.
+DELETE FROM {schema}.inbox_preferences WHERE user_id = %(user_id)s

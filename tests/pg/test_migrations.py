@@ -98,8 +98,15 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "badge_syncs",
         "push_sends",
         "consumer_failures",
+        "inbox_outbox",
+        "inbox_entries",
+        "inbox_preferences",
     }
-    assert [f[0] for f in migrated["functions"]] == ["partition_of", "preference_records_guard"]
+    assert [f[0] for f in migrated["functions"]] == [
+        "inbox_emit",
+        "partition_of",
+        "preference_records_guard",
+    ]
 
 
 def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:

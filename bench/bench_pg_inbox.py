@@ -1,0 +1,210 @@
+"""Benchmark: the inbox on PostgreSQL (seed 004 sections 6-8): fan-out writes and the emit.
+
+Prints one JSON object. The database server is NOTIFY_BENCH_DSN (a role with CREATEDB; scratch
+databases are created and dropped) or, without it, a throwaway pgserver instance.
+
+    python bench/bench_pg_inbox.py [--watchers 10000] [--emits 2000] [--repeat 3]
+
+Figures (each the median of ``repeat`` runs, every run on a fresh database):
+- ``fan_out``: one ``page.edited`` to ``watchers`` watchers (all readers, defaults, mail
+  configured with verified addresses, so every entry is ``pending``), fanned out by
+  `InboxFanOut.drain`: candidates in keyset batches of 1,000, the core's decision, and the
+  entries written by multi-row ``INSERT ... ON CONFLICT`` statements of 500 rows
+  (``multi_row``), against the same fan-out writing one row per statement (``one_row``, the
+  baseline). ``total_s`` is the whole drain (claim, reads, decisions, writes, commits),
+  ``write_s`` the time in the write statements; ``write_ratio`` and ``total_ratio`` are the
+  baseline's time over the multi-row time, measured in the same run.
+- ``emit``: inside the host's transaction (one per action: BEGIN, the host's INSERT, the
+  emit, COMMIT), the cost of `emit` against a plain INSERT of the same values into a host
+  table (``plain_insert``); ``per_call_us`` is the median of the per-call times and
+  ``ratio`` emit over plain.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+from psycopg.types.json import Jsonb
+
+from notify_pg import migrate
+from notify_pg.inbox import emit
+from notify_pg.inbox_fanout import InboxFanOut
+from notify_pg.reference_host import migrate_reference_host
+from notify_pg.reference_host.wiki import ReferenceWiki
+
+SCHEMA, HOST = "notify", "host"
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@contextmanager
+def server() -> Iterator[str]:
+    """The benchmark's server: NOTIFY_BENCH_DSN, else a throwaway pgserver."""
+    dsn = os.environ.get("NOTIFY_BENCH_DSN")
+    if dsn:
+        yield dsn
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    tmp = tempfile.mkdtemp(prefix="notify-bench-")
+    srv = pgserver.get_server(os.path.join(tmp, "data"), cleanup_mode="delete")
+    uri = str(srv.get_uri())
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET fsync = off")
+        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        yield uri
+    finally:
+        srv.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def database(base: str) -> Iterator[str]:
+    """A fresh migrated database (the library and the reference host)."""
+    name = f"notify_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    dsn = make_conninfo(base, dbname=name)
+    try:
+        with psycopg.connect(dsn) as conn:
+            migrate(conn, SCHEMA)
+            migrate_reference_host(conn, HOST)
+        yield dsn
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+def world(conn: psycopg.Connection[Any], watchers: int) -> ReferenceWiki:
+    """One site, one page, ``watchers`` verified readers watching it, mail configured."""
+    wiki = ReferenceWiki(HOST)
+    with conn.transaction():
+        wiki.add_site(conn, "s1", host="wiki.example")
+        wiki.add_group(conn, "readers", [{"permission": "read_pages", "match": "all"}])
+        wiki.add_user(conn, "bob")
+        wiki.add_page(conn, "p1", "s1", "/docs/start", title="Start")
+        wiki.set_settings(conn, mail_configured=True)
+        conn.execute(
+            "INSERT INTO host.wiki_users (id, email, verified) "
+            "SELECT 'w' || lpad(i::text, 6, '0'), 'w' || i || '@example.org', true "
+            "FROM generate_series(1, %s) i",
+            [watchers],
+        )
+        conn.execute(
+            "INSERT INTO host.wiki_memberships (group_id, user_id) "
+            "SELECT 'readers', 'w' || lpad(i::text, 6, '0') FROM generate_series(1, %s) i",
+            [watchers],
+        )
+        conn.execute(
+            "INSERT INTO host.wiki_watchers (page_id, user_id) "
+            "SELECT 'p1', 'w' || lpad(i::text, 6, '0') FROM generate_series(1, %s) i",
+            [watchers],
+        )
+    return wiki
+
+
+def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]:
+    """One event to ``watchers`` watchers on a fresh database; the drain's times."""
+    with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        wiki = world(conn, watchers)
+        emit(conn, "page.edited", {"page": "p1"}, actor="bob", occurred_at=T0, schema=SCHEMA)
+        conn.execute("VACUUM ANALYZE")
+        worker = InboxFanOut(wiki, schema=SCHEMA, write_batch=write_batch)
+        started = time.perf_counter()
+        worker.drain(conn)
+        total = time.perf_counter() - started
+        written = conn.execute("SELECT count(*) FROM notify.inbox_entries").fetchone()
+        assert written == (watchers,), written
+        return {"total_s": total, "write_s": worker.stats.write_s}
+
+
+def emit_once(base: str, emits: int) -> dict[str, float]:
+    """Per-call times of emit and of a plain INSERT, each in the host's transaction."""
+    with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        world(conn, 0)
+        conn.execute(
+            "CREATE TABLE host.bench_plain (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
+            "type text, origin text, actor_id text, payload jsonb, occurred_at timestamptz)"
+        )
+        payload = {"page": "p1", "variant": "edited", "title": "Start"}
+        plain: list[float] = []
+        emitted: list[float] = []
+        for n in range(emits):
+            with conn.transaction():
+                started = time.perf_counter()
+                conn.execute(
+                    "INSERT INTO host.bench_plain (type, origin, actor_id, payload, occurred_at) "
+                    "VALUES (%s, %s, %s, %s, %s)",
+                    ["page.edited", "user", "bob", Jsonb(payload), T0],
+                )
+                plain.append(time.perf_counter() - started)
+            with conn.transaction():
+                started = time.perf_counter()
+                got = emit(conn, "page.edited", payload, actor="bob", occurred_at=T0, schema=SCHEMA)
+                emitted.append(time.perf_counter() - started)
+                assert got is not None, n
+        return {
+            "emit_us": statistics.median(emitted) * 1e6,
+            "plain_insert_us": statistics.median(plain) * 1e6,
+        }
+
+
+def main() -> None:
+    """Run the benchmark and print its JSON object."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--watchers", type=int, default=10_000)
+    parser.add_argument("--emits", type=int, default=2_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with server() as base:
+        multi = [fan_out_once(base, args.watchers, 500) for _ in range(args.repeat)]
+        single = [fan_out_once(base, args.watchers, 1) for _ in range(args.repeat)]
+        emits = [emit_once(base, args.emits) for _ in range(args.repeat)]
+
+    def median(runs: list[dict[str, float]], key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    m_total, m_write = median(multi, "total_s"), median(multi, "write_s")
+    s_total, s_write = median(single, "total_s"), median(single, "write_s")
+    emit_us, plain_us = median(emits, "emit_us"), median(emits, "plain_insert_us")
+    print(
+        json.dumps(
+            {
+                "fan_out": {
+                    "watchers": args.watchers,
+                    "multi_row": {"total_s": round(m_total, 3), "write_s": round(m_write, 3)},
+                    "one_row": {"total_s": round(s_total, 3), "write_s": round(s_write, 3)},
+                    "write_ratio": round(s_write / m_write, 1),
+                    "total_ratio": round(s_total / m_total, 1),
+                    "under_1s": m_total < 1.0,
+                },
+                "emit": {
+                    "calls": args.emits,
+                    "per_call_us": {"emit": round(emit_us, 1), "plain_insert": round(plain_us, 1)},
+                    "ratio": round(emit_us / plain_us, 2),
+                },
+                "repeat": args.repeat,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

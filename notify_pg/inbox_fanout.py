@@ -1,0 +1,539 @@
+"""The inbox's fan-out round on PostgreSQL (seed 004 section 7; docs/rules.md N5-N12, H4).
+
+`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED`` (a claim
+older than the timeout is taken again), and fans each out in keyset batches of 1,000
+candidates:
+
+- candidates come through the host's ports (`InboxHostPorts`: watchers, reviewers, people,
+  groups, pages, comments) and the library's own ``inbox_preferences`` (opt-ins); the sources
+  are merged on the person's id so that every category of one person falls into one batch
+  (one entry per person per event, N7);
+- the pure decision is the core's `fan_out`, with one `AccessCache` for the whole event (a
+  group set costs one access evaluation per event, however many batches);
+- each batch is one transaction: the entries are coalesced by multi-row
+  ``INSERT ... ON CONFLICT ... DO UPDATE`` statements of up to 500 rows, and the cursor (the
+  last person done) is written on the event row, so a worker that dies mid-fan-out leaves the
+  next worker to resume after the last committed batch, counting nobody twice.
+
+The event row is locked for each batch and its claim checked, so a claim taken back from a
+slow worker is never worked by two at once.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol
+
+import attrs
+
+from notify_core.events import Event
+from notify_core.inbox.access import AccessCache, Group
+from notify_core.inbox.categories import Candidates, Category, Origin, event_variant
+from notify_core.inbox.coalesce import EmailState
+from notify_core.inbox.fanout import EntryDecision, InboxEvent, PersonFacts, fan_out, firing
+from notify_core.inbox.memory import page_after, strings
+from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
+from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
+from notify_core.inbox.prefs import InboxPrefs, InboxSettings
+from notify_pg.inbox import purge
+from notify_pg.migrate import DEFAULT_SCHEMA
+from notify_pg.seam import Conn, Seam
+
+__all__ = [
+    "CANDIDATE_BATCH",
+    "CLAIM_LIMIT",
+    "WRITE_BATCH",
+    "FanOutStats",
+    "InboxFanOut",
+    "InboxHostPorts",
+    "InboxRound",
+    "Written",
+]
+
+#: Events claimed per round.
+CLAIM_LIMIT: Final = 50
+#: Candidates read per keyset batch.
+CANDIDATE_BATCH: Final = 1_000
+#: Entry rows per multi-row statement.
+WRITE_BATCH: Final = 500
+
+
+class InboxHostPorts(Protocol):
+    """What the fan-out reads of the host (a wiki), each on the worker's connection."""
+
+    def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
+        """Return a site (its notifications switch, N5), or ``None``."""
+
+    def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
+        """Return a page as it is now; a deleted page as it was, with ``deleted`` set."""
+
+    def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
+        """Return a comment, or ``None``."""
+
+    def inbox_watchers(self, conn: Conn, page: str, after: str, limit: int) -> Sequence[str]:
+        """Return up to ``limit`` watchers of a page with ids above ``after``, in id order."""
+
+    def inbox_reviewers(self, conn: Conn, page: PageInfo, after: str, limit: int) -> Sequence[str]:
+        """Return up to ``limit`` members of the reviewer groups of the enabled review rules
+        of the page's site matching the page, ids above ``after``, in id order, each once."""
+
+    def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts (active, human, system, groups, address) of the known people."""
+
+    def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
+        """Return every group and its rules."""
+
+    def inbox_settings(self, conn: Conn) -> InboxSettings:
+        """Return the sections and whether mail is configured."""
+
+    def inbox_email_delay(self, conn: Conn) -> timedelta:
+        """Return the instance's email delay (E2)."""
+
+    def inbox_retention_days(self, conn: Conn) -> int:
+        """Return how many days entries are kept (H3, 60 by default)."""
+
+    def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
+        """Return what the cadence reads of the known people among ``ids``."""
+
+
+@attrs.frozen(kw_only=True)
+class Written:
+    """One entry as a fan-out left it: new (``inserted``) or coalesced.
+
+    ``read`` is true for an email-only entry closed at once (N12).
+    """
+
+    event: int
+    id: int
+    user_id: str
+    category: str
+    group_key: str
+    count: int
+    in_app: bool
+    email_state: str
+    email_after: datetime | None
+    read: bool
+    inserted: bool
+
+
+@attrs.define
+class FanOutStats:
+    """What rounds did: events done, entries written, batches, access evaluations, and the
+    seconds spent in the entries' write statements (``write_s``, round trips included)."""
+
+    events: int = 0
+    entries: int = 0
+    batches: int = 0
+    access_evaluations: int = 0
+    lost_claims: int = 0
+    write_s: float = 0.0
+
+
+@attrs.frozen
+class _Claimed:
+    id: int
+    event: Event
+    recipients: tuple[str, ...] | None
+    cursor: str | None
+
+
+class _LostClaim(Exception):
+    """The event's claim went to another worker (ours was older than the timeout)."""
+
+
+class InboxFanOut:
+    """Fan-out rounds of one worker over the outbox.
+
+    Args:
+        host: the host's ports.
+        schema: the library's schema.
+        worker: this worker's name (a unique suffix is added per instance).
+        claim_timeout: a claim older than this is taken again by another worker.
+        email_after: the cadence (E2): the person's schedule by default, as in a replay.
+        batch: candidates per keyset batch; ``write_batch``: rows per statement.
+        on_batch: a test hook, called after each committed batch with the event's id.
+        on_written: called after each committed batch with the entries it wrote.
+    """
+
+    def __init__(
+        self,
+        host: InboxHostPorts,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        worker: str = "worker",
+        claim_timeout: timedelta = timedelta(minutes=5),
+        email_after: EmailAfter = scheduled_email_after,
+        batch: int = CANDIDATE_BATCH,
+        write_batch: int = WRITE_BATCH,
+        claim_limit: int = CLAIM_LIMIT,
+        on_batch: Callable[[int], None] | None = None,
+        on_written: Callable[[Sequence[Written]], None] | None = None,
+    ) -> None:
+        self.host = host
+        self.schema = schema
+        self.worker = f"{worker}:{uuid.uuid4().hex[:12]}"
+        self.claim_timeout = claim_timeout
+        self.email_after = email_after
+        self.batch = batch
+        self.write_batch = write_batch
+        self.claim_limit = claim_limit
+        self.on_batch = on_batch
+        self.on_written = on_written
+        self.stats = FanOutStats()
+        self._seam = Seam("notify_pg", schema)
+
+    def round(self, conn: Conn) -> int:
+        """Claim up to 50 events and fan each out; return how many were finished.
+
+        ``conn`` is in autocommit mode: the claim and each batch commit on their own.
+        """
+        with self._seam.transaction(conn):
+            rows = self._seam.all(
+                conn,
+                "inbox_claim",
+                {"worker": self.worker, "timeout": self.claim_timeout, "limit": self.claim_limit},
+            )
+        done = 0
+        for claimed in sorted((_claimed(r) for r in rows), key=lambda c: c.id):
+            try:
+                self._fan_out(conn, claimed)
+            except _LostClaim:
+                self.stats.lost_claims += 1
+                continue
+            done += 1
+        self.stats.events += done
+        return done
+
+    def drain(self, conn: Conn, *, max_rounds: int = 1_000) -> int:
+        """Run rounds until the outbox has nothing to claim; return the events finished."""
+        total = 0
+        for _ in range(max_rounds):
+            done = self.round(conn)
+            total += done
+            if done == 0:
+                break
+        return total
+
+    # --- one event ---------------------------------------------------------------------------
+
+    def _fan_out(self, conn: Conn, claimed: _Claimed) -> None:
+        host, event = self.host, claimed.event
+        found = self._describe(conn, claimed)
+        if found is None:
+            self._finish(conn, claimed.id)
+            return
+        inbox, page = found
+        site = host.inbox_site(conn, page.site)
+        if site is not None and not site.notifications:  # N5: no entry
+            self._finish(conn, claimed.id)
+            return
+        groups = host.inbox_groups(conn)
+        settings = host.inbox_settings(conn)
+        delay = host.inbox_email_delay(conn)
+        access = AccessCache(groups, inbox.page)
+        sources = [(c, c.candidates) for c in firing(inbox)]
+        cursor = claimed.cursor or ""
+        while True:
+            written: list[Written] = []
+            candidates, end = self._batch(conn, claimed, event, inbox, page, sources, cursor)
+            with self._seam.transaction(conn):
+                if (
+                    self._seam.one(
+                        conn, "inbox_hold_claim", {"id": claimed.id, "worker": self.worker}
+                    )
+                    is None
+                ):
+                    raise _LostClaim
+                people_ids = sorted({p for listed in candidates.values() for p in listed})
+                if people_ids:
+                    people = self._people(conn, people_ids)
+                    result = fan_out(inbox, candidates, people, groups, settings, access=access)
+                    written = self._write(conn, claimed, inbox, page, site, result.entries, delay)
+                    self.stats.entries += len(result.entries)
+                if end is None:
+                    self._seam.run(
+                        conn, "inbox_processed", {"id": claimed.id, "worker": self.worker}
+                    )
+                else:
+                    self._seam.run(
+                        conn,
+                        "inbox_set_cursor",
+                        {"id": claimed.id, "worker": self.worker, "cursor": end},
+                    )
+            self.stats.batches += 1
+            self.stats.access_evaluations = access.evaluations
+            if self.on_written is not None and written:
+                self.on_written(written)
+            if self.on_batch is not None:
+                self.on_batch(claimed.id)
+            if end is None:
+                return
+            cursor = end
+
+    def _finish(self, conn: Conn, event_id: int) -> None:
+        with self._seam.transaction(conn):
+            self._seam.run(conn, "inbox_processed", {"id": event_id, "worker": self.worker})
+
+    def _describe(self, conn: Conn, claimed: _Claimed) -> tuple[InboxEvent, PageInfo] | None:
+        """The event as the fan-out sees it, with its page; ``None``: nothing to fan out."""
+        host, event = self.host, claimed.event
+        p, kind = event.payload, event.type
+        ids: dict[str, str] = {}
+        parent_author = None
+        previous: frozenset[str] = frozenset()
+        page_id: str | None
+        if kind.startswith("comment."):
+            comment_id = str(p["comment"])
+            ids["comment"] = comment_id
+            comment = host.inbox_comment(conn, comment_id)
+            page_id = str(p["page"]) if "page" in p else (comment.page if comment else None)
+            if kind == "comment.edited":
+                # The host hands the mentions before the edit in the payload: by the time the
+                # fan-out runs, its comment row holds the new ones.
+                previous = strings(p.get("previous_mentions"))
+            elif "parent" in p:
+                ids["parent"] = str(p["parent"])
+                parent = host.inbox_comment(conn, ids["parent"])
+                parent_author = parent.author if parent is not None else None
+        else:
+            page_id = str(p["page"])
+            if kind.startswith("submission."):
+                ids["submission"] = str(p["submission"])
+        if page_id is None:
+            return None
+        ids["page"] = page_id
+        page = host.inbox_page(conn, page_id)
+        if page is None:
+            return None
+        if kind == "page.deleted":
+            if not page.deleted:
+                return None  # page_exists: the delete failed after its emit
+        elif kind in ("page.edited", "page.renamed"):
+            page = page_after(page, event)
+        inbox = InboxEvent(
+            id=str(claimed.id),
+            type=kind,
+            origin=Origin(event.origin or "user"),
+            actor=event.actor,
+            site=page.site,
+            page=page.access,
+            ids=ids,
+            variant=event_variant(kind, None if p.get("variant") is None else str(p["variant"])),
+            parent_author=parent_author,
+            previous_mentions=previous,
+        )
+        return inbox, page
+
+    def _batch(
+        self,
+        conn: Conn,
+        claimed: _Claimed,
+        event: Event,
+        inbox: InboxEvent,
+        page: PageInfo,
+        sources: Sequence[tuple[Category, Candidates]],
+        after: str,
+    ) -> tuple[dict[str, list[str]], str | None]:
+        """One keyset batch of every source: the people with ids in ``(after, end]``.
+
+        ``end`` is the smallest last id of the sources that filled their batch (``None``:
+        every source is exhausted), so each person's categories all fall into one batch.
+        """
+        limit = self.batch
+        read: dict[str, list[str]] = {}
+        end: str | None = None
+        for category, source in sources:
+            if source is Candidates.WATCHERS:
+                if claimed.recipients is not None:  # a deletion: captured at its emit (N9)
+                    got = [r for r in claimed.recipients if r > after][:limit]
+                else:
+                    got = list(self.host.inbox_watchers(conn, page.id, after, limit))
+            elif source is Candidates.REVIEWERS:
+                got = list(self.host.inbox_reviewers(conn, page, after, limit))
+            elif source is Candidates.OPTED_IN:
+                got = [
+                    r[0]
+                    for r in self._seam.all(
+                        conn,
+                        "inbox_opted_in",
+                        {"category": category.key, "after": after, "limit": limit},
+                    )
+                ]
+            elif source is Candidates.PARENT_AUTHOR:
+                got = [inbox.parent_author] if inbox.parent_author else []
+                got = [g for g in got if g > after]
+            else:
+                got = sorted(g for g in strings(event.payload.get("mentions")) if g > after)
+            read[category.key] = got
+            if source in _PAGED and len(got) >= limit and (end is None or got[-1] < end):
+                end = got[-1]
+        if end is not None:
+            bound = end
+            read = {key: [g for g in got if g <= bound] for key, got in read.items()}
+        return read, end
+
+    def _people(self, conn: Conn, ids: Sequence[str]) -> dict[str, PersonFacts]:
+        people = dict(self.host.inbox_people(conn, ids))
+        stored: dict[str, dict[tuple[str, str], bool]] = {}
+        for user, category, channel, enabled in self._seam.all(
+            conn, "inbox_prefs_of", {"ids": list(people)}
+        ):
+            stored.setdefault(user, {})[(category, channel)] = bool(enabled)
+        for user, rows in stored.items():
+            people[user] = attrs.evolve(people[user], prefs=InboxPrefs(rows=rows))
+        return people
+
+    def _write(
+        self,
+        conn: Conn,
+        claimed: _Claimed,
+        inbox: InboxEvent,
+        page: PageInfo,
+        site: SiteInfo | None,
+        decisions: Sequence[EntryDecision],
+        delay: timedelta,
+    ) -> list[Written]:
+        """Coalesce the entries of one batch, ``write_batch`` rows per statement."""
+        out: list[Written] = []
+        event = claimed.event
+        at = event.occurred_at
+        comment = inbox.ids.get("comment")
+        excerpt = event.payload.get("excerpt")
+        if comment is not None and excerpt is None:
+            found = self.host.inbox_comment(conn, comment)
+            excerpt = found.excerpt if found is not None else None
+        mailed = [d.recipient for d in decisions if d.email]
+        users: Mapping[str, WikiUser] = self.host.inbox_users(conn, mailed) if mailed else {}
+        for start in range(0, len(decisions), self.write_batch):
+            chunk = decisions[start : start + self.write_batch]
+            cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+            for d in chunk:
+                due: datetime | None = None
+                if d.email:
+                    due = self.email_after(users.get(d.recipient), d.category, at, delay, site)
+                values = (
+                    d.recipient,
+                    page.site,
+                    d.category.key,
+                    inbox.variant,
+                    d.category.group_key(inbox.ids),
+                    page.id,
+                    comment,
+                    event.actor,
+                    page.title,
+                    page.path,
+                    page.locale,
+                    None if excerpt is None else str(excerpt),
+                    claimed.id,
+                    d.in_app,
+                    EmailState.PENDING.value if d.email else EmailState.NONE.value,
+                    due,
+                    at,
+                )
+                for name, value in zip(_COLUMNS, values, strict=True):
+                    cols[name].append(value)
+            started = time.perf_counter()
+            rows = self._seam.all(conn, "inbox_upsert", cols)
+            self.stats.write_s += time.perf_counter() - started
+            out.extend(_written(claimed.id, r) for r in rows)
+        return out
+
+
+class InboxRound:
+    """The inbox's round of `notify worker`: fan out until the outbox has nothing to claim,
+    and purge (H3) at the first round and then once per ``purge_every``.
+
+    Args:
+        fanout: the fan-out of this worker.
+        clock: the current instant (the purge's).
+        purge_every: the pause between two purges.
+        max_rounds: fan-out rounds per call at most (the worker's other rounds go on).
+    """
+
+    def __init__(
+        self,
+        fanout: InboxFanOut,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        purge_every: timedelta = timedelta(days=1),
+        max_rounds: int = 20,
+    ) -> None:
+        self.fanout = fanout
+        self.clock = clock
+        self.purge_every = purge_every
+        self.max_rounds = max_rounds
+        self.next_purge: datetime | None = None
+        self.purged: dict[str, int] = {"entries": 0, "outbox": 0}
+
+    def __call__(self, conn: Conn) -> int:
+        """Run the round on the worker's connection (autocommit); return the work done."""
+        work = self.fanout.drain(conn, max_rounds=self.max_rounds)
+        now = self.clock()
+        if self.next_purge is None or now >= self.next_purge:
+            days = self.fanout.host.inbox_retention_days(conn)
+            counts = purge(conn, retention_days=days, now=now, schema=self.fanout.schema)
+            for what, count in counts.items():
+                self.purged[what] += count
+                work += count
+            self.next_purge = now + self.purge_every
+        return work
+
+
+_PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
+_COLUMNS: Final = (
+    "user_id",
+    "site_id",
+    "category",
+    "variant",
+    "group_key",
+    "page_id",
+    "comment_id",
+    "actor_id",
+    "title",
+    "path",
+    "locale",
+    "excerpt",
+    "last_event",
+    "in_app",
+    "email_state",
+    "email_after",
+    "at",
+)
+
+
+def _written(event: int, row: tuple[Any, ...]) -> Written:
+    id_, user, category, key, count, in_app, email, due, read_at, inserted = row
+    return Written(
+        event=event,
+        id=int(id_),
+        user_id=user,
+        category=category,
+        group_key=key,
+        count=int(count),
+        in_app=bool(in_app),
+        email_state=email,
+        email_after=due,
+        read=read_at is not None,
+        inserted=bool(inserted),
+    )
+
+
+def _claimed(row: tuple[Any, ...]) -> _Claimed:
+    id_, type_, origin, actor, payload, recipients, occurred_at, cursor = row
+    event = Event(
+        seq=int(id_),
+        type=type_,
+        occurred_at=occurred_at,
+        payload=payload,
+        actor=actor,
+        origin=origin,
+    )
+    return _Claimed(
+        id=int(id_),
+        event=event,
+        recipients=None if recipients is None else tuple(sorted(recipients)),
+        cursor=cursor,
+    )

@@ -1,0 +1,331 @@
+"""The reference host's wiki: `notify_pg.inbox_fanout.InboxHostPorts` on its own tables.
+
+Sites, people, groups with their rules, memberships, pages, watchers, comments, submissions,
+review rules and the instance's settings (migration ``0003_wiki``), with the writes tests and
+the demo need. A deleted page stays as it was with ``deleted`` set (the fan-out checks access
+against it, N8) and its watch rows go (N9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from notify_core.inbox.access import Group, Match, Rule
+from notify_core.inbox.categories import Permission, Section
+from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
+from notify_core.inbox.prefs import Delivery, InboxSettings
+from notify_pg.seam import Conn, Seam, load_queries, trusted_sql
+
+__all__ = ["ReferenceWiki"]
+
+
+def _rule(raw: Mapping[str, Any]) -> Rule:
+    value = raw.get("value")
+    return Rule(
+        permission=Permission(str(raw["permission"])),
+        match=Match(str(raw["match"])),
+        value=None if value is None else str(value),
+        deny=raw.get("deny") is True,
+    )
+
+
+class ReferenceWiki:
+    """The inbox's host ports on the reference host's wiki tables, plus writes for tests.
+
+    Args:
+        schema: the reference host's schema.
+    """
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        self._seam = Seam("notify_pg.reference_host", schema)
+
+    # -- ports ---------------------------------------------------------------------------------
+
+    def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
+        """Return a site, or ``None``."""
+        row = self._seam.one(conn, "wiki_site", {"id": site})
+        if row is None:
+            return None
+        id_, host, https, locale, zone, on = row
+        return SiteInfo(
+            id=id_, host=host, https=https, primary_locale=locale, time_zone=zone, notifications=on
+        )
+
+    def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
+        """Return a page (a deleted one as it was), or ``None``."""
+        row = self._seam.one(conn, "wiki_page", {"id": page})
+        if row is None:
+            return None
+        id_, site, path, locale, title, tags, deleted = row
+        return PageInfo(
+            id=id_,
+            site=site,
+            path=path,
+            locale=locale,
+            title=title,
+            tags=frozenset(tags),
+            deleted=deleted,
+        )
+
+    def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
+        """Return a comment, or ``None``."""
+        row = self._seam.one(conn, "wiki_comment", {"id": comment})
+        if row is None:
+            return None
+        id_, page, author, parent, mentions, excerpt = row
+        return CommentInfo(
+            id=id_,
+            page=page,
+            author=author,
+            parent=parent,
+            mentions=frozenset(mentions),
+            excerpt=excerpt,
+        )
+
+    def inbox_watchers(self, conn: Conn, page: str, after: str, limit: int) -> Sequence[str]:
+        """Return a keyset batch of a page's watchers."""
+        rows = self._seam.all(
+            conn, "wiki_watchers", {"page_id": page, "after": after, "limit": limit}
+        )
+        return [r[0] for r in rows]
+
+    def inbox_reviewers(self, conn: Conn, page: PageInfo, after: str, limit: int) -> Sequence[str]:
+        """Return a keyset batch of the reviewers of a page (its own site's rules only)."""
+        groups: set[str] = set()
+        for match, value, reviewer_groups in self._seam.all(
+            conn, "wiki_review_rules", {"site_id": page.site}
+        ):
+            rule = _rule({"permission": "read_pages", "match": match, "value": value})
+            if rule.matches(page.access):
+                groups.update(reviewer_groups)
+        if not groups:
+            return []
+        rows = self._seam.all(
+            conn, "wiki_members", {"groups": sorted(groups), "after": after, "limit": limit}
+        )
+        return [r[0] for r in rows]
+
+    def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts of the known people among ``ids``."""
+        out: dict[str, PersonFacts] = {}
+        group_sets: dict[frozenset[str], frozenset[str]] = {}
+        for id_, kind, active, system, email, verified, groups in self._seam.all(
+            conn, "wiki_people", {"ids": list(ids)}
+        ):
+            found = frozenset(groups)
+            out[id_] = PersonFacts(
+                active=active,
+                human=kind == "human",
+                system=system,
+                groups=group_sets.setdefault(found, found),
+                email=email,
+                verified=verified,
+            )
+        return out
+
+    def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
+        """Return every group and its rules."""
+        return {
+            id_: Group(rules=tuple(_rule(r) for r in rules), manage_system=manage)
+            for id_, manage, rules in self._seam.all(conn, "wiki_groups")
+        }
+
+    def _settings_row(self, conn: Conn) -> tuple[Any, ...] | None:
+        return self._seam.one(conn, "wiki_settings")
+
+    def inbox_settings(self, conn: Conn) -> InboxSettings:
+        """Return the sections and whether mail is configured."""
+        row = self._settings_row(conn)
+        if row is None:
+            return InboxSettings()
+        sections = {Section(k): Delivery(v) for k, v in row[3].items()}
+        return InboxSettings(sections=sections, mail_configured=row[2])
+
+    def inbox_email_delay(self, conn: Conn) -> timedelta:
+        """Return the instance's email delay (default 180 s)."""
+        row = self._settings_row(conn)
+        return timedelta(seconds=180 if row is None else row[0])
+
+    def inbox_retention_days(self, conn: Conn) -> int:
+        """Return how many days entries are kept (60 by default)."""
+        row = self._settings_row(conn)
+        return 60 if row is None else int(row[1])
+
+    def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
+        """Return what the cadence reads of the known people among ``ids``."""
+        return {
+            id_: WikiUser(
+                id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
+            )
+            for id_, zone, locale, schedule, hour in self._seam.all(
+                conn, "wiki_users", {"ids": list(ids)}
+            )
+        }
+
+    def watchers_query(self, page: str) -> sql.Composed:
+        """The query an emit of a page's deletion captures its watchers with (N9)."""
+        text = trusted_sql(load_queries("notify_pg.reference_host")["wiki_watchers_query"])
+        return sql.SQL(text).format(schema=sql.Identifier(self.schema), page_id=sql.Literal(page))
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def add_site(
+        self, conn: Conn, site: str, *, host: str = "", notifications: bool = True
+    ) -> None:
+        """Create or replace a site."""
+        self._seam.run(
+            conn, "wiki_add_site", {"id": site, "host": host, "notifications": notifications}
+        )
+
+    def add_user(
+        self,
+        conn: Conn,
+        user: str,
+        *,
+        kind: str = "human",
+        active: bool = True,
+        system: bool = False,
+        email: str | None = None,
+        verified: bool = False,
+    ) -> None:
+        """Create or replace a person."""
+        self._seam.run(
+            conn,
+            "wiki_add_user",
+            {
+                "id": user,
+                "kind": kind,
+                "active": active,
+                "system": system,
+                "email": email,
+                "verified": verified,
+            },
+        )
+
+    def add_group(
+        self,
+        conn: Conn,
+        group: str,
+        rules: Sequence[Mapping[str, Any]],
+        *,
+        manage_system: bool = False,
+    ) -> None:
+        """Create or replace a group with its complete rule list."""
+        self._seam.run(
+            conn,
+            "wiki_add_group",
+            {"id": group, "manage_system": manage_system, "rules": Jsonb(list(rules))},
+        )
+
+    def add_member(self, conn: Conn, group: str, user: str) -> None:
+        """Add a person to a group."""
+        self._seam.run(conn, "wiki_add_member", {"group_id": group, "user_id": user})
+
+    def add_page(
+        self,
+        conn: Conn,
+        page: str,
+        site: str,
+        path: str,
+        *,
+        locale: str = "en",
+        title: str = "",
+        tags: Sequence[str] = (),
+    ) -> None:
+        """Create a page."""
+        self._seam.run(
+            conn,
+            "wiki_add_page",
+            {
+                "id": page,
+                "site_id": site,
+                "path": path,
+                "locale": locale,
+                "title": title,
+                "tags": list(tags),
+            },
+        )
+
+    def delete_page(self, conn: Conn, page: str) -> None:
+        """Delete a page: flagged, as it was; its watchers go (N9)."""
+        self._seam.run(conn, "wiki_delete_page", {"id": page})
+
+    def watch(self, conn: Conn, page: str, user: str) -> None:
+        """A person watches a page."""
+        self._seam.run(conn, "wiki_watch", {"page_id": page, "user_id": user})
+
+    def add_comment(
+        self,
+        conn: Conn,
+        comment: str,
+        page: str,
+        *,
+        author: str | None = None,
+        parent: str | None = None,
+        mentions: Sequence[str] = (),
+        excerpt: str | None = None,
+    ) -> None:
+        """Create a comment."""
+        self._seam.run(
+            conn,
+            "wiki_add_comment",
+            {
+                "id": comment,
+                "page_id": page,
+                "author": author,
+                "parent": parent,
+                "mentions": list(mentions),
+                "excerpt": excerpt,
+            },
+        )
+
+    def add_review_rule(
+        self,
+        conn: Conn,
+        rule: str,
+        site: str,
+        match: str,
+        reviewer_groups: Sequence[str],
+        *,
+        value: str | None = None,
+        enabled: bool = True,
+    ) -> None:
+        """Create a review rule."""
+        self._seam.run(
+            conn,
+            "wiki_add_review_rule",
+            {
+                "id": rule,
+                "site_id": site,
+                "match": match,
+                "value": value,
+                "reviewer_groups": list(reviewer_groups),
+                "enabled": enabled,
+            },
+        )
+
+    def set_settings(
+        self,
+        conn: Conn,
+        *,
+        email_delay_s: int = 180,
+        mail_configured: bool = False,
+        sections: Mapping[str, str] | None = None,
+    ) -> None:
+        """Set the instance's notification settings."""
+        self._seam.run(
+            conn,
+            "wiki_set_settings",
+            {
+                "email_delay_s": email_delay_s,
+                "mail_configured": mail_configured,
+                "sections": Jsonb(dict(sections or {})),
+            },
+        )

@@ -1,0 +1,441 @@
+"""The inbox on real PostgreSQL (seed 004 sections 6-9, 12; docs/rules.md N5-N12, H1-H4)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from click.testing import CliRunner
+from pgworld import HOST_SCHEMA, SCHEMA
+
+from notify_cli.main import cli
+from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
+from notify_pg.inbox_fanout import InboxFanOut, InboxRound
+from notify_pg.reference_host.wiki import ReferenceWiki
+
+Connect = Callable[[], psycopg.Connection[Any]]
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+READ_ALL = [
+    {"permission": "read_pages", "match": "all"},
+    {"permission": "read_comments", "match": "all"},
+]
+
+
+@pytest.fixture
+def wiki(conn: psycopg.Connection[Any]) -> ReferenceWiki:
+    """A wiki with one site, a readers group, one page and three people."""
+    w = ReferenceWiki(HOST_SCHEMA)
+    with conn.transaction():
+        w.add_site(conn, "s1", host="wiki.example")
+        w.add_group(conn, "readers", READ_ALL)
+        for person in ("ana", "bob", "cy"):
+            w.add_user(conn, person, email=f"{person}@example.org", verified=True)
+            w.add_member(conn, "readers", person)
+        w.add_page(conn, "p1", "s1", "/docs/start", title="Start")
+        w.watch(conn, "p1", "ana")
+        w.watch(conn, "p1", "cy")
+    return w
+
+
+def many_watchers(conn: psycopg.Connection[Any], count: int, group_sets: int = 1) -> None:
+    """``count`` people watching p1, spread over ``group_sets`` distinct sets of groups."""
+    with conn.transaction():
+        conn.execute(
+            "INSERT INTO host.wiki_users (id) SELECT 'w' || lpad(i::text, 6, '0') "
+            "FROM generate_series(1, %s) i",
+            [count],
+        )
+        conn.execute(
+            "INSERT INTO host.wiki_groups (id, rules) SELECT 'g' || i, %s::jsonb "
+            "FROM generate_series(0, %s) i",
+            ['[{"permission": "read_pages", "match": "all"}]', group_sets - 1],
+        )
+        # Person i is in group g(i mod sets) and in readers: group_sets distinct sets.
+        conn.execute(
+            "INSERT INTO host.wiki_memberships (group_id, user_id) "
+            "SELECT 'g' || (i %% %s), 'w' || lpad(i::text, 6, '0') FROM generate_series(1, %s) i",
+            [group_sets, count],
+        )
+        conn.execute(
+            "INSERT INTO host.wiki_watchers (page_id, user_id) "
+            "SELECT 'p1', 'w' || lpad(i::text, 6, '0') FROM generate_series(1, %s) i",
+            [count],
+        )
+
+
+def edit(conn: psycopg.Connection[Any], n: int, actor: str = "bob") -> int | None:
+    return emit(
+        conn,
+        "page.edited",
+        {"page": "p1"},
+        actor=actor,
+        occurred_at=T0 + timedelta(seconds=n),
+        schema=SCHEMA,
+    )
+
+
+def entries(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+    return conn.execute(
+        "SELECT user_id, category, group_key, count, variants, in_app, email_state, read_at "
+        "FROM notify.inbox_entries ORDER BY user_id, group_key, id"
+    ).fetchall()
+
+
+def fanout(wiki: ReferenceWiki, **kwargs: Any) -> InboxFanOut:
+    return InboxFanOut(wiki, schema=SCHEMA, **kwargs)
+
+
+def test_h4_emit_writes_one_outbox_row_and_never_fails_the_host(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H4: the request writes one outbox row; emit never fails the host's transaction."""
+    with conn.transaction():
+        wiki.add_page(conn, "p2", "s1", "/docs/two")
+        assert edit(conn, 1) is not None
+        # A payload that cannot be stored: logged, None, and the host's work goes on.
+        bad = emit(conn, "page.edited", {"page": object()}, actor="bob", schema=SCHEMA)
+        assert bad is None
+        wiki.add_page(conn, "p3", "s1", "/docs/three")
+    assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
+    assert conn.execute("SELECT count(*) FROM host.wiki_pages").fetchone() == (3,)
+    # A failure on the server (here a check the row breaks): a WARNING, None, and the host's
+    # transaction still commits its work.
+    conn.execute(
+        "ALTER TABLE notify.inbox_outbox ADD CONSTRAINT no_edits CHECK (type <> 'page.edited') "
+        "NOT VALID"
+    )
+    with conn.transaction():
+        assert edit(conn, 2) is None
+        wiki.add_page(conn, "p4", "s1", "/docs/four")
+    assert conn.execute("SELECT count(*) FROM host.wiki_pages").fetchone() == (4,)
+    conn.execute("ALTER TABLE notify.inbox_outbox DROP CONSTRAINT no_edits")
+    # N6: an origin no category fires for writes nothing; N5: nor does a site switched off.
+    assert emit(conn, "page.created", {"page": "p9"}, origin="import", schema=SCHEMA) is None
+    assert emit(conn, "page.edited", {"page": "p1"}, site_notifications=False) is None
+    assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
+
+
+def test_n10_coalescing_and_n7_actor_skipped(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N10: edits coalesce into one unread entry per person and key; the actor gets none."""
+    for n in range(3):
+        edit(conn, n)
+    worker = fanout(wiki)
+    assert worker.drain(conn) == 3
+    rows = entries(conn)
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
+        ("ana", "watched_page", "watched_page:p1", 3, ["edited"]),
+        ("cy", "watched_page", "watched_page:p1", 3, ["edited"]),
+    ]
+    # N10: read gives up the key, the next event starts a new entry.
+    reads = InboxReads(SCHEMA)
+    reads.read(conn, "ana")
+    edit(conn, 10)
+    worker.drain(conn)
+    ana = [r for r in entries(conn) if r[0] == "ana"]
+    assert [(r[3], r[7] is None) for r in ana] == [(3, False), (1, True)]
+
+
+def test_n10_the_same_event_twice_changes_nothing(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N10: a fan-out of the same event again (a retry after a crash) counts nobody twice."""
+    edit(conn, 1)
+    fanout(wiki).drain(conn)
+    conn.execute("UPDATE notify.inbox_outbox SET processed_at = NULL, claimed_at = NULL")
+    fanout(wiki).drain(conn)
+    assert [r[3] for r in entries(conn)] == [1, 1]
+
+
+def test_n9_a_deletion_captures_its_watchers_in_the_emit(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N9: the emit stores the watchers before the page and its watch rows go."""
+    with conn.transaction():
+        emit(
+            conn,
+            "page.deleted",
+            {"page": "p1"},
+            actor="bob",
+            occurred_at=T0,
+            capture_watchers=wiki.watchers_query("p1"),
+            schema=SCHEMA,
+        )
+        wiki.delete_page(conn, "p1")
+    assert conn.execute("SELECT recipients FROM notify.inbox_outbox").fetchone() == (["ana", "cy"],)
+    fanout(wiki).drain(conn)
+    assert [(r[0], r[2], r[4]) for r in entries(conn)] == [
+        ("ana", "watched_page:p1", ["deleted"]),
+        ("cy", "watched_page:p1", ["deleted"]),
+    ]
+
+
+def test_n9_a_delete_that_failed_after_its_emit_gives_nothing(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """formats.md page_exists: the page is still there when the fan-out runs: no entry."""
+    emit(conn, "page.deleted", {"page": "p1"}, actor="bob", occurred_at=T0, schema=SCHEMA)
+    assert fanout(wiki).drain(conn) == 1
+    assert entries(conn) == []
+
+
+def test_n12_email_pending_with_mail_configured(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """E1/N4: with mail configured and a verified address, a new entry's email is pending."""
+    wiki.set_settings(conn, mail_configured=True, email_delay_s=60)
+    edit(conn, 0)
+    fanout(wiki).drain(conn)
+    row = conn.execute(
+        "SELECT email_state, email_after FROM notify.inbox_entries WHERE user_id = 'ana'"
+    ).fetchone()
+    assert row == ("pending", T0 + timedelta(seconds=60))
+    # E1: reading before the email goes cancels it.
+    InboxReads(SCHEMA).read(conn, "ana")
+    row = conn.execute(
+        "SELECT email_state, email_after FROM notify.inbox_entries WHERE user_id = 'ana'"
+    ).fetchone()
+    assert row == ("skipped", None)
+
+
+def test_n2_opted_in_people_are_read_from_the_partial_index(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N2: page_created reaches only those who turned it on (a stored row)."""
+    prefs = InboxPreferences(SCHEMA)
+    prefs.set(conn, "cy", "page_created", "in_app", True)
+    prefs.set(conn, "bob", "page_created", "in_app", True)
+    prefs.set(conn, "ana", "watched_page", "in_app", True)  # the default: no row
+    assert conn.execute(
+        "SELECT user_id, category FROM notify.inbox_preferences ORDER BY 1"
+    ).fetchall() == [("bob", "page_created"), ("cy", "page_created")]
+    wiki.add_page(conn, "p2", "s1", "/docs/new", title="New")
+    emit(conn, "page.created", {"page": "p2"}, actor="bob", occurred_at=T0, schema=SCHEMA)
+    fanout(wiki).drain(conn)
+    assert [(r[0], r[2], r[5], r[6]) for r in entries(conn)] == [
+        ("cy", "page_created:p2", True, "none")
+    ]
+
+
+def test_h4_two_workers_never_take_the_same_event(
+    connect: Connect, conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H4: two workers draining one outbox at once never take the same event."""
+    for n in range(120):
+        edit(conn, n)
+    taken: dict[str, list[int]] = {"a": [], "b": []}
+    start = threading.Barrier(2)
+
+    def work(name: str) -> None:
+        c = connect()
+        w = fanout(wiki, claim_limit=7, on_batch=taken[name].append)
+        start.wait()
+        w.drain(c)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in taken]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not set(taken["a"]) & set(taken["b"])
+    assert len(taken["a"]) + len(taken["b"]) == 120
+    assert [r[3] for r in entries(conn)] == [120, 120]
+
+
+def test_n10_forty_saves_give_one_entry_with_count_40_under_parallel_fanout(
+    connect: Connect, conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N10/H4: forty saves to a watched page, fanned out by two workers: one entry, count 40."""
+    for n in range(40):
+        edit(conn, n)
+    start = threading.Barrier(2)
+
+    def work() -> None:
+        c = connect()
+        w = fanout(wiki, claim_limit=3)
+        start.wait()
+        w.drain(c)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    rows = entries(conn)
+    assert [(r[0], r[3]) for r in rows] == [("ana", 40), ("cy", 40)]
+    latest = conn.execute("SELECT max(updated_at) FROM notify.inbox_entries").fetchone()
+    assert latest == (T0 + timedelta(seconds=39),)
+
+
+def test_h4_a_worker_killed_mid_fan_out_is_resumed_from_its_cursor(
+    connect: Connect, db_dsn: str, conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H4: a worker killed (pg_terminate_backend) after its first batch: the other resumes
+    from the cursor, with no doubled count and no lost entry."""
+    many_watchers(conn, 2_500)
+    edit(conn, 0)
+    doomed = connect()
+
+    def kill(_event: int) -> None:
+        with psycopg.connect(db_dsn, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", [doomed.info.backend_pid])
+
+    first = fanout(wiki, on_batch=kill)
+    with pytest.raises(Exception):  # noqa: B017 - the backend is gone, whatever psycopg says
+        first.drain(doomed)
+    assert first.stats.batches == 1
+    cursor = conn.execute("SELECT cursor, processed_at FROM notify.inbox_outbox").fetchone()
+    assert cursor == ("w000998", None)  # ana, cy and the first 998 of the w-people
+    second = fanout(wiki, claim_timeout=timedelta(0))
+    assert second.drain(conn) == 1
+    assert second.stats.batches == 2  # from the cursor on: 1,000, then the last 502
+    counts = conn.execute(
+        "SELECT count(*), count(DISTINCT user_id), max(count), min(count) FROM notify.inbox_entries"
+    ).fetchone()
+    assert counts == (2_502, 2_502, 1, 1)
+
+
+def test_n7_ten_thousand_candidates_in_six_group_sets_cost_six_access_evaluations(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N7: access is computed once per distinct group set per event, across keyset batches."""
+    many_watchers(conn, 10_000, group_sets=6)
+    conn.execute("DELETE FROM host.wiki_watchers WHERE user_id IN ('ana', 'cy')")
+    edit(conn, 0)
+    worker = fanout(wiki)
+    worker.drain(conn)
+    assert worker.stats.batches == 11  # ten full batches; the eleventh finds the end
+    assert worker.stats.access_evaluations == 6
+    assert conn.execute("SELECT count(*) FROM notify.inbox_entries").fetchone() == (10_000,)
+
+
+def test_h1_list_is_keyset_paginated_and_summary_has_an_etag(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H1: 30 a page by (updated_at, id) descending; unread up to 100 ("99+"); an ETag."""
+    with conn.transaction():
+        for n in range(105):
+            wiki.add_comment(conn, f"c{n}", "p1", author="bob", mentions=["ana"])
+            emit(
+                conn,
+                "comment.created",
+                {"comment": f"c{n}", "page": "p1", "mentions": ["ana"], "excerpt": f"hi {n}"},
+                actor="bob",
+                occurred_at=T0 + timedelta(seconds=n),
+                schema=SCHEMA,
+            )
+    fanout(wiki).drain(conn)
+    reads = InboxReads(SCHEMA)
+    seen: list[int] = []
+    after = None
+    pages = 0
+    while True:
+        page = reads.list_entries(conn, "ana", after=after)
+        pages += 1
+        assert len(page.entries) <= 30
+        seen.extend(e.id for e in page.entries)
+        if page.next is None:
+            break
+        after = page.next
+    assert pages == 4
+    assert len(seen) == len(set(seen)) == 105
+    first = reads.list_entries(conn, "ana").entries[0]
+    assert (first.category, first.group_key, first.excerpt) == ("mention", "mention:c104", "hi 104")
+    summary = reads.summary(conn, "ana")
+    assert (summary.unread, summary.badge) == (100, "99+")
+    assert summary.latest_at == T0 + timedelta(seconds=104)
+    assert reads.summary(conn, "ana").etag == summary.etag  # nothing new: not modified
+    # N5: a site switched off hides its entries (kept).
+    assert reads.summary(conn, "ana", hidden_sites=["s1"]).unread == 0
+    assert reads.read(conn, "ana", ids=[first.id]) == [first.id]
+    assert len(reads.read(conn, "ana", categories=["mention"])) == 104
+    after_read = reads.summary(conn, "ana")
+    assert (after_read.unread, after_read.badge) == (0, "0")
+    assert after_read.etag != summary.etag
+
+
+def test_h2_reads_by_filter_view_and_dismiss_touch_only_ones_own_entries(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H2: read one, by filter, on view (page / talk tab), dismiss; only one's own rows."""
+    edit(conn, 0)
+    wiki.add_comment(conn, "c1", "p1", author="bob")
+    emit(
+        conn,
+        "comment.created",
+        {"comment": "c1", "page": "p1"},
+        actor="bob",
+        occurred_at=T0 + timedelta(seconds=1),
+        schema=SCHEMA,
+    )
+    fanout(wiki).drain(conn)
+    reads = InboxReads(SCHEMA)
+    ana = {e.category: e for e in reads.list_entries(conn, "ana").entries}
+    assert set(ana) == {"watched_page", "watched_page_comment"}
+    assert reads.dismiss(conn, "cy", ana["watched_page"].id) is False  # not cy's
+    assert reads.read(conn, "cy", ids=[ana["watched_page"].id]) == []
+    assert reads.read_on_view(conn, "ana", "p1", talk=True) == [ana["watched_page_comment"].id]
+    assert reads.read_on_view(conn, "ana", "p1") == [ana["watched_page"].id]
+    assert reads.summary(conn, "ana").unread == 0
+    cy = reads.list_entries(conn, "cy").entries
+    assert reads.read(conn, "cy", categories=["watched_page"]) == [
+        e.id for e in cy if e.category == "watched_page"
+    ]
+    assert reads.dismiss(conn, "cy", cy[0].id) is True
+    assert len(reads.list_entries(conn, "cy").entries) == 1
+
+
+def test_h3_purge_deletes_old_entries_and_processed_outbox_rows_in_batches(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H3: entries past retention (read or not) and outbox rows processed a day ago go."""
+    edit(conn, 0)
+    fanout(wiki).drain(conn)
+    edit(conn, 1)  # not processed: stays
+    now = datetime.now(UTC)
+    assert purge(conn, now=now, schema=SCHEMA) == {"entries": 0, "outbox": 0}
+    counts = purge(conn, now=now + timedelta(days=61), batch=1, schema=SCHEMA)
+    assert counts == {"entries": 2, "outbox": 1}
+    assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
+
+
+def test_h4_notify_worker_fans_out_the_outbox_and_h3_purges(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki, db_dsn: str
+) -> None:
+    """H4/H3: `notify worker` runs the inbox's round: the outbox is fanned out, and the purge
+    runs at the worker's first round."""
+    edit(conn, 0)
+    old = edit(conn, 1)
+    conn.execute(
+        "UPDATE notify.inbox_outbox SET processed_at = now() - interval '2 days' WHERE id = %s",
+        [old],
+    )
+    result = CliRunner().invoke(cli, ["worker", "--dsn", db_dsn, "--once"])
+    assert result.exit_code == 0, result.output
+    assert [(r[0], r[3]) for r in entries(conn)] == [("ana", 1), ("cy", 1)]
+    assert conn.execute(
+        "SELECT count(*) FROM notify.inbox_outbox WHERE processed_at IS NULL"
+    ).fetchone() == (0,)
+    assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
+
+
+def test_h3_the_inbox_round_purges_at_its_first_round_and_then_once_per_period(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """H3: scheduled in the worker: at the first round, then once per ``purge_every``."""
+    now = [T0 + timedelta(hours=1)]
+    run = InboxRound(fanout(wiki), clock=lambda: now[0], purge_every=timedelta(days=90))
+    edit(conn, 0)
+    assert run(conn) == 1  # one event fanned out; nothing old enough to purge
+    assert run.next_purge == now[0] + timedelta(days=90)
+    now[0] += timedelta(days=70)
+    assert run(conn) == 0  # the entries are past retention, but the purge waits its turn
+    assert run.purged == {"entries": 0, "outbox": 0}
+    now[0] += timedelta(days=20)
+    assert run(conn) == 3  # the two entries and the processed outbox row
+    assert run.purged == {"entries": 2, "outbox": 1}
