@@ -266,6 +266,25 @@ def _compare_table(diff: dict[str, object]) -> Table:
     metavar="DIR",
     help="Also write each mail sent as DIR/<at>-<recipient>-<site>.eml (created when missing).",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "dask"]),
+    default="local",
+    show_default=True,
+    help="dask: one recipient partition per task on a Dask cluster, merged (same output).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    type=Utf8Text(),
+    help="With --engine dask: the Dask scheduler (default: a local cluster).",
+)
+@click.option(
+    "--partitions",
+    type=int,
+    metavar="N",
+    help="With --engine dask: how many partitions (default: 2 local, else the worker threads).",
+)
 def replay(
     log: str | None,
     dsn: str | None,
@@ -276,6 +295,9 @@ def replay(
     summary_json: str | None,
     compare_file: str | None,
     mail_dir: str | None,
+    engine: str,
+    scheduler: str | None,
+    partitions: int | None,
 ) -> None:
     """Replay the event log LOG (- for stdin) and write one JSON line per hint decision.
 
@@ -287,10 +309,32 @@ def replay(
     --out or stdout) and as a table on stderr. With --from-pg DSN the log is the table
     event_log of --schema, read in seq order. With --mail-dir DIR each mail a drain sends
     (a mail line) is also written as an RFC 5322 file DIR/<at>-<recipient>-<site>.eml.
+    With --engine dask the recipient partitions run as Dask tasks (a local cluster of
+    --partitions processes unless --scheduler ADDRESS) and merge into the same output.
     """
     if (log is None) == (dsn is None):
         raise BadInput("give either LOG or --from-pg DSN")
     policy = read_policy(policy_file)
+    if engine == "dask":
+        from notify_cli.dask_engine import run_dask_replay
+
+        run_dask_replay(
+            log,
+            dsn,
+            compare_file,
+            mail_dir,
+            policy,
+            include_skips,
+            out_file,
+            summary_json,
+            scheduler,
+            partitions,
+            _report,
+            _summary_table,
+        )
+        return
+    if scheduler is not None or partitions is not None:
+        raise BadInput("--scheduler and --partitions go with --engine dask")
     if mail_dir is not None:
         if compare_file is not None:
             raise BadInput("--mail-dir writes the mails of one replay: not with --compare")

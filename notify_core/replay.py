@@ -393,6 +393,10 @@ class Replay:
     An event that names an object the log never created (`REFERENCES`) is counted in the
     summary by type of object and, with ``include_skips``, gives an `UnknownReference` after
     the event's hints.
+
+    ``owns`` (e.g. a `notify_core.partitions.Partition`) restricts the hints, entry lines and
+    mail lines, and their counts, to the recipients it owns; events, bad lines and unknown
+    references are still counted (and yielded) in full by every such replay.
     """
 
     policy: Policy = attrs.field(factory=Policy)
@@ -402,12 +406,17 @@ class Replay:
     pipeline: Pipeline = attrs.field(init=False)
     inbox: InboxPipeline = attrs.field(factory=InboxPipeline)
     reader: EventLogReader = attrs.field(factory=EventLogReader)
+    owns: Callable[[str], bool] | None = None
     _known: dict[str, Container[str]] = attrs.field(init=False, factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.store = MemoryStore(instance_default=self.policy.instance_default_level)
         self.pipeline = Pipeline(
-            policy=self.policy, world=self.store, prefs=self.store, schedule=self.store
+            policy=self.policy,
+            world=self.store,
+            prefs=self.store,
+            schedule=self.store,
+            owns=self.owns,
         )
         wiki = self.inbox.wiki
         # A wiki of another kind (a caller's own facts) is not asked: its objects go unchecked.
@@ -512,12 +521,17 @@ class Replay:
         while (at := inbox.next_mail_due()) is not None and (until is None or at <= until):
             yield from self._out(self.pipeline.advance(at))
             for mail in inbox.drain(at):
+                if self.owns is not None and not self.owns(mail.recipient):
+                    continue
                 self.summary.add_mail(mail)
                 if mail.decision == "send" or self.include_skips:
                     yield mail
 
     def _out_entries(self, lines: Iterable[InboxLine]) -> Iterator[InboxLine]:
+        owns = self.owns
         for entry_line in lines:
+            if owns is not None and not owns(entry_line.recipient):
+                continue
             self.summary.add_entry(entry_line)
             if entry_line.decision is not EntryDecisionKind.SKIP or self.include_skips:
                 yield entry_line

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,26 @@ def docs_site(
         env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     return result, site
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler() -> Iterator[str]:
+    """The address of a real Dask ``LocalCluster`` (2 single-threaded worker processes on
+    loopback), started once per run for the ``--engine dask`` tests."""
+    import logging
+
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=":0",
+        scheduler_kwargs={"dashboard": False},
+        silence_logs=logging.ERROR,
+    )
+    try:
+        yield str(cluster.scheduler_address)
+    finally:
+        cluster.close()  # type: ignore[no-untyped-call]

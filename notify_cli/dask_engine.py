@@ -1,0 +1,172 @@
+"""``notify replay --engine dask``: one recipient partition per task on a Dask cluster.
+
+Each task replays the whole log deciding for one partition (`notify_core.partitioned`); this
+process merges the tasks' keyed lines into the single replay's output and their summaries
+into its summary. Without ``--scheduler`` a `distributed.LocalCluster` of one single-threaded
+process per partition runs on this machine (loopback only); with one, every worker must read
+the log at the same path (docs/replay.md).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+from rich.console import Console
+from rich.table import Table
+
+from notify_cli import fastjson
+from notify_cli.options import (
+    EXIT_BAD_INPUT,
+    STDIN,
+    BadInput,
+    lines_of,
+    open_out,
+    write_file,
+    writing,
+)
+from notify_core.decide import Policy
+from notify_core.events import EventError
+from notify_core.partitioned import (
+    PartitionRun,
+    error_of,
+    merge_lines,
+    merge_summaries,
+    run_partition,
+)
+from notify_core.partitions import Partition
+from notify_core.replay import Replay, Summary
+
+__all__ = ["INSTALL", "replay_dask", "replay_partition", "run_dask_replay"]
+
+#: What the CLI says when Dask is missing.
+INSTALL = "--engine dask needs the Dask extra: pip install 'notify-engine[dask]'"
+
+
+def replay_partition(
+    path: str, policy: Policy, include_skips: bool, index: int, count: int
+) -> PartitionRun:
+    """Replay the log at ``path`` for partition ``index`` of ``count`` (one Dask task)."""
+    partition = Partition(index, count)
+    replay = Replay(
+        policy=policy, include_skips=include_skips, reader=fastjson.reader(), owns=partition
+    )
+    return run_partition(replay, partition, lines_of(path), fastjson.dumps)
+
+
+@contextmanager
+def _client(scheduler: str | None, partitions: int | None) -> Iterator[tuple[Any, int]]:
+    """Yield a connected client and the partition count (one per worker thread by default)."""
+    try:
+        import distributed
+    except ImportError:
+        raise BadInput(INSTALL) from None
+    # distributed has no complete type hints: its objects are used as Any.
+    dist: Any = distributed
+    Client, LocalCluster = dist.Client, dist.LocalCluster
+    if scheduler is None:
+        workers = partitions or 2
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address=":0",  # a free port: never a clash on a shared machine
+            scheduler_kwargs={"dashboard": False},
+            silence_logs=logging.ERROR,
+        )
+        try:
+            with Client(cluster) as client:
+                yield client, workers
+        finally:
+            cluster.close()
+        return
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, ValueError, TypeError) as exc:
+        raise BadInput(f"--scheduler {scheduler}: cannot connect: {exc}") from None
+    with client:
+        yield client, partitions or max(1, sum(client.nthreads().values()))
+
+
+def replay_dask(
+    path: str,
+    policy: Policy,
+    include_skips: bool,
+    out: IO[str] | None,
+    out_name: str,
+    scheduler: str | None,
+    partitions: int | None,
+) -> tuple[Summary, list[EventError]]:
+    """Replay ``path`` as ``partitions`` Dask tasks; write the merged lines to ``out``.
+
+    Returns:
+        The merged summary and the log's bad lines (in line order), for the caller to report.
+    """
+    if partitions is not None and partitions < 1:
+        raise BadInput(f"--partitions must be at least 1, not {partitions}")
+    with _client(scheduler, partitions) as (client, count):
+        futures = [
+            client.submit(replay_partition, path, policy, include_skips, index, count, pure=False)
+            for index in range(count)
+        ]
+        try:
+            runs: list[PartitionRun] = client.gather(futures)
+        except BadInput:
+            raise
+        except Exception as exc:  # a worker's failure comes back as its own exception
+            raise BadInput(f"the Dask replay failed: {type(exc).__name__}: {exc}") from None
+    write = out.write if out is not None else None
+    if write is not None:
+        with writing(out_name):
+            for text in merge_lines([run.lines for run in runs]):
+                write(text + "\n")
+    summary = merge_summaries([run.summary for run in runs])
+    return summary, [error_of(values) for values in runs[0].errors]
+
+
+def run_dask_replay(
+    log: str | None,
+    dsn: str | None,
+    compare_file: str | None,
+    mail_dir: str | None,
+    policy: Policy,
+    include_skips: bool,
+    out_file: str | None,
+    summary_json: str | None,
+    scheduler: str | None,
+    partitions: int | None,
+    report: Callable[[str, EventError], None],
+    summary_table: Callable[[Summary], Table],
+) -> None:
+    """``notify replay --engine dask``: the CLI's side (``report`` and ``summary_table`` are
+    the single replay's, so that both engines print the same)."""
+    if dsn is not None or log is None or log == STDIN:
+        raise BadInput("--engine dask reads a log file (every worker opens it): give its path")
+    if compare_file is not None or mail_dir is not None:
+        raise BadInput("--engine dask writes one replay's lines: not with --compare or --mail-dir")
+    if scheduler is None and not os.path.isfile(log):
+        raise BadInput(f"{log}: no such file")
+    # Remote workers open the same path: make it absolute, as the user meant it here.
+    path = os.path.abspath(log) if scheduler is None else log
+    if out_file is None:
+        summary, errors = replay_dask(
+            path, policy, include_skips, sys.stdout, "stdout", scheduler, partitions
+        )
+    else:
+        with open_out(out_file) as out:
+            summary, errors = replay_dask(
+                path, policy, include_skips, out, out_file, scheduler, partitions
+            )
+    for error in errors:
+        report(log, error)
+    Console(stderr=True).print(summary_table(summary))
+    if summary_json is not None:
+        write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+    if errors:
+        sys.exit(EXIT_BAD_INPUT)

@@ -1,0 +1,126 @@
+"""``notify replay --engine dask``: recipient partitions as tasks on a real Dask LocalCluster.
+
+The merged output and summary must be byte-identical to the single-process replay's
+(formats.md section 3) on every golden log, a synthetic log and a wiki log with mail.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from notify_cli.main import cli
+from notify_core.synth import SynthConfig, synth_events
+from tests.inbox_log import WikiLog
+
+TESTS = Path(__file__).parent
+GOLDENS = sorted(
+    p
+    for folder in ("replay", "inbox")
+    for p in (TESTS / folder).glob("*.jsonl")
+    if not p.name.endswith(".expected.jsonl")
+)
+
+
+def _replay(log: Path, tmp: Path, *extra: str) -> tuple[Result, str]:
+    summary = tmp / f"summary-{len(list(tmp.iterdir()))}.json"
+    args = ["replay", str(log), "--include-skips", "--summary-json", str(summary), *extra]
+    policy = log.with_suffix(".toml")
+    if policy.exists():
+        args += ["--policy", str(policy)]
+    result = CliRunner().invoke(cli, args)
+    return result, summary.read_text() if summary.exists() else ""
+
+
+def _check_same(log: Path, tmp: Path, scheduler: str, partitions: int) -> None:
+    single, single_summary = _replay(log, tmp)
+    dask, dask_summary = _replay(
+        log, tmp, "--engine", "dask", "--scheduler", scheduler, "--partitions", str(partitions)
+    )
+    assert dask.exit_code == single.exit_code, dask.stderr
+    assert dask.stdout == single.stdout
+    assert dask_summary == single_summary
+    assert dask.stderr == single.stderr
+
+
+@pytest.mark.parametrize("log", GOLDENS, ids=[p.stem for p in GOLDENS])
+def test_dask_replay_of_a_golden_log_is_the_single_replay(
+    log: Path, tmp_path: Path, dask_scheduler: str
+) -> None:
+    _check_same(log, tmp_path, dask_scheduler, 3)
+
+
+def test_dask_replay_of_a_synthetic_log_is_the_single_replay(
+    tmp_path: Path, dask_scheduler: str
+) -> None:
+    log = tmp_path / "synth.jsonl"
+    config = SynthConfig(events=3_000, users=120, seed=5, max_fanout=50)
+    log.write_text("".join(json.dumps(e) + "\n" for e in synth_events(config)))
+    _check_same(log, tmp_path, dask_scheduler, 2)
+
+
+def test_dask_replay_of_a_wiki_log_with_mail_is_the_single_replay(
+    tmp_path: Path, dask_scheduler: str
+) -> None:
+    wiki = WikiLog()
+    people = [f"p{i}" for i in range(10)]
+    for person in [*people, "ben"]:
+        wiki.user(person)
+    wiki.page("pg1", "/a").watch("pg1", *people)
+    for round_ in range(5):
+        wiki.edit("pg1").comment(f"c{round_}", "pg1", actor="ben", mentions=people[round_:][:3])
+        wiki.tick(300)
+    log = tmp_path / "wiki.jsonl"
+    log.write_text("\n".join(wiki.lines()) + "\n")
+    _check_same(log, tmp_path, dask_scheduler, 4)
+
+
+def test_bad_lines_are_reported_once_and_exit_2(tmp_path: Path, dask_scheduler: str) -> None:
+    lines = (TESTS / "replay" / "badge_sync.jsonl").read_text().splitlines()
+    lines[3:3] = ["not json", '{"seq": 1}']
+    log = tmp_path / "bad.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    _check_same(log, tmp_path, dask_scheduler, 2)
+    result, _ = _replay(log, tmp_path, "--engine", "dask", "--scheduler", dask_scheduler)
+    assert result.exit_code == 2
+    assert result.stderr.count(f"{log}:4: bad event") == 1
+
+
+def test_without_a_scheduler_a_local_cluster_runs_the_partitions(tmp_path: Path) -> None:
+    log = TESTS / "replay" / "badge_sync.jsonl"
+    single, single_summary = _replay(log, tmp_path)
+    dask, dask_summary = _replay(log, tmp_path, "--engine", "dask", "--partitions", "2")
+    assert (dask.exit_code, dask.stdout, dask_summary) == (0, single.stdout, single_summary)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-", "--engine", "dask"], "give its path"),
+        (["{log}", "--engine", "dask", "--compare", "{log}"], "not with --compare"),
+        (["{log}", "--engine", "dask", "--partitions", "0"], "at least 1"),
+        (["{log}", "--partitions", "2"], "go with --engine dask"),
+        (["{tmp}/missing.jsonl", "--engine", "dask"], "no such file"),
+    ],
+)
+def test_bad_options_are_one_line_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    log = str(TESTS / "replay" / "badge_sync.jsonl")
+    argv = ["replay", *(a.format(log=log, tmp=tmp_path) for a in args)]
+    result = CliRunner().invoke(cli, argv, input="")
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_dask_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    log = str(TESTS / "replay" / "badge_sync.jsonl")
+    result = CliRunner().invoke(cli, ["replay", log, "--engine", "dask"])
+    assert result.exit_code == 2
+    assert "pip install 'notify-engine[dask]'" in result.stderr
