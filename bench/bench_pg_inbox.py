@@ -13,7 +13,9 @@ Figures (each the median of ``repeat`` runs, every run on a fresh database):
   (``multi_row``), against the same fan-out writing one row per statement (``one_row``, the
   baseline). ``total_s`` is the whole drain (claim, reads, decisions, writes, commits),
   ``write_s`` the time in the write statements; ``write_ratio`` and ``total_ratio`` are the
-  baseline's time over the multi-row time, measured in the same run.
+  baseline's time over the multi-row time, measured in the same run; ``client_cpu_s`` the
+  benchmark process's CPU time in the multi-row drain (the machine's load average and core
+  count are printed beside: a loaded machine stretches the wall times).
 - ``emit``: inside the host's transaction (one per action: BEGIN, the host's INSERT, the
   emit, COMMIT), the cost of `emit` against a plain INSERT of the same values into a host
   table (``plain_insert``); ``per_call_us`` is the median of the per-call times and
@@ -126,12 +128,12 @@ def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]
         emit(conn, "page.edited", {"page": "p1"}, actor="bob", occurred_at=T0, schema=SCHEMA)
         conn.execute("VACUUM ANALYZE")
         worker = InboxFanOut(wiki, schema=SCHEMA, write_batch=write_batch)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         worker.drain(conn)
-        total = time.perf_counter() - started
+        total, cpu = time.perf_counter() - started, time.process_time() - cpu
         written = conn.execute("SELECT count(*) FROM notify.inbox_entries").fetchone()
         assert written == (watchers,), written
-        return {"total_s": total, "write_s": worker.stats.write_s}
+        return {"total_s": total, "write_s": worker.stats.write_s, "client_cpu_s": cpu}
 
 
 def emit_once(base: str, emits: int) -> dict[str, float]:
@@ -181,6 +183,7 @@ def main() -> None:
         return statistics.median(r[key] for r in runs)
 
     m_total, m_write = median(multi, "total_s"), median(multi, "write_s")
+    m_cpu = median(multi, "client_cpu_s")
     s_total, s_write = median(single, "total_s"), median(single, "write_s")
     emit_us, plain_us = median(emits, "emit_us"), median(emits, "plain_insert_us")
     print(
@@ -188,7 +191,11 @@ def main() -> None:
             {
                 "fan_out": {
                     "watchers": args.watchers,
-                    "multi_row": {"total_s": round(m_total, 3), "write_s": round(m_write, 3)},
+                    "multi_row": {
+                        "total_s": round(m_total, 3),
+                        "write_s": round(m_write, 3),
+                        "client_cpu_s": round(m_cpu, 3),
+                    },
                     "one_row": {"total_s": round(s_total, 3), "write_s": round(s_write, 3)},
                     "write_ratio": round(s_write / m_write, 1),
                     "total_ratio": round(s_total / m_total, 1),
@@ -200,6 +207,8 @@ def main() -> None:
                     "ratio": round(emit_us / plain_us, 2),
                 },
                 "repeat": args.repeat,
+                "load_average": os.getloadavg()[0],
+                "cores": os.cpu_count(),
             },
             indent=2,
         )
