@@ -1,4 +1,4 @@
-"""An independent reference of behaviour.md section 7 (B1-B3) and D2's read right, for tests.
+"""An independent reference of the badge rules B1-B3 and D2's read right, for tests.
 
 Written from the spec alone: it imports nothing of ``notify_core`` and keeps its own world from
 the events of a log (formats.md section 2), so a test can hold the replay and the PostgreSQL
@@ -20,7 +20,7 @@ def instant(text: object) -> datetime:
 
 
 class Reference:
-    """behaviour.md section 7 (with L3-L5 and S5 for the level, D2 for the read right).
+    """The badge rules, B1-B3 (with L3-L5 and S5 for the level, D2 for the read right).
 
     The read position of a person in a thread is their last ``read_state.updated``, moved up
     to each later message of their own (B3). A thread's newest position is that of its newest

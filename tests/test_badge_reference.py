@@ -1,6 +1,6 @@
 """The badge and the counts of ``notify replay`` against an independent reference (B1-B3, D8, D9).
 
-`reference_model.Reference` is a small model of behaviour.md section 7 written from the spec
+`reference_model.Reference` is a small model of the badge rules (B) written from the rules
 alone: it imports nothing of the pipeline, the store or the badge module, keeps its own world
 (rights, levels, read positions, mentions) from the events, and answers the badge, the unread
 count of a flush and D9's read check. Synthetic logs (`notify_core.synth`, seeds and sizes drawn by
