@@ -487,3 +487,49 @@ def test_a_real_server_restart_in_a_send_batch_sends_each_push_once(
     messages = [record.msg for record in caplog.records]
     assert "push results held" in messages  # the restart hit the writes of the batch
     assert messages.count("push sent") == 40
+
+
+def test_a_revoked_insert_names_its_cause(team_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The worker's role may not INSERT into the tables of notify (but its failure record):
+    the failed round's log line and `notify db status` name the SQLSTATE and the table."""
+    from psycopg.conninfo import make_conninfo
+
+    role = f"notify_revoked_{os.getpid()}"
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        backlog(conn, 20)
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        for schema in (SCHEMA, HOST_SCHEMA):
+            conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+            conn.execute(f"GRANT SELECT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+            conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT INSERT ON {SCHEMA}.consumer_failures, {SCHEMA}.consumer_cursors TO {role}"
+        )
+    worker = Worker(
+        lambda: psycopg.connect(make_conninfo(team_dsn, user=role), autocommit=True),
+        ReferenceHost(HOST_SCHEMA),
+        schema=SCHEMA,
+        config=WorkerConfig(partitions=1, poll_interval=timedelta(milliseconds=50)),
+    )
+    caplog.set_level("INFO", logger="notify_pg.worker")
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 15
+        while worker.stats.failures < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(10)
+        with psycopg.connect(team_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    failed = next(r for r in caplog.records if r.msg == "round failed")
+    fields = failed.fields  # type: ignore[attr-defined]
+    assert fields["sqlstate"] == "42501" and fields["round"] == "consumer"
+    assert re.fullmatch(r"permission denied for table \w+", fields["pg_message"])
+    result = CliRunner().invoke(cli, ["db", "status", "--dsn", team_dsn])
+    (consumer,) = json.loads(result.stdout)["consumers"]
+    assert consumer["last_failure"]["sqlstate"] == "42501"
+    assert consumer["last_failure"]["message"] == fields["pg_message"]
