@@ -298,6 +298,8 @@ class Summary:
     entry_skips: Counter[str] = attrs.field(factory=Counter)
     mails: Counter[str] = attrs.field(factory=Counter)
     mail_skips: Counter[str] = attrs.field(factory=Counter)
+    #: Whether the log configured mail (``notifications.settings``); ``None``: it never said.
+    mail_configured: bool | None = None
 
     def add_event(self, event: Event) -> None:
         """Count an event by type; unknown types are named apart."""
@@ -371,6 +373,8 @@ class Summary:
             "entry_skips_by_reason": dict(sorted(self.entry_skips.items())),
             "mails_by_template": dict(sorted(self.mails.items())),
             "mail_skips_by_reason": dict(sorted(self.mail_skips.items())),
+            # A wiki log without ``mail_configured: true`` sends no email (formats.md 4).
+            "mail_configured": bool(self.mail_configured),
         }
 
 
@@ -434,11 +438,15 @@ class Replay:
         self.summary.add_event(event)
         refs = REFERENCES.get(event.type)
         unknown = self._unknown(event, refs) if refs is not None else None
-        yield from self._due_mail(event.occurred_at)
+        due = self.inbox.next_mail_due()
+        if due is not None and due <= event.occurred_at:  # a chat log never has mail due
+            yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
+            if event.type == "notifications.settings":
+                self.summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
             error.line = line
             raise
