@@ -102,6 +102,7 @@ class WikiWeek:
         self.rng = random.Random(seed)
         self.items: list[tuple[datetime, int, dict[str, object]]] = []
         self.comments: dict[str, list[str]] = {page: [] for page in PAGES}
+        self.commented_at: dict[str, datetime] = {}
         self.count = 0
 
     def add(self, at: datetime, kind: str, payload: dict[str, object], **envelope: object) -> None:
@@ -193,10 +194,13 @@ def day(week: WikiWeek, number: int) -> None:
         comment = f"c-{number}-{week.count}"
         payload = {"comment": comment, "page": page, "excerpt": f"note on {page[2:]}"}
         if week.comments[page] and rng.random() < 0.5:
-            payload["parent"] = rng.choice(week.comments[page])
+            parent = rng.choice(week.comments[page])
+            if week.commented_at[parent] < at:  # a reply follows its parent in the log
+                payload["parent"] = parent
         if rng.random() < 0.5:
             payload["mentions"] = rng.sample([p for p in HUMANS if p != actor], 2)
         week.comments[page].append(comment)
+        week.commented_at[comment] = at
         week.add(at, "comment.created", payload, actor=actor)
         if rng.random() < 0.25:
             mentions = [*payload.get("mentions", []), rng.choice(HUMANS)]  # type: ignore[list-item]

@@ -326,7 +326,9 @@ def up(directory: str) -> None:
     Needs the server extra (pip install 'notify-engine[server]'): the embedded server of
     pgserver, with its data in DIR/data and its socket there (no TCP port). The server runs on
     after the command; started again, it prints the DSN of the running one. Stop it with
-    `notify db down`. Not for production: use a PostgreSQL you run and back up.
+    `notify db down`. Run as root, pgserver runs the server as its own system user
+    `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx): use a
+    DIR under /tmp there. Not for production: use a PostgreSQL you run and back up.
     """
     server = _pgserver(directory, None)
     click.echo(str(server.get_uri()))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import IO
+from urllib.parse import quote
 
 import click
 from rich.console import Console
@@ -32,6 +34,7 @@ from notify_cli.options import (
 from notify_core.decide import Policy
 from notify_core.errors import NotifyError
 from notify_core.events import EventError
+from notify_core.inbox.pipeline import MailLine
 from notify_core.instants import format_instant
 from notify_core.replay import Replay, Summary, compare, dumps_item
 
@@ -108,6 +111,51 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
         raise BadInput(f"cannot read {schema}.event_log: {reason}") from None
 
 
+def _check_mail_dir(mail_dir: str) -> None:
+    """Create ``--mail-dir`` when missing; refuse one that is no writable directory."""
+    try:
+        os.makedirs(mail_dir, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"--mail-dir {mail_dir}: cannot create: {exc.strerror or exc}") from None
+    if not os.path.isdir(mail_dir) or not os.access(mail_dir, os.W_OK | os.X_OK):
+        raise BadInput(f"--mail-dir {mail_dir}: not a writable directory")
+
+
+def _file_part(text: str) -> str:
+    # Ids are the log's: a "/" or a leading dot must not leave the directory.
+    return quote(text, safe="@+-_=,") if text else "_"
+
+
+def _mail_writer(mail_dir: str, replay: Replay) -> Callable[[MailLine], None]:
+    """Return what writes a send line's mail as ``<at>-<recipient>-<site>.eml`` (RFC 5322)."""
+    from notify_core.inbox.mailing import line_mail
+
+    try:
+        from notify_pg.smtp import mail_message
+    except ImportError:
+        raise BadInput(
+            "--mail-dir needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
+        ) from None
+
+    wiki = replay.inbox.wiki
+
+    def write(line: MailLine) -> None:
+        found = line_mail(line, wiki)
+        at = format_instant(line.at)
+        message = mail_message(
+            found.mail,
+            sender=f"notifications@{found.site.host}",
+            to=found.address or f"{line.recipient}@invalid",
+            date=line.at,
+        )
+        name = f"{at}-{_file_part(line.recipient)}-{_file_part(line.site)}.eml"
+        path = os.path.join(mail_dir, name)
+        with writing(path), open(path, "wb") as handle:
+            handle.write(message.as_bytes())
+
+    return write
+
+
 def _replay(
     source: tuple[str, Iterable[str | bytes]],
     policy: Policy,
@@ -115,11 +163,13 @@ def _replay(
     out: IO[str] | None,
     out_name: str = "stdout",
     report: bool = True,
+    mail_dir: str | None = None,
 ) -> tuple[Summary, bool]:
     path, lines = source
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     write = out.write if out is not None else None
+    mail = _mail_writer(mail_dir, replay) if mail_dir is not None else None
     # Reading errors become BadInput where they happen (lines_of); an OSError here is a write.
     with batch_gc(), writing(out_name):
         for item in replay.run(_progress_lines(path, lines)):
@@ -127,7 +177,10 @@ def _replay(
                 if report:
                     _report(path, item)
                 bad = True
-            elif write is not None:
+                continue
+            if mail is not None and type(item) is MailLine and item.decision == "send":
+                mail(item)  # the wiki is as it was at the drain: the replay is lazy
+            if write is not None:
                 write(dumps_item(item, fastjson.dumps) + "\n")
     return replay.summary, bad
 
@@ -159,6 +212,8 @@ def _summary_table(summary: Summary) -> Table:
         table.add_row(f"mails {template}", f"{count:,}")
     for reason, count in data["mail_skips_by_reason"].items():  # type: ignore[attr-defined]
         table.add_row(f"mail skips {reason}", f"{count:,}")
+    if data["entries_by_category"] and not data["mail_configured"]:
+        table.add_row("mail configured", "no: no email is sent")
     table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
     volume = data["push_volume_per_recipient"]
     assert isinstance(volume, dict)
@@ -206,6 +261,11 @@ def _compare_table(diff: dict[str, object]) -> Table:
 @click.option(
     "--compare", "compare_file", metavar="POLICY_B", help="Replay twice and report the difference."
 )
+@click.option(
+    "--mail-dir",
+    metavar="DIR",
+    help="Also write each mail sent as DIR/<at>-<recipient>-<site>.eml (created when missing).",
+)
 def replay(
     log: str | None,
     dsn: str | None,
@@ -215,6 +275,7 @@ def replay(
     include_skips: bool,
     summary_json: str | None,
     compare_file: str | None,
+    mail_dir: str | None,
 ) -> None:
     """Replay the event log LOG (- for stdin) and write one JSON line per hint decision.
 
@@ -224,11 +285,16 @@ def replay(
     --include-skips written as skips, reason unknown_reference). With --compare, the log is
     replayed under --policy (A) and POLICY_B (B) and the difference is written as JSON (to
     --out or stdout) and as a table on stderr. With --from-pg DSN the log is the table
-    event_log of --schema, read in seq order.
+    event_log of --schema, read in seq order. With --mail-dir DIR each mail a drain sends
+    (a mail line) is also written as an RFC 5322 file DIR/<at>-<recipient>-<site>.eml.
     """
     if (log is None) == (dsn is None):
         raise BadInput("give either LOG or --from-pg DSN")
     policy = read_policy(policy_file)
+    if mail_dir is not None:
+        if compare_file is not None:
+            raise BadInput("--mail-dir writes the mails of one replay: not with --compare")
+        _check_mail_dir(mail_dir)
     if compare_file is not None:
         policy_b = read_policy(compare_file)
         with _twice(log) as again:
@@ -250,10 +316,14 @@ def replay(
             sys.exit(EXIT_BAD_INPUT)
         return
     if out_file is None:
-        summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, sys.stdout)
+        summary, bad = _replay(
+            _source(log, dsn, schema), policy, include_skips, sys.stdout, mail_dir=mail_dir
+        )
     else:
         with open_out(out_file) as out:
-            summary, bad = _replay(_source(log, dsn, schema), policy, include_skips, out, out_file)
+            summary, bad = _replay(
+                _source(log, dsn, schema), policy, include_skips, out, out_file, mail_dir=mail_dir
+            )
     _stderr.print(_summary_table(summary))
     if summary_json is not None:
         write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from notify_cli.options import EXIT_BAD_INPUT, label, read_text
-from notify_core.tables import Case, CaseError, dumps_case, parse_cases, run_case
+from notify_core.tables import Case, CaseError, dumps_case, parse_cases, run_case, split_lines
 
 
 def _where(path: str, error: CaseError) -> str:
@@ -66,7 +66,7 @@ def run(file: str) -> None:
     as it is, reported on stderr, and makes the exit code 2.
     """
     text = read_text(file)
-    lines = text.splitlines()
+    lines = split_lines(text)
     answers: dict[int, Case] = {}
     bad = False
     for item in parse_cases(text):

@@ -108,6 +108,12 @@ def _logging(level: str) -> None:
     metavar="SECONDS",
     help="The longest one statement of the worker may run or wait for a lock.",
 )
+@click.option(
+    "--instance-id",
+    metavar="ID",
+    type=Utf8Text(),
+    help="The instance's id, carried by every push (seed 001 note 12; absent: left out).",
+)
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @click.option(
     "--log-level",
@@ -126,6 +132,7 @@ def worker(
     partitions: int,
     partition_takeover: float,
     statement_timeout: float,
+    instance_id: str | None,
     once: bool,
     log_level: str,
 ) -> None:
@@ -140,10 +147,11 @@ def worker(
     when the database takes them). A worker idle inside a transaction for
     --partition-takeover seconds loses its session, so another worker takes its partition.
     A failed round is logged with its SQLSTATE and PostgreSQL's message and shown by
-    `notify db status`. Several workers may run on one database; with
-    --partitions N their consumer rounds run side by side, each deciding for one partition
-    of the recipients. A database that cannot be reached or a partition count that cannot
-    be taken now: a message on stderr and exit code 2.
+    `notify db status`. This worker has no gateway: live connections are not read, so
+    every active device gets its push (seed 001 note 10). Several workers may run on one
+    database; with --partitions N their consumer rounds run side by side, each deciding for
+    one partition of the recipients. A database that cannot be reached or a partition count
+    that cannot be taken now: a message on stderr and exit code 2.
     """
     try:
         import psycopg
@@ -168,6 +176,7 @@ def worker(
         partitions=partitions,
         partition_takeover=timedelta(seconds=partition_takeover),
         statement_timeout=timedelta(seconds=statement_timeout),
+        instance_id=instance_id or None,
     )
     work = Worker(
         lambda: psycopg.connect(
@@ -184,19 +193,6 @@ def worker(
             )
         ],
     )
-    try:
-        # Cursors first: a partition count that cannot be taken now is refused before any
-        # round, with the positions named (PartitionError), not retried in the loop.
-        work.prepare()
-        if once:
-            while work.run_once():
-                pass
-    except NotifyError as exc:
-        work.close()
-        raise BadInput(f"worker: {exc}") from None
-    if once:
-        work.close()
-        return
     stop = threading.Event()
 
     def on_signal(number: int, frame: FrameType | None) -> None:
@@ -205,6 +201,20 @@ def worker(
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    try:
+        # Cursors first: a partition count that cannot be taken now is refused before any
+        # round, with the positions named (PartitionError), not retried in the loop.
+        work.prepare()
+        if once:
+            # A signal ends --once after the round in progress, too.
+            while not stop.is_set() and work.run_once(stop=stop):
+                pass
+    except NotifyError as exc:
+        work.close()
+        raise BadInput(f"worker: {exc}") from None
+    if once:
+        work.close()
+        return
     log.info(
         "worker started",
         extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},

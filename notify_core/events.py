@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from math import isinf
 from typing import Final
 
 import attrs
@@ -20,7 +21,16 @@ from notify_core.inbox.payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, 
 from notify_core.instants import parse_instant
 from notify_core.quiet import validate_time_zone
 
-__all__ = ["PAYLOADS", "Event", "EventError", "EventLogReader", "Scope", "parse_event"]
+__all__ = [
+    "MAX_EVENT_DEPTH",
+    "PAYLOADS",
+    "Event",
+    "EventError",
+    "EventLogReader",
+    "Scope",
+    "loads_event_json",
+    "parse_event",
+]
 
 
 class EventError(InvalidInput):
@@ -357,6 +367,10 @@ def loads_json(text: str) -> object:
         value = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:  # the stdlib decoder recurses once per level of nesting
         raise ValueError("nested too deep") from None
+    return _no_lone_surrogate(text, value)
+
+
+def _no_lone_surrogate(text: str, value: object) -> object:
     if "\\ud" in text or "\\uD" in text:
         # An escaped lone surrogate decodes, but no UTF-8 output could ever hold it.
         try:
@@ -364,6 +378,58 @@ def loads_json(text: str) -> object:
         except UnicodeEncodeError:
             raise ValueError("a string holds a lone surrogate, which UTF-8 cannot hold") from None
     return value
+
+
+#: The deepest nesting of an event line, for every reader: the standard library's decoder
+#: recurses once per level and cannot be trusted much past 900 (it shares the stack of its
+#: caller), orjson stops at 1,024; below both, the answer is the same.
+MAX_EVENT_DEPTH: Final = 512
+
+
+def _int64(text: str) -> int | float:
+    value = int(text)
+    if -(2**63) <= value < 2**64:
+        return value
+    return _finite(text)  # as orjson reads it: a float, which no integer member accepts
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if isinf(value):
+        raise ValueError(f"the number {text[:20]}... is too large for a double")
+    return value
+
+
+def loads_event_json(text: str) -> object:
+    """Decode one event line as orjson does (the CLI's reader), so both answer alike.
+
+    `loads_json`, and: an integer beyond 64 bits is read as a float (a member that wants an
+    integer then refuses it, naming itself); a number too large for a double is not JSON.
+
+    Raises:
+        ValueError: the text is not JSON.
+    """
+    # The hooks run once per number (an event holds few), cheaper than looking for wide ones.
+    try:
+        value = json.loads(
+            text, parse_constant=_refuse_constant, parse_int=_int64, parse_float=_finite
+        )
+    except RecursionError:
+        raise ValueError("nested too deep") from None
+    return _no_lone_surrogate(text, value)
+
+
+def _too_deep(value: object) -> bool:
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > MAX_EVENT_DEPTH:
+                return True
+            stack.extend(
+                (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
+    return False
 
 
 def _decode(raw: bytes | str, line: int) -> str:
@@ -378,7 +444,7 @@ def _decode(raw: bytes | str, line: int) -> str:
 
 
 def _loads_or_default(value: Callable[[str], object] | None) -> Callable[[str], object]:
-    return loads_json if value is None else value
+    return loads_event_json if value is None else value
 
 
 @attrs.define
@@ -412,6 +478,15 @@ class EventLogReader:
             obj = self.loads(text)
         except ValueError as exc:  # json and orjson decode errors are ValueErrors
             raise EventError("invalid_json", f"not JSON: {exc}", line=line) from None
+        # Only a long line with many brackets can nest deep: the walk is spared for the others.
+        if (
+            len(text) > 2 * MAX_EVENT_DEPTH
+            and text.count("[") + text.count("{") > MAX_EVENT_DEPTH
+            and _too_deep(obj)
+        ):
+            raise EventError(
+                "invalid_json", f"not JSON: nested deeper than {MAX_EVENT_DEPTH} levels", line=line
+            )
         try:
             # A line without the text "null" holds no null: the walk looking for one is spared.
             event = _parse_event(obj, "null" in text)

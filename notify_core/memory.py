@@ -535,7 +535,7 @@ class MemoryStore:
             id=user,
             kind=str(p.get("kind", old.kind if old else "human")),
             active=bool(p.get("active", old.active if old else True)),
-            time_zone=str(p["time_zone"]) if "time_zone" in p else (old.time_zone if old else None),
+            time_zone=_time_zone(p, old),
         )
         if p.get("owner") is True:
             self.owners.add(user)
@@ -756,3 +756,13 @@ class MemoryStore:
 
     def _on_read_state_updated(self, event: Event, p: dict[str, object]) -> None:
         self.read[(str(event.audience), str(p["thread"]))] = int(p["last_read_seq"])  # type: ignore[call-overload]
+
+
+def _time_zone(p: dict[str, object], old: UserInfo | None) -> str | None:
+    # formats.md section 4: a member named in "unset" is removed; one not named keeps its value.
+    if "time_zone" in p:
+        return str(p["time_zone"])
+    unset = p.get("unset")
+    if isinstance(unset, list) and "time_zone" in unset:
+        return None
+    return old.time_zone if old else None

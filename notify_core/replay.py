@@ -17,6 +17,7 @@ import attrs
 from notify_core.decide import Collect, Policy, Skip, SkipReason, Via
 from notify_core.errors import InvalidInput
 from notify_core.events import PAYLOADS, Event, EventError, EventLogReader
+from notify_core.inbox.memory import WikiMemory
 from notify_core.inbox.pipeline import (
     INBOX_TYPES,
     EntryDecisionKind,
@@ -105,8 +106,8 @@ def policy_from_mapping(values: Mapping[str, object]) -> Policy:
 #: ``@audience`` for the envelope's. A list member names one object per item; the type
 #: ``target`` is a ``{kind, id}`` member naming an object of type ``kind``. Members that create
 #: the object (``user.created``'s ``user``) are not references; ``user.updated`` may create a
-#: person too. Only types in `KNOWN` are checked, so a type the replay does not build yet
-#: (``page``) can be listed before it is.
+#: person too; so do ``site.updated``, ``group.updated`` and ``submission.updated`` for their
+#: own object (the inbox applies them as definitions). Only types in `KNOWN` are checked.
 REFERENCES: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     "space.archived": (("space", "space"),),
     "channel.created": (("space", "space"), ("participants", "user")),
@@ -133,16 +134,60 @@ REFERENCES: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     "access.expiring": (("@audience", "user"),),
     "device.pending": (("@audience", "user"),),
     "read_state.updated": (("@audience", "user"), ("thread", "thread")),
+    # The wiki's events (formats.md section 4); a page deleted is still known (decisions.md).
+    "group.member_added": (("group", "group"), ("user", "user")),
+    "group.member_removed": (("group", "group"), ("user", "user")),
+    "review_rule.set": (("site", "site"), ("reviewer_groups", "group")),
+    "page.watched": (("page", "page"), ("user", "user")),
+    "page.unwatched": (("page", "page"), ("user", "user")),
+    "inbox_pref.updated": (("@audience", "user"),),
+    "inbox_pref.stop_all_email": (("@audience", "user"),),
+    "page.created": (("site", "site"),),
+    "page.edited": (("page", "page"),),
+    "page.renamed": (("page", "page"),),
+    "page.deleted": (("page", "page"),),
+    "page.restored": (("page", "page"),),
+    "comment.created": (
+        ("page", "page"),
+        ("author", "user"),
+        ("parent", "comment"),
+        ("mentions", "user"),
+    ),
+    "comment.edited": (("comment", "comment"), ("mentions", "user")),
+    "comment.deleted": (("comment", "comment"),),
+    "submission.created": (("page", "page"), ("author", "user")),
+    "submission.updated": (("page", "page"), ("author", "user")),
+    "page.viewed": (("@audience", "user"), ("page", "page")),
+    "inbox.read": (("@audience", "user"), ("page", "page")),
 }
-#: How a replay knows that an object of a type exists: the store's collection of them. A new
-#: type of object is one entry here (and its members in `REFERENCES`).
-KNOWN: Final[Mapping[str, Callable[[MemoryStore], Container[str]]]] = {
-    "user": lambda store: store.users,
-    "space": lambda store: store.spaces,
-    "channel": lambda store: store.channels,
-    "thread": lambda store: store.threads,
-    "device": lambda store: store.devices_by_id,
+#: How a replay knows that an object of a type exists: the collection of them in the chat
+#: store or in the wiki's (the inbox keeps its own). A new type of object is one entry here
+#: (and its members in `REFERENCES`).
+KNOWN: Final[Mapping[str, Callable[[MemoryStore, WikiMemory], Container[str]]]] = {
+    "user": lambda store, wiki: store.users,
+    "space": lambda store, wiki: store.spaces,
+    "channel": lambda store, wiki: store.channels,
+    "thread": lambda store, wiki: store.threads,
+    "device": lambda store, wiki: store.devices_by_id,
+    "site": lambda store, wiki: wiki.sites,
+    "page": lambda store, wiki: wiki.pages,  # a deleted page stays, marked deleted
+    "comment": lambda store, wiki: _Either(wiki.comments, wiki.deleted_comments),
+    "group": lambda store, wiki: wiki.known_groups,
 }
+
+
+@attrs.frozen
+class _Either(Container[str]):
+    """Known to either of two collections: the usual answer is the first's."""
+
+    first: Container[str]
+    second: Container[str]
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second
+
+
+_CHAT_KINDS: Final = frozenset({"user", "space", "channel", "thread", "device"})
 
 
 @attrs.frozen(kw_only=True)
@@ -253,6 +298,8 @@ class Summary:
     entry_skips: Counter[str] = attrs.field(factory=Counter)
     mails: Counter[str] = attrs.field(factory=Counter)
     mail_skips: Counter[str] = attrs.field(factory=Counter)
+    #: Whether the log configured mail (``notifications.settings``); ``None``: it never said.
+    mail_configured: bool | None = None
 
     def add_event(self, event: Event) -> None:
         """Count an event by type; unknown types are named apart."""
@@ -326,6 +373,8 @@ class Summary:
             "entry_skips_by_reason": dict(sorted(self.entry_skips.items())),
             "mails_by_template": dict(sorted(self.mails.items())),
             "mail_skips_by_reason": dict(sorted(self.mail_skips.items())),
+            # A wiki log without ``mail_configured: true`` sends no email (formats.md 4).
+            "mail_configured": bool(self.mail_configured),
         }
 
 
@@ -360,7 +409,14 @@ class Replay:
         self.pipeline = Pipeline(
             policy=self.policy, world=self.store, prefs=self.store, schedule=self.store
         )
-        self._known = {kind: collection(self.store) for kind, collection in KNOWN.items()}
+        wiki = self.inbox.wiki
+        # A wiki of another kind (a caller's own facts) is not asked: its objects go unchecked.
+        asked = wiki if isinstance(wiki, WikiMemory) else WikiMemory()
+        self._known = {
+            kind: collection(self.store, asked)
+            for kind, collection in KNOWN.items()
+            if asked is wiki or kind in _CHAT_KINDS
+        }
 
     def feed(self, text: str | bytes, line: int) -> Iterator[Item]:
         """Read one line and yield the hints and entry lines it causes (due work first).
@@ -382,11 +438,15 @@ class Replay:
         self.summary.add_event(event)
         refs = REFERENCES.get(event.type)
         unknown = self._unknown(event, refs) if refs is not None else None
-        yield from self._due_mail(event.occurred_at)
+        due = self.inbox.next_mail_due()
+        if due is not None and due <= event.occurred_at:  # a chat log never has mail due
+            yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
+            if event.type == "notifications.settings":
+                self.summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
             error.line = line
             raise

@@ -59,6 +59,7 @@ __all__ = [
     "diff",
     "parse_cases",
     "run_case",
+    "split_lines",
 ]
 
 Json = object
@@ -524,6 +525,18 @@ def answer(function: str, inp: JsonObject) -> dict[str, Json]:
 # --- parsing and comparing ----------------------------------------------------------------
 
 
+def split_lines(text: str) -> list[str]:
+    """Split the text of a JSON Lines file into its lines: at ``\n`` only, ``\r\n`` too.
+
+    Not `str.splitlines`, which also breaks at U+2028, U+2029, ``\x85`` and other characters
+    a JSON string may hold as they are: such a line would become two bad ones.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()  # the newline that ends the last line starts none
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def parse_cases(text: str) -> Iterator[Case | CaseError]:
     """Parse the lines of a table; yield a `Case` or a `CaseError` per non-blank line.
 
@@ -531,7 +544,7 @@ def parse_cases(text: str) -> Iterator[Case | CaseError]:
     parse, so a run can report every bad line at once.
     """
     seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue

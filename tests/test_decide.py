@@ -120,6 +120,23 @@ class TestSteps:
         assert decide(default_off, person()) == skip("admin_disabled")
         assert isinstance(decide(default_off, person(switches=Switches(admin_enabled=True))), Send)
 
+    def test_decide_all_sends_are_whole_values(self) -> None:
+        # decide_all builds its sends without attrs' __init__: every field must still be set.
+        people = [person(), person(quiet_rules=[ALWAYS_QUIET]), person(level=MUTE)]
+        decisions = decide_all(event(), people)
+        assert decisions == [decide(event(), p) for p in people]
+        expected = Send(
+            routes=(Route(device="d-phone", via=Via.PUSH),),
+            quiet=True,
+            opens_window_until=NOW + timedelta(seconds=90),
+        )
+        assert attrs.asdict(decisions[1], recurse=False) == attrs.asdict(expected, recurse=False)
+
+    def test_decide_all_missing_level_is_the_error_of_decide(self) -> None:
+        with pytest.raises(InvalidFacts) as err:
+            decide_all(event(), [person(), person(level=None)])
+        assert err.value.code == "missing_level"
+
     def test_d3_missing_level_facts_is_an_error(self) -> None:
         with pytest.raises(InvalidFacts) as err:
             decide(event("message"), person(level=None))
@@ -437,6 +454,19 @@ class TestProperties:
     def test_decide_all_equals_decide_for_each(self, ev: EventFacts, data: st.DataObject) -> None:
         people = data.draw(st.lists(s.recipients(ev.now), max_size=5))
         assert decide_all(ev, people) == [decide(ev, p) for p in people]
+
+    @given(ev=s.events(), data=st.data())
+    def test_decide_all_equals_decide_with_shared_and_repeated_facts(
+        self, ev: EventFacts, data: st.DataObject
+    ) -> None:
+        # decide_all keeps per-call caches (zones, local times) and per-person derived routes:
+        # people met twice, and a second pass over warm values, must answer the same.
+        pool = data.draw(st.lists(s.recipients(ev.now), min_size=1, max_size=4))
+        picks = data.draw(st.lists(st.integers(0, len(pool) - 1), max_size=12))
+        people = [pool[i] for i in picks]
+        expected = [decide(ev, p) for p in people]
+        assert decide_all(ev, people) == expected
+        assert decide_all(ev, people) == expected
 
     @given(ev=s.events(), data=st.data())
     def test_d9_release_never_opens_a_window_and_uses_one_push_route(

@@ -73,6 +73,7 @@ def test_the_world_of_the_week() -> None:
 def test_every_category_decision_and_reason_appears(replayed: Replayed) -> None:
     lines, summary = replayed
     assert summary["bad_lines"] == 0 and summary["unknown_event_types"] == {}
+    assert summary["unknown_references"] == {}  # every reply follows its parent
     assert set(summary["entries_by_category"]) == {c.key for c in CATEGORIES}
     assert {d for by in summary["entries_by_category"].values() for d in by} == {
         "new",

@@ -619,3 +619,15 @@ def test_e4_a_digest_of_several_entries() -> None:
     ids = [e["entry"] for e in digest["entries"]]
     assert ids == sorted(ids, reverse=True)  # the same time: by id, descending
     assert digest["unsubscribe"] == ["watched_page"]
+
+
+def test_n4_the_summary_says_when_the_log_never_configured_mail(tmp_path: Path) -> None:
+    log = WikiLog(mail=False).user("ana").user("ben").page("p1", "x").watch("p1", "ana")
+    log.edit("p1")
+    path = tmp_path / "wiki.jsonl"
+    path.write_text("\n".join(log.lines()) + "\n")
+    summary = tmp_path / "summary.json"
+    result = CliRunner().invoke(cli, ["replay", str(path), "--summary-json", str(summary)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(summary.read_text())["mail_configured"] is False
+    assert "no email is sent" in result.stderr

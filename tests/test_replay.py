@@ -191,6 +191,14 @@ def test_b2_a_read_past_the_last_unread_mention_schedules_a_sync() -> None:
     assert syncs == [("2026-10-23T09:03:30Z", 1), ("2026-10-23T09:05:30Z", 0)]
 
 
+def test_q1_unset_time_zone_puts_the_persons_quiet_rules_in_utc() -> None:
+    """Q1: a rule without a zone runs in the person's zone, and in UTC once `user.updated`
+    unsets it (formats.md section 4): 10:00-12:00 is quiet at 09:00Z in Berlin, not in UTC."""
+    hints = replay_file(HERE / "zone_unset.jsonl")
+    quiet = [(h["message"], h["quiet"]) for h in sends(hints, "alex")]
+    assert quiet == [("m1", True), ("m2", False)]
+
+
 class TestOwnMessages:
     """B3: a human's own message moves their read position in its thread to it."""
 

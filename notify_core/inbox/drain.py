@@ -12,6 +12,7 @@ with the instance's first site.
 from __future__ import annotations
 
 import enum
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
@@ -61,8 +62,8 @@ class MailPlan:
     sent: tuple[Entry, ...] = ()
 
 
-def _latest_first(entry: Entry) -> tuple[object, str]:
-    return entry.state.updated_at, entry.id
+#: Latest first is this key, descending: (``updated_at``, id).
+_latest_first: Final = operator.attrgetter("state.updated_at", "id")
 
 
 def plan_mails(
@@ -88,30 +89,56 @@ def plan_mails(
     """
     groups: dict[tuple[str, str], list[Entry]] = {}
     for entry in due:
-        site = entry.target.site or first_site or ""
-        groups.setdefault((entry.person, site), []).append(entry)
+        key = (entry.person, entry.target.site or first_site or "")
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [entry]
+        else:
+            group.append(entry)
+    mail_configured = settings.mail_configured
+    # What a section delivers, once per category of the drain rather than once per entry.
+    section_email = {
+        key: settings.delivery(category.section) is Delivery.EMAIL
+        for key, category in CATEGORY_BY_KEY.items()
+    }
     plans: list[MailPlan] = []
     for (person, site), entries in sorted(groups.items()):
         facts = people.get(person)
         reasons: dict[MailSkip, list[Entry]] = {}
         send: list[Entry] = []
-        for entry in entries:
-            category = CATEGORY_BY_KEY[entry.category]
+        # Within one (person, site) the reason depends only on the category: decided once each.
+        site_off = not site or not site_on(site)
+        email_possible = (
+            facts is not None and mail_configured and facts.verified and bool(facts.email)
+        )
+        # Within one (person, site) the reason depends only on the category: decided once
+        # per category, and the entries are walked only when some are skipped.
+        categories = {e.category for e in entries}
+        verdicts: dict[str, MailSkip | None] = {}
+        for category_key in categories:
             reason = None
-            if not site or not site_on(site):
+            if site_off:
                 reason = MailSkip.SITE_OFF
-            elif settings.delivery(category.section) is not Delivery.EMAIL:
+            elif not section_email[category_key]:
                 reason = MailSkip.SECTION_OFF
             elif (
                 facts is None
-                or not (settings.mail_configured and facts.verified and facts.email)
-                or not facts.prefs.choice(category).email
+                or not email_possible
+                or not facts.prefs.choice(CATEGORY_BY_KEY[category_key]).email
             ):
                 reason = MailSkip.PREFERENCE
-            if reason is None:
-                send.append(entry)
-            else:
-                reasons.setdefault(reason, []).append(entry)
+            verdicts[category_key] = reason
+        if not any(verdicts.values()):
+            send = entries
+        else:
+            categories = set()
+            for entry in entries:
+                reason = verdicts[entry.category]
+                if reason is None:
+                    send.append(entry)
+                    categories.add(entry.category)
+                else:
+                    reasons.setdefault(reason, []).append(entry)
         if send:
             send.sort(key=_latest_first, reverse=True)
             plans.append(
@@ -121,7 +148,7 @@ def plan_mails(
                     entries=tuple(send[:MAX_SHOWN]),
                     template="single" if len(send) == 1 else "digest",
                     more=max(0, len(send) - MAX_SHOWN),
-                    unsubscribe=tuple(sorted({e.category for e in send})),
+                    unsubscribe=tuple(sorted(categories)),
                     sent=tuple(send),
                 )
             )

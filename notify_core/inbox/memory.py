@@ -68,6 +68,8 @@ class WikiMemory:
     sites: dict[str, SiteInfo] = attrs.field(factory=dict)
     pages: dict[str, PageInfo] = attrs.field(factory=dict)
     comments: dict[str, CommentInfo] = attrs.field(factory=dict)
+    #: Comments deleted: no longer anyone's parent, yet created (a replay's unknown references).
+    deleted_comments: dict[str, None] = attrs.field(factory=dict)
     submissions: dict[str, str] = attrs.field(factory=dict)
     watching: dict[str, dict[str, None]] = attrs.field(factory=dict)
     users: dict[str, _User] = attrs.field(factory=dict)
@@ -301,7 +303,8 @@ class WikiMemory:
     def _on_comment(self, event: Event, p: Mapping[str, object]) -> None:
         comment = str(p["comment"])
         if event.type == "comment.deleted":
-            self.comments.pop(comment, None)
+            if self.comments.pop(comment, None) is not None:
+                self.deleted_comments[comment] = None
             return
         old = self.comments.get(comment)
         mentions = strings(p.get("mentions"))
@@ -309,6 +312,8 @@ class WikiMemory:
             excerpt = str(p["excerpt"]) if "excerpt" in p else old.excerpt
             self.comments[comment] = attrs.evolve(old, mentions=mentions, excerpt=excerpt)
             return
+        if event.type == "comment.edited":
+            return  # a comment never created or deleted: nothing to edit (nor a page to read)
         author = p.get("author", event.actor)
         self.comments[comment] = CommentInfo(
             id=comment,

@@ -65,6 +65,7 @@ class WorldLoader:
                 "id": p["user"],
                 "kind": p.get("kind"),
                 "time_zone": p.get("time_zone"),
+                "clear_time_zone": "time_zone" in _strings(p.get("unset")),
                 "active": p.get("active"),
                 "owner": p.get("owner"),
             },

@@ -175,3 +175,24 @@ def test_status_shows_each_partition(
     for part in parts.values():
         assert part["lag"] == head - part["position"]
         assert part["updated_at"].endswith("Z")
+
+
+def test_worker_instance_id_reaches_every_push(
+    conn: psycopg.Connection[Any], db_dsn: str, monkeypatch: Any
+) -> None:
+    """Seed 001 note 12: ``--instance-id`` is carried by the pushes the worker sends."""
+    from notify_pg import push
+
+    sent: list[str | None] = []
+    original = push.FakeProvider.send
+
+    def record(self: push.FakeProvider, registration: Any, notification: Any) -> Any:
+        sent.append(notification.instance_id)
+        return original(self, registration, notification)
+
+    monkeypatch.setattr(push.FakeProvider, "send", record)
+    seed_now(conn)
+    args = ["worker", "--dsn", db_dsn, "--once", "--fake-provider", "apns"]
+    result = CliRunner().invoke(cli, [*args, "--instance-id", "i-42"])
+    assert result.exit_code == 0, result.output
+    assert sent == ["i-42", "i-42"]

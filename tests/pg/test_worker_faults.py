@@ -377,3 +377,159 @@ def test_results_that_cannot_be_written_hold_back_pushes_not_the_consumer(
         calls = Counter((c.notification.id, c.registration_id) for c in provider.calls)
         assert len(calls) == 6 and set(calls.values()) == {1}
         worker.close()
+
+
+@pytest.fixture
+def own_server() -> Iterator[tuple[str, Callable[[str], None]]]:
+    """A server of this test alone (it is restarted): its DSN and a `pg_ctl` call."""
+    import shutil
+    import tempfile
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+    base = tempfile.mkdtemp(prefix="notify-restart-")
+    data = os.path.join(base, "data")
+    server = pgserver.get_server(data, cleanup_mode=None)
+    user = "pgserver" if os.geteuid() == 0 else None
+
+    def pg_ctl(*args: str) -> None:
+        # The restarted server writes to its log file, never to pipes this process waits on.
+        subprocess.run(
+            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", data, "-w", *args],
+            user=user,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+        )
+
+    try:
+        yield (
+            str(server.get_uri()),
+            lambda mode: pg_ctl("-m", mode, "-l", os.path.join(data, "log"), "restart"),
+        )
+    finally:
+        pg_ctl("-m", "immediate", "stop")
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_a_real_server_restart_in_a_send_batch_sends_each_push_once(
+    own_server: tuple[str, Callable[[str], None]], mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`pg_ctl restart` while the worker sends a batch: the worker keeps running, reconnects,
+    writes what it held, and every (notification, registration) is called exactly once."""
+    from notify_pg import migrate
+    from notify_pg.reference_host import migrate_reference_host
+
+    dsn, restart = own_server
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        migrate(conn, SCHEMA)
+        migrate_reference_host(conn, HOST_SCHEMA)
+        run = PgRun(dsn, conn, policy_from_mapping(tomllib.loads(POLICY)))
+        run.feed_lines(lines_of(Log().team()))
+        run.worker.close()
+        due_sends(conn, 20)
+    restarted = threading.Event()
+
+    class Restarting(FakeProvider):
+        def send(self, registration: Registration, notification: Notification) -> SendResult:
+            answer = super().send(registration, notification)
+            if len(self.calls) == 5:
+                threading.Thread(target=lambda: (restart(mode), restarted.set())).start()
+                time.sleep(0.3)  # the server goes down while the batch is sent and written
+            return answer
+
+    provider = Restarting("apns")
+    caplog.set_level("INFO", logger="notify_pg.worker")
+    worker = Worker(
+        lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5),
+        ReferenceHost(HOST_SCHEMA),
+        schema=SCHEMA,
+        config=WorkerConfig(
+            send_batch=40,
+            send_lease=timedelta(milliseconds=200),
+            poll_interval=timedelta(milliseconds=50),
+            max_concurrent_requests=1,
+        ),
+        providers=[provider],
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        left: tuple[Any, ...] | None = None
+        while time.monotonic() < deadline:
+            if restarted.is_set():
+                try:
+                    with psycopg.connect(dsn, autocommit=True) as conn:
+                        left = conn.execute(f"SELECT count(*) FROM {SCHEMA}.push_sends").fetchone()
+                except psycopg.OperationalError:
+                    left = None
+                if left == (0,) and worker.held_results == 0:
+                    break
+            time.sleep(0.2)
+        time.sleep(0.5)  # a lapsed lease would be claimed again by now
+    finally:
+        stop.set()
+        thread.join(20)
+    assert restarted.is_set() and left == (0,)
+    calls = Counter((c.notification.id, c.registration_id) for c in provider.calls)
+    assert len(calls) == 40
+    assert set(calls.values()) == {1}, {k: n for k, n in calls.items() if n > 1}
+    assert worker.stats.provider_calls == 40 == sum(worker.stats.sent.values())
+    assert worker.stats.failures >= 1
+    messages = [record.msg for record in caplog.records]
+    assert "push results held" in messages  # the restart hit the writes of the batch
+    assert messages.count("push sent") == 40
+
+
+def test_a_revoked_insert_names_its_cause(team_dsn: str, caplog: pytest.LogCaptureFixture) -> None:
+    """The worker's role may not INSERT into the tables of notify (but its failure record):
+    the failed round's log line and `notify db status` name the SQLSTATE and the table."""
+    from psycopg.conninfo import make_conninfo
+
+    role = f"notify_revoked_{os.getpid()}"
+    with psycopg.connect(team_dsn, autocommit=True) as conn:
+        backlog(conn, 20)
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        for schema in (SCHEMA, HOST_SCHEMA):
+            conn.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+            conn.execute(f"GRANT SELECT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+            conn.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {schema} TO {role}")
+        conn.execute(
+            f"GRANT INSERT ON {SCHEMA}.consumer_failures, {SCHEMA}.consumer_cursors TO {role}"
+        )
+    worker = Worker(
+        lambda: psycopg.connect(make_conninfo(team_dsn, user=role), autocommit=True),
+        ReferenceHost(HOST_SCHEMA),
+        schema=SCHEMA,
+        config=WorkerConfig(partitions=1, poll_interval=timedelta(milliseconds=50)),
+    )
+    caplog.set_level("INFO", logger="notify_pg.worker")
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 15
+        while worker.stats.failures < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(10)
+        with psycopg.connect(team_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
+    failed = next(r for r in caplog.records if r.msg == "round failed")
+    fields = failed.fields  # type: ignore[attr-defined]
+    assert fields["sqlstate"] == "42501" and fields["round"] == "consumer"
+    assert re.fullmatch(r"permission denied for table \w+", fields["pg_message"])
+    result = CliRunner().invoke(cli, ["db", "status", "--dsn", team_dsn])
+    (consumer,) = json.loads(result.stdout)["consumers"]
+    assert consumer["last_failure"]["sqlstate"] == "42501"
+    assert consumer["last_failure"]["message"] == fields["pg_message"]

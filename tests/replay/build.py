@@ -267,6 +267,18 @@ def extra_scenarios() -> dict[str, Log]:
     log.at(210).read("alex", "t3", 1)  # t3 stays unread, no mention left: badge 2 -> 1
     log.at(220).read("alex", "t", 1)  # badge 1 -> 0, the sync waits for the interval
     out["badge_sync_mention_read"] = log
+
+    # Q1, formats.md section 4: `user.updated` with "unset": ["time_zone"] removes the zone;
+    # quiet rules without a zone of their own then run in UTC. Alex's 10:00-12:00 is quiet at
+    # 09:00Z in Berlin (11:00 CEST), not in UTC.
+    log = Log().team()
+    rule = {"id": "q1", "weekdays": 127, "start_local": "10:00", "end_local": "12:00"}
+    rule |= {"enabled": True, "version": 1}
+    log.add("quiet_hours.updated", {"rules": [rule]}, actor="alex", audience="alex")
+    log.at(10).msg("m1", "sam", seq=1, mention_ids=["alex"])
+    log.at(20).add("user.updated", {"user": "alex", "unset": ["time_zone"]})
+    log.at(30).msg("m2", "sam", seq=2, mention_ids=["alex"])
+    out["zone_unset"] = log
     return out
 
 

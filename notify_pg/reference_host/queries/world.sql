@@ -9,7 +9,8 @@ VALUES (%(id)s, coalesce(%(kind)s::text, 'human'), %(time_zone)s::text,
         coalesce(%(active)s::boolean, true), coalesce(%(owner)s::boolean, false))
 ON CONFLICT (id) DO UPDATE
 SET kind = coalesce(%(kind)s::text, u.kind),
-    time_zone = coalesce(%(time_zone)s::text, u.time_zone),
+    time_zone = CASE WHEN %(clear_time_zone)s THEN NULL
+                     ELSE coalesce(%(time_zone)s::text, u.time_zone) END,
     active = coalesce(%(active)s::boolean, u.active),
     owner = coalesce(%(owner)s::boolean, u.owner)
 
