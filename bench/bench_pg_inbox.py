@@ -13,7 +13,10 @@ Figures (each the median of ``repeat`` runs, every run on a fresh database):
   (``multi_row``), against the same fan-out writing one row per statement (``one_row``, the
   baseline). ``total_s`` is the whole drain (claim, reads, decisions, writes, commits),
   ``write_s`` the time in the write statements; ``write_ratio`` and ``total_ratio`` are the
-  baseline's time over the multi-row time, measured in the same run.
+  baseline's time over the multi-row time, measured in the same run; ``client_cpu_s`` the
+  benchmark process's CPU time in the multi-row drain, ``server_cpu_s`` its server backend's
+  (Linux ``/proc``), ``cpu_s`` their sum: the drain's work without the waits of a loaded
+  machine (the load average and core count are printed beside).
 - ``emit``: inside the host's transaction (one per action: BEGIN, the host's INSERT, the
   emit, COMMIT), the cost of `emit` against a plain INSERT of the same values into a host
   table (``plain_insert``); ``per_call_us`` is the median of the per-call times and
@@ -119,6 +122,17 @@ def world(conn: psycopg.Connection[Any], watchers: int) -> ReferenceWiki:
     return wiki
 
 
+def backend_cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) of one server backend so far (Linux; 0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            text = handle.read()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]:
     """One event to ``watchers`` watchers on a fresh database; the drain's times."""
     with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
@@ -126,12 +140,20 @@ def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]
         emit(conn, "page.edited", {"page": "p1"}, actor="bob", occurred_at=T0, schema=SCHEMA)
         conn.execute("VACUUM ANALYZE")
         worker = InboxFanOut(wiki, schema=SCHEMA, write_batch=write_batch)
-        started = time.perf_counter()
+        backend = conn.info.backend_pid
+        server = backend_cpu_seconds(backend)
+        started, cpu = time.perf_counter(), time.process_time()
         worker.drain(conn)
-        total = time.perf_counter() - started
+        total, cpu = time.perf_counter() - started, time.process_time() - cpu
+        server = backend_cpu_seconds(backend) - server
         written = conn.execute("SELECT count(*) FROM notify.inbox_entries").fetchone()
         assert written == (watchers,), written
-        return {"total_s": total, "write_s": worker.stats.write_s}
+        return {
+            "total_s": total,
+            "write_s": worker.stats.write_s,
+            "client_cpu_s": cpu,
+            "server_cpu_s": server,
+        }
 
 
 def emit_once(base: str, emits: int) -> dict[str, float]:
@@ -181,6 +203,7 @@ def main() -> None:
         return statistics.median(r[key] for r in runs)
 
     m_total, m_write = median(multi, "total_s"), median(multi, "write_s")
+    m_cpu, m_server = median(multi, "client_cpu_s"), median(multi, "server_cpu_s")
     s_total, s_write = median(single, "total_s"), median(single, "write_s")
     emit_us, plain_us = median(emits, "emit_us"), median(emits, "plain_insert_us")
     print(
@@ -188,7 +211,13 @@ def main() -> None:
             {
                 "fan_out": {
                     "watchers": args.watchers,
-                    "multi_row": {"total_s": round(m_total, 3), "write_s": round(m_write, 3)},
+                    "multi_row": {
+                        "total_s": round(m_total, 3),
+                        "write_s": round(m_write, 3),
+                        "client_cpu_s": round(m_cpu, 3),
+                        "server_cpu_s": round(m_server, 3),
+                        "cpu_s": round(m_cpu + m_server, 3),
+                    },
                     "one_row": {"total_s": round(s_total, 3), "write_s": round(s_write, 3)},
                     "write_ratio": round(s_write / m_write, 1),
                     "total_ratio": round(s_total / m_total, 1),
@@ -200,6 +229,8 @@ def main() -> None:
                     "ratio": round(emit_us / plain_us, 2),
                 },
                 "repeat": args.repeat,
+                "load_average": os.getloadavg()[0],
+                "cores": os.cpu_count(),
             },
             indent=2,
         )

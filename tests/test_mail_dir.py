@@ -72,3 +72,16 @@ def test_a_mail_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> Non
         assert len(result.stderr.strip().splitlines()) == 1
         assert result.stderr.startswith(f"notify: --mail-dir {target}: ")
         assert "Traceback" not in result.output
+
+
+def test_mail_dir_with_compare_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    policy = tmp_path / "b.toml"
+    policy.write_text("coalesce_window_s = 60\n")
+    result = CliRunner().invoke(
+        cli,
+        ["replay", str(_log(tmp_path)), "--compare", str(policy), "--mail-dir", str(tmp_path)],
+    )
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "notify: --mail-dir writes the mails of one replay: not with --compare"
+    ]

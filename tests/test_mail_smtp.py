@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import email
 import socket
+import ssl
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from email import policy
+from pathlib import Path
 from typing import Any
 
 import dkim
@@ -235,3 +237,53 @@ def test_e6_user_and_password_from_the_url_log_in() -> None:
     assert seen[0] == (b"u@x", b"p:w") and len(handler.received) == 1
     assert caught.value.code == "smtp_rejected" and caught.value.smtp_code == 530
     assert not caught.value.temporary
+
+
+TLS_DIR = Path(__file__).parent / "mail"  # a self-signed certificate for 127.0.0.1 (100 years)
+
+
+def _tls() -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(TLS_DIR / "tls-cert.pem", TLS_DIR / "tls-key.pem")
+    client = ssl.create_default_context(cafile=str(TLS_DIR / "tls-cert.pem"))
+    return server, client
+
+
+def test_e6_starttls_from_the_url_encrypts_before_sending() -> None:
+    server_tls, client_tls = _tls()
+    handler = Recorder()
+    port = _free_port()
+    controller = Controller(
+        handler, hostname="127.0.0.1", port=port, tls_context=server_tls, require_starttls=True
+    )
+    controller.start()
+    try:
+        config = SmtpConfig.from_url(f"smtp://127.0.0.1:{port}?starttls=1")
+        with SmtpSender(config, ssl_context=client_tls) as smtp:
+            smtp.send(_mail())
+        plain = SmtpSender(SmtpConfig.from_url(f"smtp://127.0.0.1:{port}"))
+        with plain, pytest.raises(MailSendError) as caught:
+            plain.send(_mail("ben"))  # 530: STARTTLS first
+    finally:
+        controller.stop()
+    assert [rcpts for _f, rcpts, _c in handler.received] == [["ana@example.org"]]
+    assert caught.value.code == "smtp_rejected" and not caught.value.temporary
+
+
+def test_e6_smtps_speaks_tls_from_the_first_byte() -> None:
+    server_tls, client_tls = _tls()
+    handler = Recorder()
+    port = _free_port()
+    controller = Controller(handler, hostname="127.0.0.1", port=port, ssl_context=server_tls)
+    controller.start()
+    try:
+        config = SmtpConfig.from_url(f"smtps://127.0.0.1:{port}")
+        with SmtpSender(config, ssl_context=client_tls) as smtp:
+            smtp.send(_mail())
+        untrusted = SmtpSender(SmtpConfig.from_url(f"smtps://127.0.0.1:{port}?timeout=5"))
+        with untrusted, pytest.raises(MailSendError) as caught:
+            untrusted.send(_mail("ben"))  # the system's CAs do not know this certificate
+    finally:
+        controller.stop()
+    assert len(handler.received) == 1
+    assert caught.value.code == "smtp_unavailable" and caught.value.temporary

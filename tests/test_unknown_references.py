@@ -185,7 +185,7 @@ def unknown_of(lines: list[str]) -> tuple[dict[str, object], list[tuple[object, 
     return replay.summary.to_json()["unknown_references"], skips  # type: ignore[return-value]
 
 
-def test_q3_the_wiki_events_name_pages_sites_groups_comments_and_people() -> None:
+def test_the_wiki_events_name_pages_sites_groups_comments_and_people() -> None:
     counts, skips = unknown_of([*WIKI_BASE_LINES, *WIKI_GHOSTS])
     assert counts == {"comment": 2, "group": 2, "page": 3, "site": 2, "user": 3}
     assert skips == [
@@ -204,7 +204,7 @@ def test_q3_the_wiki_events_name_pages_sites_groups_comments_and_people() -> Non
     ]
 
 
-def test_n9_a_deleted_page_or_comment_is_still_known() -> None:
+def test_a_deleted_page_or_comment_is_still_known() -> None:
     # docs/decisions.md: the log created them, so naming them later is no unknown reference
     # (a restore needs the page; an edit after a delete is the inbox's to decide).
     later = [

@@ -73,12 +73,12 @@ INSERT INTO {schema}.inbox_entries AS e (
 SELECT r.user_id, r.site_id, r.category, r.variant, r.group_key, r.page_id, r.comment_id,
        r.actor_id, r.title, r.path, r.locale, r.excerpt, ARRAY[r.variant], 1, r.last_event,
        r.in_app, r.email_state, r.email_after, r.at, r.at
-FROM unnest(%(user_id)s::text[], %(site_id)s::text[], %(category)s::text[],
-            %(variant)s::text[], %(group_key)s::text[], %(page_id)s::text[],
-            %(comment_id)s::text[], %(actor_id)s::text[], %(title)s::text[], %(path)s::text[],
-            %(locale)s::text[], %(excerpt)s::text[], %(last_event)s::bigint[],
-            %(in_app)s::boolean[], %(email_state)s::text[], %(email_after)s::timestamptz[],
-            %(at)s::timestamptz[])
+FROM unnest(%(user_id)b::text[], %(site_id)b::text[], %(category)b::text[],
+            %(variant)b::text[], %(group_key)b::text[], %(page_id)b::text[],
+            %(comment_id)b::text[], %(actor_id)b::text[], %(title)b::text[], %(path)b::text[],
+            %(locale)b::text[], %(excerpt)b::text[], %(last_event)b::bigint[],
+            %(in_app)b::boolean[], %(email_state)b::text[], %(email_after)b::timestamptz[],
+            %(at)b::timestamptz[])
     AS r (user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id,
           title, path, locale, excerpt, last_event, in_app, email_state, email_after, at)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL

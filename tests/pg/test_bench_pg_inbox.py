@@ -1,0 +1,23 @@
+"""Smoke test of bench/bench_pg_inbox.py: a small fan-out and a few emits on the test server
+(no timings checked), so the script keeps working."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def test_the_inbox_benchmark_runs_a_small_fan_out_and_emits(
+    pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    bench = importlib.import_module("bench_pg_inbox")
+    multi = bench.fan_out_once(pg_server, 1_200, 500)  # two keyset batches, three statements
+    single = bench.fan_out_once(pg_server, 30, 1)
+    assert multi["total_s"] >= multi["write_s"] > 0 and single["write_s"] > 0
+    emits = bench.emit_once(pg_server, 5)
+    assert emits["emit_us"] > 0 and emits["plain_insert_us"] > 0
