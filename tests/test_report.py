@@ -6,9 +6,11 @@ The browser's view of the same file is tests/test_report_browser.py.
 from __future__ import annotations
 
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
@@ -142,3 +144,12 @@ def test_bad_report_path_is_one_line(tmp_path: Path) -> None:
         assert result.exit_code == 2
         assert result.stdout == ""  # refused before the replay
         assert result.stderr.count("\n") == 1 and reason in result.stderr, result.stderr
+
+
+def test_missing_extra_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vl_convert", None)  # import fails as if not installed
+    result = CliRunner().invoke(cli, ["replay", str(WEEK), "--report", str(tmp_path / "r.html")])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "notify-engine[report]" in result.stderr
+    assert not (tmp_path / "r.html").exists()
