@@ -9,7 +9,6 @@ the log at the same path (docs/replay.md).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -17,17 +16,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import IO, Any
 
-from rich.console import Console
-from rich.table import Table
-
 from notify_cli import fastjson
 from notify_cli.options import (
-    EXIT_BAD_INPUT,
     STDIN,
     BadInput,
     lines_of,
     open_out,
-    write_file,
     writing,
 )
 from notify_core.decide import Policy
@@ -42,7 +36,7 @@ from notify_core.partitioned import (
 from notify_core.partitions import Partition
 from notify_core.replay import Replay, Summary
 
-__all__ = ["INSTALL", "replay_dask", "replay_partition", "run_dask_replay"]
+__all__ = ["INSTALL", "check_options", "replay_dask", "replay_partition", "run_dask_replay"]
 
 #: What the CLI says when Dask is missing.
 INSTALL = "--engine dask needs the Dask extra: pip install 'notify-engine[dask]'"
@@ -130,29 +124,43 @@ def replay_dask(
     return summary, [error_of(values) for values in runs[0].errors]
 
 
-def run_dask_replay(
+def check_options(
     log: str | None,
     dsn: str | None,
     compare_file: str | None,
     mail_dir: str | None,
-    policy: Policy,
-    include_skips: bool,
-    out_file: str | None,
-    summary_json: str | None,
     scheduler: str | None,
-    partitions: int | None,
-    report: Callable[[str, EventError], None],
-    summary_table: Callable[[Summary], Table],
 ) -> None:
-    """``notify replay --engine dask``: the CLI's side (``report`` and ``summary_table`` are
-    the single replay's, so that both engines print the same)."""
+    """Refuse what ``--engine dask`` does not do, before anything runs.
+
+    Raises:
+        BadInput: standard input, ``--from-pg``, ``--compare``, ``--mail-dir``, or (on a
+            local cluster) a log that is no file.
+    """
     if dsn is not None or log is None or log == STDIN:
         raise BadInput("--engine dask reads a log file (every worker opens it): give its path")
     if compare_file is not None or mail_dir is not None:
         raise BadInput("--engine dask writes one replay's lines: not with --compare or --mail-dir")
     if scheduler is None and not os.path.isfile(log):
         raise BadInput(f"{log}: no such file")
-    # Remote workers open the same path: make it absolute, as the user meant it here.
+
+
+def run_dask_replay(
+    log: str,
+    policy: Policy,
+    include_skips: bool,
+    out_file: str | None,
+    scheduler: str | None,
+    partitions: int | None,
+    report: Callable[[str, EventError], None],
+) -> tuple[Summary, bool]:
+    """``notify replay --engine dask``: the CLI's side; bad lines are reported by ``report``
+    (the single replay's, so that both engines print the same).
+
+    Returns:
+        The merged summary and whether the log had bad lines.
+    """
+    # A local cluster's workers open the path from their own directory: make it absolute.
     path = os.path.abspath(log) if scheduler is None else log
     if out_file is None:
         summary, errors = replay_dask(
@@ -165,8 +173,4 @@ def run_dask_replay(
             )
     for error in errors:
         report(log, error)
-    Console(stderr=True).print(summary_table(summary))
-    if summary_json is not None:
-        write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
-    if errors:
-        sys.exit(EXIT_BAD_INPUT)
+    return summary, bool(errors)

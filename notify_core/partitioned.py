@@ -16,6 +16,7 @@ sees all of them, and only the first (index 0) reports them.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Final
@@ -134,33 +135,35 @@ def merge_lines(parts: Sequence[Sequence[tuple[Key, str]]]) -> Iterator[str]:
         yield text
 
 
+#: The summary's counts of the log itself, not of a recipient: every partition has them all.
+_LOG_COUNTS: Final = frozenset(
+    {"events", "unknown_types", "unknown_references", "bad_lines", "mail_configured"}
+)
+
+
 def merge_summaries(parts: Sequence[Summary]) -> Summary:
     """Return the summary of the whole replay from its partitions' (index order).
 
     Decision, entry and mail counts add up (each belongs to one recipient, so the per-recipient
     push volumes are disjoint and their percentiles come out exact); the log's own counts
-    (events, unknown types and references, bad lines, mail configured) are the first's.
+    (events, unknown types and references, bad lines, mail configured) are the first's. Any
+    other count of `Summary` (a `Counter` or an integer) is a recipient's and adds up.
     """
     first = parts[0]
-    merged = Summary(
-        events=first.events.copy(),
-        unknown_types=first.unknown_types.copy(),
-        unknown_references=first.unknown_references.copy(),
-        bad_lines=first.bad_lines,
-        mail_configured=first.mail_configured,
-    )
-    for part in parts:
-        merged.decisions.update(part.decisions)
-        merged.sends_by_kind.update(part.sends_by_kind)
-        merged.routes.update(part.routes)
-        merged.skips.update(part.skips)
-        merged.quiet += part.quiet
-        merged.pushes.update(part.pushes)
-        merged.entries.update(part.entries)
-        merged.entry_skips.update(part.entry_skips)
-        merged.mails.update(part.mails)
-        merged.mail_skips.update(part.mail_skips)
-    return merged
+    values: dict[str, object] = {}
+    for field in attrs.fields(Summary):
+        mine = getattr(first, field.name)
+        if field.name in _LOG_COUNTS:
+            values[field.name] = mine.copy() if isinstance(mine, Counter) else mine
+        elif isinstance(mine, Counter):
+            total: Counter[object] = Counter()
+            for part in parts:
+                total.update(getattr(part, field.name))
+            values[field.name] = total
+        else:
+            assert type(mine) is int, field.name  # a new kind of count must say how it merges
+            values[field.name] = sum(getattr(part, field.name) for part in parts)
+    return Summary(**values)  # type: ignore[arg-type]
 
 
 def error_of(values: tuple[int, str, str, str | None]) -> EventError:

@@ -43,7 +43,7 @@ def _single(lines: list[str], policy_text: str, skips: bool) -> tuple[list[str],
             bad += 1
             continue
         out.append(dumps_item(item))
-    return out, replay.summary.to_json(), bad
+    return out, replay.summary, bad
 
 
 def _split(
@@ -56,7 +56,7 @@ def _split(
         replay = Replay(policy=policy, include_skips=skips, owns=part)
         runs.append(run_partition(replay, part, lines))
     merged = list(merge_lines([run.lines for run in runs]))
-    summary = merge_summaries([run.summary for run in runs]).to_json()
+    summary = merge_summaries([run.summary for run in runs])
     return merged, summary, len(runs[0].errors)
 
 
