@@ -31,6 +31,7 @@ from notify_cli.options import (
     write_file,
     writing,
 )
+from notify_cli.report import check_report, write_report
 from notify_core.decide import Policy
 from notify_core.errors import NotifyError
 from notify_core.events import EventError
@@ -262,6 +263,12 @@ def _compare_table(diff: dict[str, object]) -> Table:
     "--compare", "compare_file", metavar="POLICY_B", help="Replay twice and report the difference."
 )
 @click.option(
+    "--report",
+    "report_file",
+    metavar="FILE",
+    help="Also write an HTML report of the replay (with --compare: of both policies).",
+)
+@click.option(
     "--mail-dir",
     metavar="DIR",
     help="Also write each mail sent as DIR/<at>-<recipient>-<site>.eml (created when missing).",
@@ -276,6 +283,7 @@ def replay(
     summary_json: str | None,
     compare_file: str | None,
     mail_dir: str | None,
+    report_file: str | None = None,
 ) -> None:
     """Replay the event log LOG (- for stdin) and write one JSON line per hint decision.
 
@@ -287,10 +295,13 @@ def replay(
     --out or stdout) and as a table on stderr. With --from-pg DSN the log is the table
     event_log of --schema, read in seq order. With --mail-dir DIR each mail a drain sends
     (a mail line) is also written as an RFC 5322 file DIR/<at>-<recipient>-<site>.eml.
+    With --report FILE a self-contained HTML report with charts is written too.
     """
     if (log is None) == (dsn is None):
         raise BadInput("give either LOG or --from-pg DSN")
     policy = read_policy(policy_file)
+    if report_file is not None:
+        check_report(report_file)
     if mail_dir is not None:
         if compare_file is not None:
             raise BadInput("--mail-dir writes the mails of one replay: not with --compare")
@@ -312,6 +323,11 @@ def replay(
         else:
             click.echo(text, nl=False)
         _stderr.print(_compare_table(diff))
+        if report_file is not None:
+            pairs = [("A", summary_a), ("B", summary_b)]
+            write_report(
+                report_file, pairs, log or f"{schema}.event_log", [policy_file, compare_file]
+            )
         if bad_a or bad_b:
             sys.exit(EXIT_BAD_INPUT)
         return
@@ -327,6 +343,10 @@ def replay(
     _stderr.print(_summary_table(summary))
     if summary_json is not None:
         write_file(summary_json, json.dumps(summary.to_json(), indent=2) + "\n")
+    if report_file is not None:
+        write_report(
+            report_file, [("policy", summary)], log or f"{schema}.event_log", [policy_file]
+        )
     if bad:
         sys.exit(EXIT_BAD_INPUT)
 

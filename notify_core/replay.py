@@ -298,6 +298,10 @@ class Summary:
     entry_skips: Counter[str] = attrs.field(factory=Counter)
     mails: Counter[str] = attrs.field(factory=Counter)
     mail_skips: Counter[str] = attrs.field(factory=Counter)
+    #: Pushes (push routes) by (kind, hour of the day in UTC); for the replay report.
+    push_hours: Counter[tuple[str, int]] = attrs.field(factory=Counter)
+    #: Flushes that sent, by the number of messages they report (D8 ``count``).
+    flush_counts: Counter[int] = attrs.field(factory=Counter)
     #: Whether the log configured mail (``notifications.settings``); ``None``: it never said.
     mail_configured: bool | None = None
 
@@ -321,10 +325,13 @@ class Summary:
             kind = hint.kind._value_
             self.sends_by_kind[kind] += 1
             self.quiet += decision.quiet
+            if decision.count is not None and hint.trigger is Trigger.FLUSH:
+                self.flush_counts[decision.count] += 1
             for route in decision.routes:
                 self.routes[(kind, route.via._value_)] += 1
                 if route.via is Via.PUSH:
                     self.pushes[hint.recipient] += 1
+                    self.push_hours[(kind, hint.at.hour)] += 1
 
     def add_entry(self, line: InboxLine) -> None:
         """Count an inbox entry decision by category and decision, a skip by reason."""

@@ -1,0 +1,349 @@
+"""``notify replay --report``: one self-contained HTML file of charts, readable offline.
+
+The rows come from `notify_core.report.report_data`; each chart is a Vega-Lite spec built with
+Altair and rendered to inline SVG by ``vl-convert-python`` (no script, font or style fetched:
+the page is HTML, CSS and SVG only). Both libraries are the ``report`` extra.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from notify_cli.options import BadInput, write_file
+from notify_core.replay import Summary
+from notify_core.report import report_data
+
+__all__ = ["check_report", "render_report", "write_report"]
+
+_WIDTH = 420
+_HEIGHT = 220
+_MISSING = "--report needs the report extra: pip install 'notify-engine[report]'"
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px;
+       color: #1f2328; padding: 0 1rem; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
+table { border-collapse: collapse; margin: 0.5rem 0; }
+td, th { border: 1px solid #d0d7de; padding: 0.2rem 0.6rem; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+figure { margin: 0.5rem 0; } figcaption { color: #57606a; font-size: 0.9rem; }
+.empty { color: #57606a; }
+"""
+
+
+def _libraries() -> tuple[Any, Any]:
+    try:
+        import altair
+        import vl_convert
+    except ImportError:
+        raise BadInput(_MISSING) from None
+    return altair, vl_convert
+
+
+def _svg(vlc: Any, chart: Any) -> str:
+    svg: str = vlc.vegalite_to_svg(chart.to_dict())
+    return svg
+
+
+def _size(svg: str) -> tuple[str, str]:
+    found = re.search(r'<svg[^>]*\swidth="([\d.]+)"[^>]*\sheight="([\d.]+)"', svg)
+    assert found is not None, "vl-convert wrote an SVG without a size"
+    return found.group(1), found.group(2)
+
+
+def _figure(vlc: Any, name: str, chart: Any, caption: str) -> str:
+    svg = _svg(vlc, chart)
+    width, height = _size(svg)
+    return (
+        f'<figure class="chart" data-chart="{name}" data-width="{width}" '
+        f'data-height="{height}">{svg}<figcaption>{html.escape(caption)}</figcaption></figure>'
+    )
+
+
+def _side_by_side(alt: Any, charts: list[Any]) -> Any:
+    if len(charts) == 1:
+        return charts[0]
+    return alt.hconcat(*charts).resolve_scale(x="shared", y="shared")
+
+
+def _rows(data: dict[str, object], key: str, policy: str) -> list[dict[str, object]]:
+    rows = data[key]
+    assert isinstance(rows, list)
+    return [row for row in rows if row["policy"] == policy]
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    cells = "".join(f"<th>{html.escape(str(h))}</th>" for h in head)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in row) + "</tr>" for row in rows
+    )
+    return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.1%}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _change(a: object, b: object) -> str:
+    if isinstance(a, float) and isinstance(b, float):
+        return f"{(b - a) * 100:+.1f} points"
+    assert isinstance(a, int) and isinstance(b, int)
+    return f"{b - a:+,}"
+
+
+def render_report(
+    summaries: Sequence[tuple[str, Summary]], log: str, policy_files: Sequence[str | None]
+) -> str:
+    """Return the report's HTML: one replay, or two (policies A and B) side by side.
+
+    Args:
+        summaries: (policy name, summary) pairs, one or two.
+        log: the log's name as the user gave it (shown, escaped).
+        policy_files: the policy file of each replay (``None``: the defaults), shown escaped.
+
+    Raises:
+        BadInput: Altair or vl-convert-python is missing (the ``report`` extra).
+    """
+    alt, vlc = _libraries()
+    data = report_data(summaries)
+    policies = [name for name, _ in summaries]
+    totals = data["totals"]
+    assert isinstance(totals, list)
+    parts: list[str] = []
+    title = f"Replay report: {log}"
+    parts.append(f"<h1>{html.escape(title)}</h1>")
+    described = [
+        f"{name}: {'policy ' + file if file else 'default policy'}"
+        for name, file in zip(policies, policy_files, strict=True)
+    ]
+    parts.append(f"<p>{html.escape('; '.join(described))}. Hours are UTC.</p>")
+
+    # Totals, and with two policies the change from A to B.
+    metrics = [
+        ("pushes", "pushes"),
+        ("sends", "sends (all routes)"),
+        ("skips", "skips"),
+        ("quiet_share", "quiet share of sends"),
+        ("recipients", "recipients pushed to"),
+        ("p50", "pushes per recipient p50"),
+        ("p90", "pushes per recipient p90"),
+        ("p99", "pushes per recipient p99"),
+        ("max", "pushes per recipient max"),
+        ("flushes", "flushes sent"),
+        ("messages_flushed", "messages reported by flushes"),
+    ]
+    head = ["", *policies] + (["change"] if len(totals) == 2 else [])
+    rows: list[list[object]] = []
+    for key, what in metrics:
+        values = [t[key] for t in totals]
+        rows.append([what, *values] + ([_change(*values)] if len(values) == 2 else []))
+    parts.append("<h2>Totals</h2>" + _table(head, rows))
+
+    def bars(key: str, build: Any) -> Any:
+        return _side_by_side(alt, [build(_rows(data, key, p), p) for p in policies])
+
+    def titled(policy: str, text: str) -> str:
+        return f"{text} ({policy})" if len(policies) == 2 else text
+
+    # Pushes per hour of the day by kind.
+    def by_hour(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "pushes per hour (UTC)"))
+            .mark_bar()
+            .encode(
+                x=alt.X("hour:O", title="hour of the day (UTC)"),
+                y=alt.Y("sum(pushes):Q", title="pushes"),
+                color=alt.Color("kind:N", title="kind"),
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+
+    parts.append("<h2>Pushes per hour of the day, by kind</h2>")
+    if any(_rows(data, "pushes_by_hour", p) for p in policies):
+        parts.append(
+            _figure(vlc, "pushes_by_hour", bars("pushes_by_hour", by_hour), "pushes by UTC hour")
+        )
+    else:
+        parts.append('<p class="empty">No pushes.</p>')
+
+    # The quiet share of sends.
+    def quiet(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "sends by sound"))
+            .mark_bar()
+            .encode(
+                x=alt.X(
+                    "sends:Q", stack="normalize", title="share of sends", axis=alt.Axis(format="%")
+                ),
+                color=alt.Color("sound:N", title=""),
+            )
+            .properties(width=_WIDTH, height=40)
+        )
+
+    parts.append("<h2>Quiet share</h2>")
+    parts.append(
+        _figure(vlc, "quiet", bars("quiet", quiet), "sends delivered quietly (D7) and with sound")
+    )
+
+    # Pushes per recipient: the distribution, and the summary's percentiles.
+    def per_recipient(rows: list[dict[str, object]], policy: str) -> Any:
+        total = next(t for t in totals if t["policy"] == policy)
+        marks = [{"at": total[q], "percentile": q} for q in ("p50", "p90", "p99")]
+        histogram = (
+            alt.Chart(alt.Data(values=rows))
+            .mark_bar(opacity=0.6)
+            .encode(
+                x=alt.X("pushes:Q", bin=alt.Bin(maxbins=30), title="pushes per recipient"),
+                y=alt.Y("sum(recipients):Q", title="recipients"),
+            )
+        )
+        rules = (
+            alt.Chart(alt.Data(values=marks))
+            .mark_rule(strokeDash=[5, 3], strokeWidth=2)
+            .encode(x="at:Q", color=alt.Color("percentile:N", title="percentile"))
+        )
+        return alt.layer(histogram, rules, title=titled(policy, "pushes per recipient")).properties(
+            width=_WIDTH, height=_HEIGHT
+        )
+
+    parts.append("<h2>Pushes per recipient</h2>")
+    if any(_rows(data, "pushes_per_recipient", p) for p in policies):
+        parts.append(
+            _figure(
+                vlc,
+                "pushes_per_recipient",
+                bars("pushes_per_recipient", per_recipient),
+                "recipients by number of pushes; dashed: p50, p90, p99 of the summary",
+            )
+        )
+    else:
+        parts.append('<p class="empty">No pushes.</p>')
+
+    # Skips by reason.
+    def skips(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "skips by reason"))
+            .mark_bar()
+            .encode(y=alt.Y("reason:N", title=""), x=alt.X("skips:Q", title="skips"))
+            .properties(width=_WIDTH - 100, height=alt.Step(18))
+        )
+
+    parts.append("<h2>Skips by reason</h2>")
+    if any(_rows(data, "skips_by_reason", p) for p in policies):
+        parts.append(
+            _figure(vlc, "skips_by_reason", bars("skips_by_reason", skips), "skip decisions")
+        )
+    else:
+        parts.append('<p class="empty">No skips.</p>')
+
+    # Bundling: messages per flush.
+    def flushes(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "messages per flush"))
+            .mark_bar()
+            .encode(
+                x=alt.X("messages:O", title="messages a flush reports"),
+                y=alt.Y("flushes:Q", title="flushes"),
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+
+    parts.append("<h2>Bundling: messages per flush</h2>")
+    if any(_rows(data, "messages_per_flush", p) for p in policies):
+        parts.append(
+            _figure(
+                vlc,
+                "messages_per_flush",
+                bars("messages_per_flush", flushes),
+                "flushes that sent (D8), by the unread count they report",
+            )
+        )
+    else:
+        parts.append('<p class="empty">No flush sent.</p>')
+
+    if len(policies) == 2:
+        parts.append(_difference(alt, vlc, data))
+    body = "\n".join(parts)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        # No icon to fetch: the file must not ask for anything, even a favicon.
+        '<link rel="icon" href="data:,">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f"<body>\n{body}\n</body>\n</html>\n"
+    )
+
+
+def _difference(alt: Any, vlc: Any, data: dict[str, object]) -> str:
+    diff = data["difference"]
+    change = data["pushes_by_hour_change"]
+    assert isinstance(diff, dict) and isinstance(change, list)
+    parts = ["<h2>Difference: B minus A</h2>"]
+    if any(row["change"] for row in change):
+        chart = (
+            alt.Chart(alt.Data(values=change), title="change of pushes per hour (B - A)")
+            .mark_bar()
+            .encode(
+                x=alt.X("hour:O", title="hour of the day (UTC)"),
+                y=alt.Y("sum(change):Q", title="pushes B - A"),
+                color=alt.Color("kind:N", title="kind"),
+            )
+            .properties(width=2 * _WIDTH, height=_HEIGHT)
+        )
+        parts.append(_figure(vlc, "pushes_by_hour_change", chart, "pushes of B minus A, by hour"))
+    else:
+        parts.append('<p class="empty">The same pushes at every hour.</p>')
+    kinds = diff["sends_by_kind"]
+    assert isinstance(kinds, dict)
+    parts.append(
+        _table(
+            ["sends of kind", "A", "B", "change"],
+            [[k, r["a"], r["b"], f"{r['change']:+,}"] for k, r in kinds.items()],
+        )
+    )
+    people = diff["recipients_changed"]
+    assert isinstance(people, list)
+    if people:
+        parts.append(
+            f"<p>{len(people):,} recipients get a different number of pushes; the most:</p>"
+        )
+        parts.append(
+            _table(
+                ["recipient", "pushes A", "pushes B", "change"],
+                [[r["recipient"], r["a"], r["b"], f"{r['change']:+,}"] for r in people[:20]],
+            )
+        )
+    return "\n".join(parts)
+
+
+def check_report(path: str) -> None:
+    """Refuse, before a replay, a report path that cannot be written or a missing extra.
+
+    Raises:
+        BadInput: one line naming the path (or the missing extra).
+    """
+    _libraries()
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        raise BadInput(f"--report {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise BadInput(f"--report {path}: no such directory {folder}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise BadInput(f"--report {path}: directory {folder} is not writable")
+
+
+def write_report(
+    path: str,
+    summaries: Sequence[tuple[str, Summary]],
+    log: str,
+    policy_files: Sequence[str | None],
+) -> None:
+    """Render the report and write it to ``path`` (a failed write is `BadInput`)."""
+    write_file(path, render_report(summaries, log, policy_files))
