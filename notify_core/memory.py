@@ -74,6 +74,8 @@ class MemoryStore:
     presence: dict[str, Connection] = attrs.field(factory=dict)
     read: dict[tuple[str, str], int] = attrs.field(factory=dict)
     mentions: dict[tuple[str, str], list[int]] = attrs.field(factory=dict)
+    #: Per thread, the ascending positions of its run anchors and system messages (B1a).
+    uncounted: dict[str, list[int]] = attrs.field(factory=dict)
     rows: dict[tuple[str, str, str], Preference] = attrs.field(factory=dict)
     rules: dict[str, tuple[QuietRule, ...]] = attrs.field(factory=dict)
     settings: dict[tuple[str, str], object] = attrs.field(factory=dict)
@@ -240,6 +242,13 @@ class MemoryStore:
         position = self.read_seq(user, thread) if after is None else after
         floor = max(position, info.unread_floor_seq if info else 0)
         return len(seqs) - bisect.bisect_right(seqs, floor)
+
+    def uncounted_between(self, thread: str, after: int, upto: int) -> int:
+        """Return how many run anchors and system messages of a thread lie in (after, upto]."""
+        seqs = self.uncounted.get(thread)
+        if not seqs or upto <= after:
+            return 0
+        return bisect.bisect_right(seqs, upto) - bisect.bisect_right(seqs, after)
 
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the readable threads with messages that may count for a person's badge (B1).
@@ -732,7 +741,9 @@ class MemoryStore:
                 info, last_message_seq=seq, newest_message=str(p["message"])
             )
         author = str(p["author"])
-        if p["kind"] not in ("run", "system"):
+        if p["kind"] in ("run", "system"):
+            bisect.insort(self.uncounted.setdefault(thread_id, []), seq)  # B1a
+        else:
             # B3: the author's own message moves their read position to it (never back).
             key = (author, thread_id)
             if self.read.get(key, 0) < seq:

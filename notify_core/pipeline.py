@@ -542,7 +542,11 @@ class Pipeline:
         if info is None:
             return None
         read = max(self.world.read_seq(due.recipient, due.thread), info.unread_floor_seq)
-        state = FlushState(collected=window.collected, unread=max(0, info.last_message_seq - read))
+        newest = info.last_message_seq
+        # B1a: run anchors and system messages between the read position and the newest
+        # counted message do not count; only the newest counted message moves `newest`.
+        unread = newest - read - self.world.uncounted_between(due.thread, read, newest)
+        state = FlushState(collected=window.collected, unread=max(0, unread))
         candidate = Candidate(
             kind=Kind.MESSAGE,
             recipients=(due.recipient,),

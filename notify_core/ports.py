@@ -138,6 +138,10 @@ class WorldFacts(Protocol):
         mentions a read leaves unread); the thread's unread floor applies either way.
         """
 
+    def uncounted_between(self, thread: str, after: int, upto: int) -> int:
+        """Return how many run anchors and system messages of a thread have a ``thread_seq``
+        in ``(after, upto]`` (B1a: they never count in a flush count, D8)."""
+
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads that may count for a person's badge (B1), each once.
 

@@ -235,6 +235,18 @@ class PgWorld:
             self._s.mentions[key] = found.get(thread, 0)
         return self._s.mentions[key]
 
+    def uncounted_between(self, thread: str, after: int, upto: int) -> int:
+        """Return how many run anchors and system messages of a thread have a position in
+        ``(after, upto]`` (B1a), from the log before the event (or all of it for due work)."""
+        if upto <= after:
+            return 0
+        row = self._seam.one(
+            self._s.conn,
+            "uncounted_between",
+            {"thread": thread, "after": after, "upto": upto, "before": self._before()},
+        )
+        return int(row[0]) if row is not None else 0
+
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads with messages a person can read; their facts are loaded at once."""
         s = self._s

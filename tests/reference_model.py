@@ -38,6 +38,7 @@ class Reference:
         self.main_threads: set[str] = set()
         self.grants: set[tuple[str, str, str]] = set()
         self.newest: dict[str, int] = defaultdict(int)
+        self.uncounted: dict[str, list[int]] = defaultdict(list)
         self.read: dict[tuple[str, str], int] = defaultdict(int)
         self.mentions: dict[tuple[str, str], list[int]] = defaultdict(list)
         self.rows: dict[tuple[str, str, str], tuple[str, datetime | None]] = {}
@@ -81,9 +82,13 @@ class Reference:
         return str(personal) if personal in LEVELS else self.instance_default
 
     def unread(self, user: str, thread: str, position: int | None = None) -> int:
-        """D8's count: how far the thread's newest position lies past the read position."""
+        """D8's count: how far the thread's newest position lies past the read position, less
+        the run anchors and system messages in between (B1a)."""
         at = self.read[(user, thread)] if position is None else position
-        return max(0, self.newest[thread] - at)
+        newest = self.newest[thread]
+        # B1a: the run anchors and system messages in between are not counted.
+        skipped = sum(1 for seq in self.uncounted[thread] if at < seq <= newest)
+        return max(0, newest - at - skipped)
 
     def counts(self, user: str, thread: str, now: datetime, position: int | None = None) -> bool:
         """B1: readable, unread, and an unread mention, level all or a DM."""
@@ -166,7 +171,9 @@ class Reference:
         elif kind == "message.created":
             thread, seq, author = p["thread"], p["thread_seq"], p["author"]
             self.message_seq[p["message"]] = seq
-            if p["kind"] not in ("run", "system"):  # B1a
+            if p["kind"] in ("run", "system"):  # B1a
+                self.uncounted[thread].append(seq)
+            else:
                 self.newest[thread] = max(self.newest[thread], seq)
                 self.read[(author, thread)] = max(self.read[(author, thread)], seq)  # B3
             person = self.users.get(author)

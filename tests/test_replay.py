@@ -191,6 +191,14 @@ def test_b2_a_read_past_the_last_unread_mention_schedules_a_sync() -> None:
     assert syncs == [("2026-10-23T09:03:30Z", 1), ("2026-10-23T09:05:30Z", 0)]
 
 
+def test_b1a_d8_flush_count_leaves_out_anchor_and_system_message_in_between() -> None:
+    """B1a, D8: Sam read m1; then m2, a run anchor, a system message and m3 came. The flush
+    counts the two counted messages only, not the four positions past his read."""
+    hints = replay_file(HERE / "flush_skips_anchor_and_system.jsonl")
+    flushes = [(h["recipient"], h["message"], h["count"]) for h in hints if h["trigger"] == "flush"]
+    assert flushes == [("sam", "m3", 2)]
+
+
 def test_q1_unset_time_zone_puts_the_persons_quiet_rules_in_utc() -> None:
     """Q1: a rule without a zone runs in the person's zone, and in UTC once `user.updated`
     unsets it (formats.md section 4): 10:00-12:00 is quiet at 09:00Z in Berlin, not in UTC."""

@@ -103,3 +103,13 @@ ORDER BY seq
 -- name: head_seq
 -- The newest seq of the log (0 when empty).
 SELECT coalesce(max(seq), 0) FROM {schema}.event_log
+
+-- name: uncounted_between
+-- B1a, D8: how many run anchors and system messages of a thread before a log position have a thread position in (after, upto].
+SELECT count(*)
+FROM {schema}.event_log
+WHERE type = 'message.created' AND payload->>'kind' IN ('run', 'system')
+  AND payload->>'thread' = %(thread)s
+  AND (payload->>'thread_seq')::bigint > %(after)s
+  AND (payload->>'thread_seq')::bigint <= %(upto)s
+  AND seq < %(before)s

@@ -279,6 +279,18 @@ def extra_scenarios() -> dict[str, Log]:
     log.at(20).add("user.updated", {"user": "alex", "unset": ["time_zone"]})
     log.at(30).msg("m2", "sam", seq=2, mention_ids=["alex"])
     out["zone_unset"] = log
+
+    # B1a, D8: a run anchor and a system message in the middle of Sam's unread range do not
+    # count: after his read of m1, the flush at 70 s counts m2 and m3 only (2, not 4).
+    log = Log().team().pref("sam", "thread", "t", "all")
+    log.at(10).msg("m1", "owner", seq=1)  # Sam's push, his window until 70 s
+    log.at(15).read("sam", "t", 1)
+    log.at(20).msg("m2", "owner", seq=2)
+    log.at(25).msg("anchor", "lotse", seq=3, kind="run", origin="agent", run="r1")
+    log.run("r1", "queued").run("r1", "running")
+    log.at(30).msg("joined", "owner", seq=4, kind="system", origin="system")
+    log.at(40).msg("m3", "owner", seq=5)
+    out["flush_skips_anchor_and_system"] = log
     return out
 
 
