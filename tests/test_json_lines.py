@@ -78,5 +78,7 @@ def test_g4_an_event_log_id_holding_a_line_separator_is_one_line(tmp_path: Path)
     first["payload"]["user"] = "u-\u2028\u2029\x85"
     log = tmp_path / "log.jsonl"
     log.write_text(json.dumps(first, ensure_ascii=False) + "\n", encoding="utf-8")
-    result = CliRunner().invoke(cli, ["replay", str(log), "--summary-json", "-"])
+    summary = tmp_path / "summary.json"
+    result = CliRunner().invoke(cli, ["replay", str(log), "--summary-json", str(summary)])
     assert result.exit_code == 0, result.output
+    assert json.loads(summary.read_text(encoding="utf-8"))["events"] == {"user.created": 1}
