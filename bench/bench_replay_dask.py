@@ -79,6 +79,9 @@ def dask(
     start = time.perf_counter()
     cluster = None
     if scheduler is None:
+        import dask.config
+
+        dask.config.set({"distributed.worker.profile.enabled": False})  # as the CLI does
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=partitions,
             threads_per_worker=1,
