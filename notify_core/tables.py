@@ -44,6 +44,10 @@ from notify_core.instants import (
     parse_instant,
     seconds,
 )
+from notify_core.json_members import as_bool as _bool
+from notify_core.json_members import as_object as _object
+from notify_core.json_members import as_str as _str
+from notify_core.json_members import member as _member
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
 from notify_core.mail.tables import mail_functions
@@ -103,38 +107,9 @@ class CaseOutcome:
 # --- reading members -----------------------------------------------------------------------
 
 
-def _member(obj: JsonObject, name: str, at: str, required: bool = True) -> Json:
-    if name not in obj:
-        if required:
-            raise InvalidInput("missing_member", f"missing member {name!r}", f"{at}/{name}")
-        return None
-    value = obj[name]
-    if value is None:
-        raise InvalidInput("null_value", f"{name!r} is null: omit it instead", f"{at}/{name}")
-    return value
-
-
-def _object(value: Json, at: str) -> JsonObject:
-    if not isinstance(value, dict):
-        raise InvalidInput("invalid_type", "expected an object", at)
-    return value
-
-
 def _list(value: Json, at: str) -> list[Json]:
     if not isinstance(value, list):
         raise InvalidInput("invalid_type", "expected an array", at)
-    return value
-
-
-def _bool(value: Json, at: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput("invalid_type", "expected true or false", at)
-    return value
-
-
-def _str(value: Json, at: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput("invalid_type", "expected a string", at)
     return value
 
 

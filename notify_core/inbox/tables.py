@@ -15,39 +15,14 @@ from notify_core.inbox.coalesce import EmailState, EntryState, coalesce
 from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out
 from notify_core.inbox.prefs import Delivery, InboxPrefs, InboxSettings
 from notify_core.instants import format_instant, parse_instant
+from notify_core.json_members import as_bool as _bool
+from notify_core.json_members import as_object as _object
+from notify_core.json_members import as_str as _str
+from notify_core.json_members import member as _member
 
 __all__ = ["INBOX_FUNCTIONS", "entry_state_to_json"]
 
 JsonObject = Mapping[str, object]
-
-
-def _member(obj: JsonObject, name: str, at: str, required: bool = True) -> object:
-    if name not in obj:
-        if required:
-            raise InvalidInput("missing_member", f"missing member {name!r}", f"{at}/{name}")
-        return None
-    value = obj[name]
-    if value is None:
-        raise InvalidInput("null_value", f"{name!r} is null: omit it instead", f"{at}/{name}")
-    return value
-
-
-def _object(value: object, at: str) -> JsonObject:
-    if not isinstance(value, dict):
-        raise InvalidInput("invalid_type", "expected an object", at)
-    return value
-
-
-def _str(value: object, at: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidInput("invalid_type", "expected a string", at)
-    return value
-
-
-def _bool(value: object, at: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidInput("invalid_type", "expected true or false", at)
-    return value
 
 
 def _strs(value: object, at: str) -> list[str]:
