@@ -159,9 +159,8 @@ def firing(event: InboxEvent) -> tuple[Category, ...]:
 _MENTION: Final = CATEGORY_BY_KEY["mention"]
 
 
-def _order(decision: SkipDecision) -> tuple[str, str]:
-    return decision.recipient, decision.category.key
-
+#: Skips: by recipient, then category key (a C-level key).
+_BY_RECIPIENT_CATEGORY: Final = operator.attrgetter("recipient", "category.key")
 
 #: Entries: one per recipient, so the recipient alone orders them (a C-level key).
 _BY_RECIPIENT: Final = operator.attrgetter("recipient")
@@ -243,5 +242,5 @@ def fan_out(
                 reached.add(person)
                 entry(EntryDecision(person, category, in_app, email))
     entries.sort(key=_BY_RECIPIENT)
-    skips.sort(key=_order)
+    skips.sort(key=_BY_RECIPIENT_CATEGORY)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)

@@ -16,6 +16,7 @@ schedule and zones; a change of a person's schedule moves their pending entries 
 from __future__ import annotations
 
 import enum
+import functools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -175,7 +176,19 @@ def immediate_email_after(
 
 def email_schedule(user: WikiUser) -> EmailSchedule:
     """Return a person's email schedule with its daily hour (E2)."""
-    return EmailSchedule(schedule=user.email_schedule, daily_hour=user.daily_hour)
+    schedule, hour = user.email_schedule, user.daily_hour
+    if type(schedule) is str and (hour is None or type(hour) is int):
+        return _schedule(schedule, hour)
+    return EmailSchedule(schedule=schedule, daily_hour=hour)
+
+
+@functools.lru_cache(maxsize=256)
+def _schedule(schedule: str, hour: int | None) -> EmailSchedule:
+    # A fan-out asks for the schedule of every person it starts an email for, and there are a
+    # handful of distinct ones: a validated value (frozen, so shared) is built once per pair.
+    # Only exact str and int/None reach here, so equal keys (1 == True) mean equal values; an
+    # invalid pair raises and is not cached.
+    return EmailSchedule(schedule=schedule, daily_hour=hour)
 
 
 def scheduled_email_after(
