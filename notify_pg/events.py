@@ -1,7 +1,8 @@
 """The event log: appending in commit order, and reading it back in the replay format.
 
 Events are stored in the format of formats.md section 2 (``seq``, ``type``, ``occurred_at``,
-``actor``?, ``audience``?, ``scope``?, ``payload``), absent members as SQL ``NULL``. Every
+``actor``?, ``audience``?, ``scope``?, ``payload``) with a wiki event's ``origin``? (section 4),
+absent members as SQL ``NULL``; ``origin`` ``user`` is its default and stored as ``NULL`` too. Every
 append first takes a transaction-scoped advisory lock of the log, so that the transaction that
 appends first also commits first: ``seq`` order is commit order, a reader that has seen seq N
 never later finds a smaller seq appearing, and ``occurred_at`` (the clock of the appending
@@ -58,6 +59,8 @@ class NewEvent:
         actor: who caused it, if anyone.
         audience: the one person it is for (personal events), if any.
         scope: ``{"space"?, "channel"?, "thread"?}`` where it happened, if anywhere.
+        origin: a wiki activity's ``user``, ``import`` or ``bulk`` (formats.md section 4);
+            absent or ``user`` is stored as ``NULL`` and read back without the member.
         occurred_at: when it happened; absent: the database clock at the append. The log
             raises it to the last event's instant if it would go back.
     """
@@ -67,6 +70,7 @@ class NewEvent:
     actor: str | None = None
     audience: str | None = None
     scope: Mapping[str, str] | None = None
+    origin: str | None = None
     occurred_at: datetime | None = None
 
     def __attrs_post_init__(self) -> None:
@@ -77,6 +81,8 @@ class NewEvent:
             _no_null(self.scope, "/scope")
         if self.occurred_at is not None:
             require_instant(self.occurred_at, "occurred_at")
+        if self.origin not in (None, "user", "import", "bulk"):
+            raise UsageError("invalid_event", "an event's origin is user, import or bulk")
 
 
 def device_pending(device_id: str, user_id: str, platform: str) -> NewEvent:
@@ -148,6 +154,8 @@ def _params(event: NewEvent) -> dict[str, Any]:
         "audience": event.audience,
         "scope": None if event.scope is None else Jsonb(dict(event.scope)),
         "payload": Jsonb(dict(event.payload)),
+        # The default is not stored: a log without wiki imports reads back as it was written.
+        "origin": None if event.origin == "user" else event.origin,
     }
 
 
@@ -157,7 +165,8 @@ def read_event_log(
     """Yield the events after ``after_seq`` in ``seq`` order, as formats.md section 2 objects.
 
     Reads page by page (``page_size`` rows per query), so a long log is never held in memory.
-    Absent members are omitted; ``occurred_at`` is RFC 3339 UTC text.
+    Absent members are omitted (``origin`` too when it is the default ``user``);
+    ``occurred_at`` is RFC 3339 UTC text.
 
     Example:
         >>> for event in read_event_log(conn, "notify"):  # doctest: +SKIP
@@ -167,7 +176,7 @@ def read_event_log(
     last = after_seq
     while True:
         rows = seam.all(conn, "read_events", {"after_seq": last, "limit": page_size})
-        for seq, type_, occurred_at, actor, audience, scope, payload in rows:
+        for seq, type_, occurred_at, actor, audience, origin, scope, payload in rows:
             event: dict[str, object] = {
                 "seq": seq,
                 "type": type_,
@@ -177,6 +186,8 @@ def read_event_log(
                 event["actor"] = actor
             if audience is not None:
                 event["audience"] = audience
+            if origin is not None:
+                event["origin"] = origin
             if scope is not None:
                 event["scope"] = scope
             event["payload"] = payload

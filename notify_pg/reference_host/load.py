@@ -106,6 +106,7 @@ class LogLoader:
                     actor=event.actor,
                     audience=event.audience,
                     scope=scope or None,
+                    origin=event.origin,
                     occurred_at=event.occurred_at,
                 ),
             )

@@ -20,6 +20,7 @@ from notify_pg.reference_host.load import shift_to_end_now
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "examples" / "spec-example.jsonl"
+WIKI = ROOT / "examples" / "wiki-week.jsonl"
 LOGS = [
     SPEC,
     ROOT / "tests" / "replay" / "badge_sync.jsonl",
@@ -74,6 +75,29 @@ def test_loaded_log_replays_from_postgresql_byte_for_byte(
         # The world is in the reference host: the people of the log.
         users = conn.execute("SELECT count(*) FROM host.users").fetchone()
     assert users is not None and users[0] > 0
+
+
+def test_loaded_wiki_log_replays_from_postgresql_byte_for_byte(
+    new_database: Callable[[str | None], str], pg_template: str
+) -> None:
+    """A wiki log's events keep their top-level ``origin`` in event_log (absent: user), so
+    `notify replay --from-pg` gives the entry and mail lines of `notify replay` of the file."""
+    dsn = new_database(pg_template)
+    runner = CliRunner()
+    result = runner.invoke(cli, ["db", "load", str(WIKI), "--dsn", dsn])
+    assert result.exit_code == 0, result.output
+    from_pg = runner.invoke(cli, ["replay", "--from-pg", dsn, "--include-skips"])
+    from_file = runner.invoke(cli, ["replay", str(WIKI), "--include-skips"])
+    assert from_pg.exit_code == 0 and from_file.exit_code == 0, from_pg.output
+    assert from_pg.stdout == from_file.stdout
+    kinds = {json.loads(line)["trigger"] for line in from_pg.stdout.splitlines()}
+    assert {"inbox", "mail"} <= kinds
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(
+            f"SELECT origin, count(*) FROM {SCHEMA}.event_log GROUP BY origin ORDER BY origin"
+        ).fetchall()
+    # Only a non-user origin is stored: chat events and user edits keep a NULL column.
+    assert rows == [("bulk", 2), ("import", 4), (None, len(WIKI.read_text().splitlines()) - 6)]
 
 
 def test_end_now_lets_the_worker_send_the_pushes(

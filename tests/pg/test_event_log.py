@@ -68,3 +68,24 @@ def test_null_and_oversized_payloads_are_refused(conn: Conn, store: NotifyStore)
     with pytest.raises(LimitReached):
         store.events.append(conn, NewEvent(type="x", payload={"a": "x" * 70000}))
     assert list(read_event_log(conn, SCHEMA)) == []
+
+
+def test_origin_is_kept_and_user_is_not_stored(conn: Conn, store: NotifyStore) -> None:
+    """formats.md section 4: a wiki event's top-level origin (default user) reads back as
+    written; the default is stored as NULL, so it reads back without the member."""
+    store.events.append_many(
+        conn,
+        [
+            NewEvent(type="page.edited", payload={"page": "p-1"}, origin="import"),
+            NewEvent(type="page.deleted", payload={"page": "p-1"}, actor="ana", origin="bulk"),
+            NewEvent(type="page.restored", payload={"page": "p-1"}, actor="ana", origin="user"),
+            NewEvent(type="page.edited", payload={"page": "p-1"}, actor="ana"),
+        ],
+    )
+    log = list(read_event_log(conn, SCHEMA))
+    assert [e.get("origin") for e in log] == ["import", "bulk", None, None]
+    assert list(log[1]) == ["seq", "type", "occurred_at", "actor", "origin", "payload"]
+    stored = conn.execute(f"SELECT origin FROM {SCHEMA}.event_log ORDER BY seq").fetchall()
+    assert stored == [("import",), ("bulk",), (None,), (None,)]
+    with pytest.raises(UsageError, match="origin"):
+        NewEvent(type="page.edited", payload={"page": "p-1"}, origin="sync")

@@ -137,6 +137,8 @@ def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
     assert columns["quiet_hours", "start_local"] == ("time without time zone", "NO")
     assert columns["event_log", "payload"] == ("jsonb", "NO")
     assert columns["event_log", "scope"] == ("jsonb", "YES")
+    assert columns["event_log", "origin"] == ("text", "YES")
+    assert "'import'::text, 'bulk'::text" in defs["event_log_origin_check"]
 
 
 def test_migrate_twice_changes_nothing(conn: psycopg.Connection[Any]) -> None:
