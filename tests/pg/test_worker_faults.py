@@ -263,12 +263,14 @@ def test_a_frozen_worker_loses_its_partition_to_another(team_dsn: str) -> None:
         seen: list[dict[str, Any]] = []
         try:
             wait_for(proc, "consumer round", seen)
-            for _ in range(100):  # freeze it inside a round (most of a backlog's time)
+            for attempt in range(300):  # freeze it inside a round (most of a backlog's time)
                 os.kill(proc.pid, signal.SIGSTOP)
-                time.sleep(0.2)
+                time.sleep(0.05)  # a statement in flight finishes; the session then idles
                 if backend_state(conn) == "idle in transaction" and cursor_held(conn):
                     break
                 os.kill(proc.pid, signal.SIGCONT)
+                # Let it run a varying while, so the next stop lands elsewhere in the round.
+                time.sleep(0.005 * (1 + attempt % 7))
             else:
                 raise AssertionError("the worker was never frozen inside a transaction")
             frozen = time.monotonic()
