@@ -87,6 +87,24 @@ class RestartingProvider(FakeProvider):
         return answer
 
 
+def sending_worker(
+    connect: Callable[[], psycopg.Connection[Any]], provider: Any, batch: int, lease_ms: int
+) -> Worker:
+    """A worker that sends one push at a time in batches of ``batch`` under a short lease."""
+    return Worker(
+        connect,
+        ReferenceHost(HOST_SCHEMA),
+        schema=SCHEMA,
+        config=WorkerConfig(
+            send_batch=batch,
+            send_lease=timedelta(milliseconds=lease_ms),
+            poll_interval=timedelta(milliseconds=50),
+            max_concurrent_requests=1,
+        ),
+        providers=[provider],
+    )
+
+
 def test_outage_in_a_send_batch_sends_each_push_once(team_dsn: str) -> None:
     """The database restarts in the middle of a batch: the worker holds the results it could
     not write and writes them when the database is back, before it claims anything. The
@@ -102,18 +120,7 @@ def test_outage_in_a_send_batch_sends_each_push_once(team_dsn: str) -> None:
             raise psycopg.OperationalError("the server is restarting")
         return psycopg.connect(team_dsn, autocommit=True, application_name="faults worker")
 
-    worker = Worker(
-        connect,
-        ReferenceHost(HOST_SCHEMA),
-        schema=SCHEMA,
-        config=WorkerConfig(
-            send_batch=25,
-            send_lease=timedelta(milliseconds=300),
-            poll_interval=timedelta(milliseconds=50),
-            max_concurrent_requests=1,
-        ),
-        providers=[provider],
-    )
+    worker = sending_worker(connect, provider, batch=25, lease_ms=300)
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,))
     thread.start()
@@ -448,17 +455,11 @@ def test_a_real_server_restart_in_a_send_batch_sends_each_push_once(
 
     provider = Restarting("apns")
     caplog.set_level("INFO", logger="notify_pg.worker")
-    worker = Worker(
+    worker = sending_worker(
         lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5),
-        ReferenceHost(HOST_SCHEMA),
-        schema=SCHEMA,
-        config=WorkerConfig(
-            send_batch=40,
-            send_lease=timedelta(milliseconds=200),
-            poll_interval=timedelta(milliseconds=50),
-            max_concurrent_requests=1,
-        ),
-        providers=[provider],
+        provider,
+        batch=40,
+        lease_ms=200,
     )
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,))
