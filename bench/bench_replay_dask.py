@@ -21,8 +21,12 @@ Stages, each reported in the JSON object:
 - The two alternate ``--rounds`` times in the same run; ``best`` takes each one's fastest,
   ``speedup`` is single wall time over the dask wall time (goal >= 1.7 with 2 workers on 2
   cores) and ``cpu_bound`` the single replay's CPU time over the slowest task's: the speedup
-  two idle cores would allow. ``identical``: every round's output and summary are the single
-  replay's, byte for byte. ``load`` is the machine's load average before and after.
+  two idle cores would allow. ``shared`` (a child process) replays the log owning no
+  recipient: what every task repeats (reading, checking, building the world, classifying);
+  ``shared_share`` is its CPU time over the single replay's and ``amdahl_bound`` the speedup
+  that share leaves at most to ``--partitions`` tasks on as many idle cores.
+  ``identical``: every round's output and summary are the single replay's, byte for byte.
+  ``load`` is the machine's load average before and after.
 
 Figures depend on the machine; nothing here asserts a speed (tests/test_bench_replay_dask.py
 only runs the functions on a small log).
@@ -142,6 +146,27 @@ def dask(
     }
 
 
+def shared(log: Path) -> dict[str, Any]:
+    """What every task repeats: a replay of the whole log that owns no recipient (reading,
+    checking, building the world, classifying), in this process."""
+    from notify_cli import fastjson
+    from notify_cli.batch import batch_gc
+    from notify_cli.options import lines_of
+    from notify_core.partitioned import run_partition
+    from notify_core.partitions import Partition
+    from notify_core.replay import Replay
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    replay = Replay(reader=fastjson.reader(), owns=lambda _: False)
+    with batch_gc():
+        run = run_partition(replay, Partition(0, 1), lines_of(str(log)), fastjson.dumps)
+    assert not run.groups
+    return {
+        "wall_s": round(time.perf_counter() - wall, 2),
+        "cpu_s": round(time.process_time() - cpu, 2),
+    }
+
+
 def _load() -> list[float]:
     return [round(value, 2) for value in os.getloadavg()]
 
@@ -157,7 +182,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--log", type=Path, default=None)
     parser.add_argument("--dask-child", nargs=3, metavar=("LOG", "OUT", "SUMMARY"))
+    parser.add_argument("--shared-child", metavar="LOG")
     args = parser.parse_args(argv)
+    if args.shared_child:
+        result = shared(Path(args.shared_child))
+        print(json.dumps(result))
+        return result
     if args.dask_child:
         log, out, summary = map(Path, args.dask_child)
         result = dask(log, out, summary, args.partitions)
@@ -190,6 +220,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         else:
             report["log"] = {"file": str(log)}
         singles, dasks, identical = [], [], True
+        *_, stdout = run_child([sys.executable, __file__, f"--shared-child={log}"])
+        report["shared"] = json.loads(stdout.splitlines()[-1])
         for _ in range(args.rounds):
             singles.append(single(log, folder / "single.jsonl", folder / "single.json"))
             files = [str(log), str(folder / "dask.jsonl"), str(folder / "dask.json")]
@@ -219,6 +251,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["cpu_bound"] = round(
             min(run["cpu_s"] for run in singles) / min(max(run["task_cpu_s"]) for run in dasks),
             2,
+        )
+        # Amdahl: every task repeats the shared part; only the rest divides among partitions.
+        one = min(run["cpu_s"] for run in singles)
+        rest = one - report["shared"]["cpu_s"]
+        report["shared_share"] = round(report["shared"]["cpu_s"] / one, 3)
+        report["amdahl_bound"] = round(
+            one / (report["shared"]["cpu_s"] + rest / args.partitions), 2
         )
         report["identical"] = identical
         report["load"]["after"] = _load()
