@@ -412,7 +412,7 @@ CREATE TABLE {schema}.consumer_failures (
     failures  integer NOT NULL DEFAULT 1,
     CONSTRAINT consumer_failures_pkey PRIMARY KEY (name),
     CONSTRAINT consumer_failures_round_check
-        CHECK (round IN ('consumer', 'due', 'push', 'inbox')),
+        CHECK (round IN ('consumer', 'due', 'push', 'inbox', 'mail')),
     CONSTRAINT consumer_failures_failures_check CHECK (failures >= 1)
 );
 
@@ -566,3 +566,11 @@ CREATE INDEX event_log_uncounted_idx
 ALTER TABLE {schema}.event_log ADD COLUMN origin text COLLATE "C";
 ALTER TABLE {schema}.event_log ADD CONSTRAINT event_log_origin_check
     CHECK (origin IN ('import', 'bulk'));
+
+-- from 0015_mail_drain.sql
+-- The mail drain (E4-E5, notify_pg.mail_drain). emailed_at is when an entry's email ended:
+-- sent, or given up (failed) after its last attempt; `notify db status` counts both over the
+-- last 24 hours with this index. The worker's mail round records its failures as round 'mail'
+-- (consumer_failures_round_check above).
+CREATE INDEX inbox_entries_emailed_idx
+    ON {schema}.inbox_entries (emailed_at) WHERE emailed_at IS NOT NULL;
