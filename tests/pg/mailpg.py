@@ -109,14 +109,13 @@ class Run:
     ``wakes`` records every instant the mail round ran.
     """
 
-    def __init__(
-        self, conn: psycopg.Connection[Any], mail_drain: MailDrain, clock: Clock
-    ) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], mail_drain: MailDrain, clock: Clock) -> None:
         self.conn = conn
         self.clock = clock
         self.round = MailRound(mail_drain, poll=timedelta(days=30))
         self.loader = WikiLoader(
-            ReferenceWiki(HOST_SCHEMA), InboxFanOut(ReferenceWiki(HOST_SCHEMA), schema=SCHEMA),
+            ReferenceWiki(HOST_SCHEMA),
+            InboxFanOut(ReferenceWiki(HOST_SCHEMA), schema=SCHEMA),
             schema=SCHEMA,
         )
         self.wakes: list[datetime] = []

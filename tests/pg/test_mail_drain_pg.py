@@ -159,7 +159,12 @@ def test_e5_seed_example_two_mails_at_their_due_times_signed_with_dkim(
 
     assert len(handler.received) == 2
     (from1, to1, first), (from2, to2, second) = handler.received
-    assert (from1, to1, from2, to2) == (SENDER, ["alice@example.org"], SENDER, ["alice@example.org"])
+    assert (from1, to1, from2, to2) == (
+        SENDER,
+        ["alice@example.org"],
+        SENDER,
+        ["alice@example.org"],
+    )
     assert date_of(first) == at("2026-11-30T10:03:00Z")
     assert date_of(second) == at("2026-11-30T10:08:00Z")
     # The round ran when the mails fell due, not every second (nor every minute).
