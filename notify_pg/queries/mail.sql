@@ -2,19 +2,20 @@
 
 -- name: mail_claim
 -- Claim every due row of up to a batch of people, earliest due first: pending rows due and
--- sending rows whose lease lapsed become sending, with the lease as email_after (the claim's
--- identity: a mark applies only while it holds). A person is taken by one worker at a time
--- (an advisory lock until the claim commits), so all of a person's due rows go into one mail.
-WITH due_people AS (
-    SELECT user_id, min(email_after) AS first_due
+-- sending rows whose lease lapsed become sending, with the lease as email_after (it
+-- identifies the claim: a mark applies only while it holds). A person is taken by one worker
+-- at a time (an advisory lock until the claim commits), so all the due rows of a person go
+-- into one mail.
+WITH due_people AS MATERIALIZED (
+    -- Materialized, so that the lock below (volatile) is never pushed under the sort: only
+    -- the people taken, in this order, are locked.
+    SELECT user_id
     FROM {schema}.inbox_entries
     WHERE email_state IN ('pending', 'sending') AND email_after <= %(now)s
     GROUP BY user_id
+    ORDER BY min(email_after), user_id
 ), people AS (
-    -- Ordered below, locked here one by one until the batch is full: the lock (volatile)
-    -- is never pushed into the sorted subquery, so only the people taken are locked.
-    SELECT user_id
-    FROM (SELECT user_id FROM due_people ORDER BY first_due, user_id) AS ordered
+    SELECT user_id FROM due_people
     WHERE pg_try_advisory_xact_lock(hashtext(%(lock)s), hashtext(user_id))
     LIMIT %(people)s
 ), due AS (
@@ -69,13 +70,13 @@ WHERE e.id = n.id AND e.email_state = 'sending' AND e.email_after = %(lease_unti
 RETURNING e.id, e.email_state
 
 -- name: mail_next_due
--- When the next email falls due: a pending row's due time or a lease's end.
+-- When the next email falls due: the due time of a pending row or the end of a lease.
 SELECT min(email_after) FROM {schema}.inbox_entries
 WHERE email_state IN ('pending', 'sending')
 
 -- name: status_inbox
--- The inbox at the database's clock: the outbox backlog and its oldest event, emails pending
--- (all, due), being sent, sent and failed over the last 24 hours, and that clock.
+-- The inbox, counted at the clock of the database: the outbox backlog and its oldest event,
+-- emails pending (all, due), being sent, sent and failed over the last 24 hours, that clock.
 SELECT
     (SELECT count(*) FROM {schema}.inbox_outbox WHERE processed_at IS NULL),
     (SELECT min(created_at) FROM {schema}.inbox_outbox WHERE processed_at IS NULL),
@@ -86,7 +87,7 @@ SELECT
     (SELECT min(email_after) FROM {schema}.inbox_entries
      WHERE email_state IN ('pending', 'sending')),
     (SELECT count(*) FROM {schema}.inbox_entries
-     WHERE emailed_at > now() - interval '24 hours' AND email_state = 'sent'),
+     WHERE emailed_at > now() - make_interval(hours => 24) AND email_state = 'sent'),
     (SELECT count(*) FROM {schema}.inbox_entries
-     WHERE emailed_at > now() - interval '24 hours' AND email_state = 'failed'),
+     WHERE emailed_at > now() - make_interval(hours => 24) AND email_state = 'failed'),
     now()

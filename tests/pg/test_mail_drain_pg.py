@@ -331,7 +331,17 @@ def test_e5_two_workers_draining_at_once_never_send_an_entry_twice(
     log.sort(key=lambda e: (e.occurred_at, e.seq))
     run_loader(conn)(log)
     clock = Clock(at("2026-11-30T10:03:00Z"))
-    drains = [drain(port, clock, people=4) for _ in range(2)]
+    # Each worker, after its first send, waits for the other to send once: both take part.
+    sent = [threading.Event(), threading.Event()]
+
+    def hook(i: int) -> Any:
+        def after_send(outgoing: Outgoing) -> None:
+            sent[i].set()
+            sent[1 - i].wait(10)
+
+        return after_send
+
+    drains = [drain(port, clock, people=4, on_sent=hook(i)) for i in range(2)]
     conns = [connect(), connect()]
     barrier = threading.Barrier(2)
     done: list[int] = []
@@ -436,3 +446,33 @@ def test_e5_nothing_due_claims_nothing_and_the_round_sleeps_until_the_next_due(
     clock.now = at("2026-11-30T10:03:00Z")
     assert mail_round(conn) == 1
     assert mail_round.next_wake() == at("2026-11-30T10:08:00Z")  # the poll: nothing pending
+
+
+def test_e5_an_open_claim_locks_only_the_people_it_takes(
+    conn: psycopg.Connection[Any], connect: Any
+) -> None:
+    """While one worker's claim is open, another claims the next people, never the same."""
+    from notify_pg.seam import Seam
+
+    people = [f"p{i:03d}" for i in range(12)]
+    run_loader(conn)(
+        events(
+            [*world(["bob", *people]), *(watch(p) for p in people), edit("2026-11-30T10:00:00Z")]
+        )
+    )
+    seam = Seam("notify_pg", "notify")
+    params = {
+        "now": at("2026-11-30T10:03:00Z"),
+        "lease_until": at("2026-11-30T10:13:00Z"),
+        "people": 4,
+        "lock": "notify_mail:notify",
+    }
+    first, second = connect(), connect()
+    with first.transaction():
+        taken = {r[1] for r in seam.all(first, "mail_claim", params)}
+        locks = first.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        ).fetchone()
+        assert locks == (4,)
+        other = {r[1] for r in seam.all(second, "mail_claim", params)}
+    assert taken == set(people[:4]) and other == set(people[4:8])
