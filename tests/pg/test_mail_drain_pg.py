@@ -7,6 +7,7 @@ waiting. The mail round runs only at the instants it wakes (`MailRound.next_wake
 from __future__ import annotations
 
 import email
+import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -476,3 +477,119 @@ def test_e5_an_open_claim_locks_only_the_people_it_takes(
         assert locks == (4,)
         other = {r[1] for r in seam.all(second, "mail_claim", params)}
     assert taken == set(people[:4]) and other == set(people[4:8])
+
+
+def test_e5_notify_worker_once_drains_the_mail_queue_over_smtp_with_dkim(
+    conn: psycopg.Connection[Any], db_dsn: str, server: tuple[Recorder, int], tmp_path: Any
+) -> None:
+    from click.testing import CliRunner
+
+    from notify_cli.main import cli
+
+    handler, port = server
+    log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])
+    run_loader(conn)(log)
+    key = tmp_path / "dkim.pem"
+    key.write_bytes(PRIVATE_KEY)
+    args = ["worker", "--dsn", db_dsn, "--once", "--smtp-url", f"smtp://127.0.0.1:{port}"]
+    args += ["--mail-from", SENDER, "--dkim-key", str(key), "--dkim-selector", "notify"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    ((_f, (to,), content),) = handler.received
+    assert to == "alice@example.org" and dkim.verify(content, dnsfunc=_dns)
+    assert [s[2] for s in states(conn)] == ["sent"]
+    # Signed with the instance's stored secret (U1), which the log never shows.
+    stored = conn.execute("SELECT secret FROM notify.unsubscribe_secret").fetchone()
+    assert stored is not None
+    url = parsed(content)["List-Unsubscribe"].split("t=", 1)[1].rstrip(">")
+    found = verify_unsubscribe_token(bytes(stored[0]), url, known_categories=set(CATEGORY_BY_KEY))
+    assert found is not None and found.person == "alice"
+    assert bytes(stored[0]).hex() not in result.output
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert any(line["msg"] == "mail round" for line in lines)
+    assert "alice" not in result.stderr
+
+
+def test_notify_worker_bad_mail_options_are_one_line_and_exit_2(db_dsn: str, tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from notify_cli.main import cli
+
+    bad_key = tmp_path / "bad.pem"
+    bad_key.write_bytes(b"not a key")
+    base = ["worker", "--dsn", db_dsn, "--once"]
+    url = ["--smtp-url", "smtp://127.0.0.1:2525"]
+    cases = [
+        (url, "--smtp-url needs --mail-from"),
+        (["--mail-from", SENDER], "need --smtp-url"),
+        (["--smtp-url", "http://x", "--mail-from", SENDER], "--smtp-url: bad SMTP URL"),
+        ([*url, "--mail-from", "no address"], "--mail-from 'no address'"),
+        (
+            [*url, "--mail-from", SENDER, "--dkim-selector", "s", "--dkim-key", "/no/key.pem"],
+            "cannot read",
+        ),
+        ([*url, "--mail-from", SENDER, "--dkim-key", str(bad_key)], "--dkim-key needs"),
+        (
+            [*url, "--mail-from", SENDER, "--dkim-key", str(bad_key), "--dkim-selector", "s"],
+            "not a PEM private key",
+        ),
+        ([*url, "--mail-from", SENDER, "--dkim-selector", "s"], "need --dkim-key"),
+    ]
+    for extra, message in cases:
+        result = CliRunner().invoke(cli, [*base, *extra])
+        assert result.exit_code == 2, (extra, result.output)
+        assert message in result.stderr, (extra, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
+    conn: psycopg.Connection[Any], db_dsn: str, server: tuple[Recorder, int]
+) -> None:
+    from click.testing import CliRunner
+
+    from notify_cli.main import cli
+    from notify_pg.inbox import emit
+
+    handler, port = server
+    handler.refuse["bea@example.org"] = "451 4.3.0 later"
+    now = datetime.now(UTC).replace(microsecond=0)
+    lines = world(["alice", "bea", "bob", "cleo"])
+    two_hours_ago = (now - timedelta(hours=2)).isoformat().replace("+00:00", "Z")
+    for line in lines:
+        line["occurred_at"] = two_hours_ago
+    log = events(
+        [
+            *lines,
+            *(watch(p, t=two_hours_ago) for p in ("alice", "bea", "cleo")),
+            edit(now - timedelta(hours=1)),
+            edit(now - timedelta(hours=1), page="p2"),
+        ]
+    )
+    run_loader(conn)(log)
+    # cleo: due in an hour.
+    conn.execute(
+        "UPDATE notify.inbox_entries SET email_after = %s WHERE user_id = 'cleo'",
+        [now + timedelta(hours=1)],
+    )
+    clock = Clock(now)
+    mail = drain(port, clock)
+    for _ in range(3):  # bea's three refused attempts, 600 s apart
+        mail.round(conn)
+        clock.now += timedelta(seconds=600)
+    # An event not fanned out yet: the outbox's backlog.
+    emit(conn, "page.edited", {"page": "p1"}, actor="bob", occurred_at=now)
+    result = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn])
+    assert result.exit_code == 0, result.output
+    inbox = json.loads(result.stdout)["inbox"]
+    assert inbox["outbox"]["backlog"] == 1 and inbox["outbox"]["oldest_age_s"] >= 0
+    assert inbox["email"] == {
+        "pending": 1,
+        "due": 0,
+        "sending": 0,
+        "next_due_at": (now + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
+        "sent_24h": 1,
+        "failed_24h": 1,
+    }
+    assert inbox["mail_configured"] is True
+    other = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn, "--host-schema", "none"])
+    assert other.exit_code == 0 and "mail_configured" not in json.loads(other.stdout)["inbox"]
