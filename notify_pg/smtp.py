@@ -5,8 +5,8 @@ both bodies and every header; `DkimKey` signs its bytes over `DKIM_SIGNED_HEADER
 include both ``List-Unsubscribe`` headers (Gmail and Yahoo honour one-click unsubscribe only
 when the signature covers them), with dkimpy's canonicalization and the RSA or Ed25519
 signature of ``cryptography`` (dkimpy's own RSA is pure Python, about 20 times slower);
-`SmtpSender` sends over the
-standard library's ``smtplib``, configured by a URL, reusing one connection for a batch.
+`SmtpSender` sends over the standard library's ``smtplib``, configured by a URL, reusing one
+connection for a batch.
 
 A send that fails raises `MailSendError` with ``temporary`` set for what a later attempt may
 cure (a 4xx answer, a lost connection): the caller puts the entries back (E5). Nothing here
