@@ -314,8 +314,8 @@ def _dkim(
             private_key = handle.read()
     except OSError as exc:
         raise BadInput(f"--dkim-key {key_file}: cannot read it ({exc.strerror})") from None
-    key = DkimKey(selector=selector, domain=domain, private_key=private_key)
     try:
+        key = DkimKey(selector=selector, domain=domain, private_key=private_key)
         key.sign(b"From: a@" + domain.encode() + b"\r\nSubject: t\r\n\r\nt\r\n")
     except Exception:  # dkimpy raises several kinds for a key it cannot use
         raise BadInput(
