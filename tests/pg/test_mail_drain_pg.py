@@ -593,3 +593,39 @@ def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
     assert inbox["mail_configured"] is True
     other = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn, "--host-schema", "none"])
     assert other.exit_code == 0 and "mail_configured" not in json.loads(other.stdout)["inbox"]
+
+
+def test_e3_a_schedule_change_moves_pending_digest_emails_on_postgresql(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """Daily at 08:00 to immediate at 10:02: the page's pending digest email is due at 10:05
+    (the change's time plus the delay); the mention (never a digest) keeps 10:04."""
+    log = events(
+        [
+            *world(["alice", "bob"], schedule={"email_schedule": "daily", "daily_hour": 8}),
+            watch("alice"),
+            edit("2026-11-30T10:00:00Z"),
+            {
+                "type": "comment.created",
+                "occurred_at": "2026-11-30T10:01:00Z",
+                "actor": "bob",
+                "payload": {"comment": "c1", "page": "p2", "mentions": ["alice"]},
+            },
+        ]
+    )
+    run_loader(conn)(log)
+    daily = at("2026-12-01T07:00:00Z") + timedelta(seconds=slot_offset("alice"))
+    assert [(s[1], s[3]) for s in states(conn)] == [
+        ("watched_page", daily),
+        ("mention", at("2026-11-30T10:04:00Z")),
+    ]
+    change = {
+        "type": "user.updated",
+        "occurred_at": "2026-11-30T10:02:00Z",
+        "payload": {"user": "alice", "email_schedule": "immediate", "unset": ["daily_hour"]},
+    }
+    run_loader(conn)(events([*world([]), change])[-1:])
+    assert [(s[1], s[3]) for s in states(conn)] == [
+        ("watched_page", at("2026-11-30T10:05:00Z")),
+        ("mention", at("2026-11-30T10:04:00Z")),
+    ]
