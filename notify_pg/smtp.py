@@ -23,7 +23,7 @@ import smtplib
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from email import policy as email_policy
 from email.headerregistry import BaseHeader, HeaderRegistry
@@ -304,6 +304,10 @@ class DkimKey:
         default=attrs.Factory(lambda self: _load_dkim_key(self.private_key), takes_self=True),
     )
 
+    def __reduce__(self) -> tuple[Callable[..., DkimKey], tuple[str, str, bytes]]:
+        # The parsed key (an OpenSSL object) does not pickle: a copy parses the PEM again.
+        return _dkim_key, (self.selector, self.domain, self.private_key)
+
     @property
     def algorithm(self) -> str:
         """The signature's ``a=`` tag: ``rsa-sha256`` or ``ed25519-sha256``."""
@@ -349,6 +353,10 @@ class DkimKey:
             signature = key.sign(hashlib.sha256(data).digest())
         signed = _fold(_tag_atoms([*tags, (b"b", base64.b64encode(signature))]), len(name) + 1)
         return name + b":" + signed + b"\r\n" + message
+
+
+def _dkim_key(selector: str, domain: str, private_key: bytes) -> DkimKey:
+    return DkimKey(selector=selector, domain=domain, private_key=private_key)
 
 
 @attrs.frozen(kw_only=True)

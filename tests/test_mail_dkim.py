@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import email
+import pickle
 import re
 from datetime import UTC, datetime
 from email import headerregistry, policy
@@ -173,3 +174,10 @@ def test_the_header_registry_forgets_what_a_new_type_replaces() -> None:
     for n in range(smtp._HeaderClasses.KEEP + 1):
         registry("X-N", str(n))
     assert len(registry._parsed) <= smtp._HeaderClasses.KEEP
+
+
+def test_a_dkim_key_pickles_and_still_signs() -> None:
+    key = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
+    copy = pickle.loads(pickle.dumps(key))
+    assert copy == key and copy.algorithm == "rsa-sha256"
+    assert copy.sign(_message(), now=1_796_000_000) == key.sign(_message(), now=1_796_000_000)
