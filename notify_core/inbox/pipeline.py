@@ -215,34 +215,14 @@ def scheduled_email_after(
     )
 
 
-def _shared_due(
-    shared: dict[tuple[str, int | None, bool], datetime],
-    user: WikiUser,
-    person: str,
-    category: Category,
-    now: datetime,
-    delay: timedelta,
-    site: SiteInfo | None,
-) -> datetime:
-    """`scheduled_email_after`, remembering the due times that depend on no person.
+def _person_independent(user: WikiUser, category: Category) -> bool:
+    """Whether `scheduled_email_after` gives every person of this schedule the same due time.
 
     ``immediate`` and a category without digest give ``now + delay`` whoever the person is
     (`email_after_for` reads neither the person's offset nor a zone then); ``hourly`` and
-    ``daily`` are computed for each person. Only exact ``str`` / ``int`` schedules are
-    remembered, as `email_schedule` caches only those; the first person of a schedule
-    goes through every check of `email_after_for`.
+    ``daily`` depend on the person's offset.
     """
-    schedule, hour = user.email_schedule, user.daily_hour
-    if type(schedule) is not str or not (hour is None or type(hour) is int):
-        return scheduled_email_after(user, category, now, delay, site)
-    memo = (schedule, hour, category.digest)
-    due = shared.get(memo)
-    if due is not None and type(person) is str:
-        return due
-    due = scheduled_email_after(user, category, now, delay, site)
-    if not category.digest or email_schedule(user).schedule is Schedule.IMMEDIATE:
-        shared[memo] = due
-    return due
+    return not category.digest or email_schedule(user).schedule is Schedule.IMMEDIATE
 
 
 @attrs.define
@@ -523,8 +503,18 @@ class InboxPipeline:
         lines: list[InboxLine] = []
         append = lines.append
         make_line = tuple.__new__  # InboxLine without its Python-level __new__ (all 10 fields)
+        # `Entry(...)` with keywords goes through type.__call__, which packs them into a dict;
+        # calling the attrs-generated __init__ directly passes them as they are (same checks).
+        new_object, init_entry = object.__new__, Entry.__init__
         last: Category | None = None
         key = category_key = ""
+        # The previous person's inputs and new state (``last_new`` is read only after a match,
+        # and the first person never matches: ``last_in_app`` is no bool).
+        last_state: EntryState | None = None
+        last_in_app: bool | None = None
+        last_email: bool | None = None
+        last_due: datetime | None = None
+        last_new: EntryState | None = None
         for person, category, in_app, email in decisions:
             if category is not last:
                 last, category_key = category, category.key
@@ -534,21 +524,46 @@ class InboxPipeline:
             due = None
             if email and (state is None or state.email is none):  # an email starts (E1)
                 found_user = user(person)
-                if shared_dues is None or found_user is None:
+                if shared_dues is None or found_user is None or type(person) is not str:
                     due = email_after(found_user, category, at, delay, site_info)
                 else:
-                    due = _shared_due(
-                        shared_dues, found_user, person, category, at, delay, site_info
-                    )
-            memo = (id(state), in_app, email, due)
-            known = states.get(memo)
-            if known is None:
-                new_state = transition(state, event_id, variant, at, in_app, email, due, actor)
-                states[memo] = (state, new_state)
+                    schedule, hour = found_user.email_schedule, found_user.daily_hour
+                    if type(schedule) is str and (hour is None or type(hour) is int):
+                        shared = (schedule, hour, category.digest)
+                        due = shared_dues.get(shared)
+                        if due is None:
+                            due = email_after(found_user, category, at, delay, site_info)
+                            if _person_independent(found_user, category):
+                                shared_dues[shared] = due
+                    else:  # not a value `email_schedule` caches: no sharing
+                        due = email_after(found_user, category, at, delay, site_info)
+            if (
+                state is last_state
+                and in_app is last_in_app
+                and email is last_email
+                and due is last_due
+            ):
+                assert last_new is not None  # set with the last_* it matched
+                new_state = last_new  # a run of people alike: no lookup
             else:
-                new_state = known[1]
+                memo = (id(state), in_app, email, due)
+                known = states.get(memo)
+                if known is None:
+                    new_state = transition(state, event_id, variant, at, in_app, email, due, actor)
+                    states[memo] = (state, new_state)
+                else:
+                    new_state = known[1]
+                last_state, last_in_app, last_email, last_due, last_new = (
+                    state,
+                    in_app,
+                    email,
+                    due,
+                    new_state,
+                )
+            entry = new_object(Entry)
             if old is None:
-                entry = Entry(
+                init_entry(
+                    entry,
                     id=next_id(person, key),
                     person=person,
                     category=category_key,
@@ -559,7 +574,8 @@ class InboxPipeline:
                 )
                 kind = new_kind
             else:
-                entry = Entry(
+                init_entry(
+                    entry,
                     id=old.id,
                     person=person,
                     category=category_key,
