@@ -261,16 +261,18 @@ class Pipeline:
         seq, at = event.seq, event.occurred_at
         owns = self.owns
         for candidate in classify(event, self.world):
+            people = candidate.recipients
             if owns is not None:
-                mine = tuple(filter(owns, candidate.recipients))
-                if not mine:
+                # Only ``recipients`` is narrowed (no new candidate: one per partition and
+                # fan-out otherwise); the rest of the candidate is the same for everyone.
+                people = tuple(filter(owns, people))
+                if not people:
                     continue
-                candidate = attrs.evolve(candidate, recipients=mine)
             facts = self._event_facts(at, candidate)
-            decisions = self._decide_fan_out(facts, candidate)
+            decisions = self._decide_fan_out(facts, candidate, people)
             kind, thread = candidate.kind, candidate.thread
             message, target = candidate.message, candidate.target
-            for person, decision in zip(candidate.recipients, decisions, strict=True):
+            for person, decision in zip(people, decisions, strict=True):
                 if type(decision) is not Skip:  # a skip, the usual answer, changes nothing
                     self._carry_out(seq, person, candidate, decision)
                 hints.append(
@@ -310,14 +312,17 @@ class Pipeline:
             exclude_device=candidate.exclude_device,
         )
 
-    def _decide_fan_out(self, facts: EventFacts, candidate: Candidate) -> list[Decision]:
-        """`decide_all` for every recipient, with the full facts gathered only where needed.
+    def _decide_fan_out(
+        self, facts: EventFacts, candidate: Candidate, people: Sequence[str]
+    ) -> list[Decision]:
+        """`decide_all` for each of ``people`` (the candidate's recipients this pipeline
+        owns), with the full facts gathered only where needed.
 
         D1-D3 (`gate`) read only the read right, the run starter, the level facts and the
         switches; whoever they stop gets that skip, which is what `decide` would answer.
         Devices, connections, quiet rules and windows are read for the others only.
         """
-        people, thread = candidate.recipients, candidate.thread
+        thread = candidate.thread
         levels = self.prefs.level_facts(thread, people) if thread is not None else {}
         switches = self.prefs.switches(people)
         user, allowed_to, starter = self.world.user, self.world.allowed, candidate.run_starter
