@@ -380,6 +380,9 @@ class Worker:
             schedule=schedule,
             owns=owns,
         )
+        world, prefs = pipeline.world, pipeline.prefs
+        assert isinstance(world, PgWorld) and isinstance(prefs, PgPreferences)
+        schedule.prefetch = lambda dues: world.prefetch_due(dues, prefs)
         return pipeline, schedule
 
     # --- consumer ----------------------------------------------------------------------------

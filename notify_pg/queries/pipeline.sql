@@ -250,3 +250,61 @@ SET failed_at = EXCLUDED.failed_at, round = EXCLUDED.round, code = EXCLUDED.code
 -- Every consumer's last failed round.
 SELECT name, failed_at, round, code, sqlstate, message, failures
 FROM {schema}.consumer_failures ORDER BY name
+
+-- name: claim_windows_skip
+-- Claim many windows that have ended (a page of due work), but those another worker holds.
+SELECT w.recipient, w.thread, w.end_at, w.collected
+FROM unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+JOIN {schema}.windows w ON w.recipient = k.recipient AND w.thread = k.thread
+WHERE w.end_at <= %(until)s
+FOR UPDATE OF w SKIP LOCKED
+
+-- name: claim_windows_wait
+-- Claim many windows that have ended, waiting for the workers that hold some (the consumer keeps the replay order).
+SELECT w.recipient, w.thread, w.end_at, w.collected
+FROM unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+JOIN {schema}.windows w ON w.recipient = k.recipient AND w.thread = k.thread
+WHERE w.end_at <= %(until)s
+FOR UPDATE OF w
+
+-- name: claim_releases_skip
+-- Claim many due releases, but those another worker holds (deleted once handed out).
+SELECT id, due_at, recipient, thread, device, kind, message, message_seq, target, seq
+FROM {schema}.delayed_releases
+WHERE id = ANY(%(ids)s::bigint[]) AND due_at <= %(until)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_releases_wait
+-- Claim many due releases, waiting for the workers that hold some.
+SELECT id, due_at, recipient, thread, device, kind, message, message_seq, target, seq
+FROM {schema}.delayed_releases
+WHERE id = ANY(%(ids)s::bigint[]) AND due_at <= %(until)s
+FOR UPDATE
+
+-- name: claim_badge_syncs_skip
+-- Claim many due badge syncs, but those another worker holds.
+SELECT recipient, due_at, after_seq FROM {schema}.badge_syncs
+WHERE recipient = ANY(%(recipients)s::text[]) AND pending AND due_at <= %(until)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_badge_syncs_wait
+-- Claim many due badge syncs, waiting for the workers that hold some.
+SELECT recipient, due_at, after_seq FROM {schema}.badge_syncs
+WHERE recipient = ANY(%(recipients)s::text[]) AND pending AND due_at <= %(until)s
+FOR UPDATE
+
+-- name: delete_releases
+-- Remove the releases handed out (claimed and run).
+DELETE FROM {schema}.delayed_releases WHERE id = ANY(%(ids)s::bigint[])
+
+-- name: close_windows
+-- Forget many windows at once (their flushes).
+DELETE FROM {schema}.windows w
+USING unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+WHERE w.recipient = k.recipient AND w.thread = k.thread
+
+-- name: windows_of_pairs
+-- The windows of many (person, thread) pairs.
+SELECT w.recipient, w.thread, w.end_at, w.collected
+FROM unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+JOIN {schema}.windows w ON w.recipient = k.recipient AND w.thread = k.thread
