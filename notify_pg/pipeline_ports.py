@@ -33,7 +33,7 @@ from notify_core.decide import MOBILE, Connection, Device, Switches
 from notify_core.events import Event
 from notify_core.kinds import Kind, RunState, run_active
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
-from notify_core.partitions import Partition
+from notify_core.partitions import Partition, Partitions
 from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
 from notify_core.quiet import QuietRule
 from notify_pg.errors import NotFound
@@ -328,7 +328,7 @@ class PgWorld:
         self._load_users(people)
         pairs = list(dict.fromkeys((d.recipient, d.thread) for d in dues if d.thread))
         self._load_places(list(dict.fromkeys(t for _p, t in pairs)))
-        self._load_allowed(pairs)
+        self.prefetch_allowed(pairs)
         self._load_read(pairs)
         self._load_windows(pairs)
         if people:
@@ -353,8 +353,8 @@ class PgWorld:
                 s.registered[person] = frozenset(r[2] for r in rows if r[1] == person)
             self.prefetch_badges(syncs)
 
-    def _load_allowed(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Read rights (D2) of many (person, thread) pairs."""
+    def prefetch_allowed(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Load the read rights (D2) of many (person, thread) pairs at once."""
         s, host = self._s, self._host
         missing = [k for k in pairs if k not in s.allowed]
         if not missing:
@@ -456,18 +456,7 @@ class PgWorld:
 
     def _path(self, thread: str) -> NotificationPath | None:
         """The path of a loaded thread (``None``: the thread or its channel is unknown)."""
-        info = self._s.threads.get(thread)
-        channel = self._s.channels.get(info.channel) if info is not None else None
-        if channel is None:
-            return None
-        return NotificationPath(
-            kind=TargetKind.THREAD,
-            space_id=channel.space,
-            channel_id=channel.id,
-            thread_id=thread,
-            channel_kind=channel.kind,
-            channel_default=channel.default_level,
-        )
+        return _thread_path(self._s, thread)
 
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads with messages a person can read; their facts are loaded at once."""
@@ -631,9 +620,19 @@ class PgPreferences:
         people = list(dict.fromkeys(users))
         if len(people) == 1 and (people[0], thread) in self._s.levels:
             return {people[0]: self._s.levels[(people[0], thread)]}
-        self._s.batch = tuple(people)
+        s = self._s
+        s.batch = tuple(people)
+        # The fan-out reads the switches next: one host call for both (`switches`).
+        settings = self._host.settings(
+            s.conn, people, [DEFAULT_LEVEL_KEY, ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY]
+        )
+        known = PgPreferences._switches_of(settings)
+        for person in people:
+            s.switches[person] = known.get(person)
         try:
-            return self._facts.level_facts(self._s.conn, thread, people)
+            return self._facts.level_facts(
+                s.conn, thread, people, path=_thread_path(s, thread), settings=settings
+            )
         except NotFound:
             facts = LevelFacts(instance_default=self._instance_default)
             return dict.fromkeys(people, facts)
@@ -647,7 +646,8 @@ class PgPreferences:
         if all(person in cache for person in users):
             return {person: cache[person] for person in users if cache[person]}
         self._s.batch = tuple(dict.fromkeys(users))
-        found = self._facts.quiet_rules(self._s.conn, users)
+        # The pipeline takes the person's zone from `UserInfo`: only the rules are read here.
+        found = self._facts.quiet_rules(self._s.conn, users, zones=False)
         return {person: facts.rules for person, facts in found.items() if facts.rules}
 
     def prefetch(self, users: Sequence[str], settings: Mapping[str, Mapping[str, object]]) -> None:
@@ -656,7 +656,7 @@ class PgPreferences:
         s = self._s
         missing = [p for p in dict.fromkeys(users) if p not in s.quiet]
         if missing:
-            found = self._facts.quiet_rules(s.conn, missing)
+            found = self._facts.quiet_rules(s.conn, missing, zones=False)
             for person in missing:
                 facts = found.get(person)
                 s.quiet[person] = facts.rules if facts is not None else ()
@@ -719,7 +719,7 @@ class PgSchedule:
         wait: claim due work that another worker holds by waiting for it (consumer rounds:
             due work at or before an event runs first); otherwise skip it (due-work rounds).
         budget: the most due work `pop_due` hands out in this transaction (then ``None``).
-        owns: the recipient partition of a partitioned consumer round: `pop_due` and
+        owns: the recipient partition (or partitions) of a partitioned consumer round: `pop_due` and
             `next_due` see only the due work of its recipients (filtered in SQL with
             ``{schema}.partition_of``), because the other partitions' consumers may still be
             behind and their work must wait for them. ``None``: all due work.
@@ -732,16 +732,18 @@ class PgSchedule:
         *,
         wait: bool = False,
         budget: int | None = None,
-        owns: Partition | None = None,
+        owns: Partition | Partitions | None = None,
     ) -> None:
         self._s = session
         self._seam = Seam("notify_pg", schema)
         self._wait = wait
         self.budget = budget
         # The partition's parameters of the filtered queries; empty: no filter.
-        self._part: dict[str, int] = {}
-        if owns is not None:
-            self._part = {"part": owns.index, "parts": owns.count}
+        self._part: dict[str, int | list[int]] = {}
+        if isinstance(owns, Partition):
+            self._part = {"part_set": [owns.index], "parts": owns.count}
+        elif owns is not None:
+            self._part = {"part_set": list(owns.indices), "parts": owns.count}
         self.popped = 0
         self._pending: dict[tuple[str, str], int] = {}
         self._closes: dict[tuple[str, str], None] = {}
@@ -752,6 +754,9 @@ class PgSchedule:
         self._page_until: datetime | None = None
         #: Loads the facts of a claimed page at once (set by the worker: `PgWorld.prefetch_due`).
         self.prefetch: Callable[[Sequence[Due]], None] | None = None
+        #: Nothing of the owned partitions is due before this instant but what this transaction
+        #: scheduled since it was read (`_cut` lowers it); ``None``: not known.
+        self._idle_before: datetime | None = None
         self._opens: dict[tuple[str, str], datetime] = {}
 
     # --- windows -----------------------------------------------------------------------------
@@ -879,12 +884,18 @@ class PgSchedule:
         """
         if self.budget is not None and self.popped >= self.budget:
             return None
+        if self._idle_before is not None and until < self._idle_before:
+            return None
         if self._page_until != until:
             self._page.clear()
         if not self._page:
             # The page's writes go first: the next page is read from the tables.
             self.write_pending()
-            self._fill(until)
+            if not self._fill(until):
+                # Nothing due: nothing will be before the first pending work, but what this
+                # round schedules (work that other workers' due rounds schedule for these
+                # recipients comes from pending work, so no sooner than it).
+                self._idle_before = self._first_pending()
             if not self._page:
                 self._s.forget()  # what follows (the event) reads its own facts
                 return None
@@ -897,13 +908,19 @@ class PgSchedule:
             self._s.synced[due.recipient] = extra
         return due
 
+    def _first_pending(self) -> datetime:
+        """When the first pending work of the owned partitions comes due (far away: none)."""
+        return self.next_due() or datetime.max.replace(tzinfo=UTC)
+
     def _cut(self, at: datetime) -> None:
         """New due work at ``at``: the claimed work from ``at`` on must wait for it."""
+        if self._idle_before is not None and at < self._idle_before:
+            self._idle_before = at
         if self._page and self._page[-1][0].at >= at:
             self._page = [item for item in self._page if item[0].at < at]
 
-    def _fill(self, until: datetime) -> None:
-        """Claim the next page of due work (see `pop_due`)."""
+    def _fill(self, until: datetime) -> bool:
+        """Claim the next page of due work (see `pop_due`); False when nothing is due."""
         conn, mode = self._s.conn, "wait" if self._wait else "skip"
         query = "due_candidates_part" if self._part else "due_candidates"
         limit = _DUE_PAGE
@@ -913,7 +930,7 @@ class PgSchedule:
         while True:
             rows = self._seam.all(conn, query, params)
             if not rows:
-                return
+                return False
             # The facts of the page are read anew (host facts may have changed meanwhile).
             self._s.forget()
             page = self._claim_page(mode, until, rows)
@@ -923,7 +940,7 @@ class PgSchedule:
             self._page, self._page_until = page, until
             if page and self.prefetch is not None:
                 self.prefetch([due for due, _extra in page])
-            return
+            return True
 
     def _claim_page(
         self, mode: str, until: datetime, rows: Sequence[tuple[Any, ...]]
@@ -1020,6 +1037,23 @@ class PgSchedule:
             "set_badge_sync",
             {"recipient": user, "last_sync_at": last, "pending": pending, "after_seq": after},
         )
+
+
+def _thread_path(session: Session, thread: str) -> NotificationPath | None:
+    """The path of a thread whose facts the session holds (``None``: not loaded, or the thread
+    or its channel is unknown): the host's `StructurePort.notification_path` of it."""
+    info = session.threads.get(thread)
+    channel = session.channels.get(info.channel) if info is not None else None
+    if channel is None:
+        return None
+    return NotificationPath(
+        kind=TargetKind.THREAD,
+        space_id=channel.space,
+        channel_id=channel.id,
+        thread_id=thread,
+        channel_kind=channel.kind,
+        channel_default=channel.default_level,
+    )
 
 
 def _utc(value: datetime) -> datetime:

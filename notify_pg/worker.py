@@ -59,7 +59,7 @@ from notify_core.errors import NotifyError, UsageError
 from notify_core.events import Event, EventError, parse_event
 from notify_core.instants import format_instant
 from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
-from notify_core.partitions import Partition
+from notify_core.partitions import Partition, Partitions
 from notify_core.pipeline import Hint, Pipeline
 from notify_pg.errors import PartitionError, StorageError, translate
 from notify_pg.events import EventLog
@@ -294,6 +294,8 @@ class Worker:
         self._connect = connect
         self._conn: Conn | None = None
         self._cursor_ready = False
+        #: Whether this connection counts among the consumer's workers (`_more_partitions`).
+        self._joined = False
         self._seam = Seam("notify_pg", schema)
         self._jitter = jitter or random.Random().random
         self._random_jitter = jitter is None
@@ -332,6 +334,7 @@ class Worker:
                 raise
             self._conn = conn
             self._cursor_ready = False
+            self._joined = False
         return self._conn
 
     def close(self) -> None:
@@ -364,7 +367,7 @@ class Worker:
         *,
         wait: bool = False,
         budget: int | None = None,
-        owns: Partition | None = None,
+        owns: Partition | Partitions | None = None,
     ) -> tuple[Pipeline, PgSchedule]:
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
         pipeline = Pipeline(
@@ -463,14 +466,19 @@ class Worker:
                 self._check_partitions(conn)
                 return 0
             part, position = int(row[0]), int(row[1])
+            taken = [part, *self._more_partitions(conn, part, position)]
             rows = self._seam.all(
                 conn, "read_events_page", {"after": position, "limit": self.config.batch_size}
             )
             if not rows:
                 return 0
             session = Session(conn)
-            # One partition owns everybody: no filter at all, the plain pipeline.
-            owns = Partition(part, parts) if parts > 1 else None
+            # All partitions own everybody: no filter at all, the plain pipeline.
+            owns: Partition | Partitions | None = None
+            if len(taken) == 1 and parts > 1:
+                owns = Partition(part, parts)
+            elif len(taken) < parts:
+                owns = Partitions(tuple(taken), parts)
             pipeline, schedule = self._pipeline(session, wait=True, owns=owns)
             for row in rows:
                 event = self._event(row)
@@ -484,7 +492,11 @@ class Worker:
                     self.on_event(conn, event)
                 position = int(row[0])
                 handled += 1
-            self._seam.run(conn, "move_cursor", {"name": name, "part": part, "position": position})
+            self._seam.run(
+                conn,
+                "move_cursors",
+                {"name": name, "part_set": taken, "position": position},
+            )
             # Events of the round (following) go last: the log's append lock is held from the
             # first append to the commit, and host writes and the other partitions' rounds
             # that append wait for it.
@@ -500,10 +512,43 @@ class Worker:
                     "position": position,
                     "part": part,
                     "parts": parts,
+                    "taken": len(taken),
                 }
             },
         )
         return handled
+
+    def _more_partitions(self, conn: Conn, part: int, position: int) -> list[int]:
+        """The other partitions this round takes: free ones at the same position, up to this
+        worker's share of the partitions (their count over the consumer's workers now), so a
+        lone worker handles all of them in one round and several workers still share them."""
+        parts = self.config.partitions
+        if parts == 1:
+            return []
+        if not self._joined:
+            self._seam.one(
+                conn, "join_consumer", {"schema": self.schema, "name": self.config.consumer}
+            )
+            self._joined = True
+        row = self._seam.one(
+            conn, "consumer_workers", {"schema": self.schema, "name": self.config.consumer}
+        )
+        workers = max(1, int(row[0]) if row is not None else 1)
+        share = -(-parts // workers)
+        if share <= 1:
+            return []
+        rows = self._seam.all(
+            conn,
+            "lock_cursors_at",
+            {
+                "name": self.config.consumer,
+                "parts": parts,
+                "position": position,
+                "part": part,
+                "limit": share - 1,
+            },
+        )
+        return [int(r[0]) for r in rows]
 
     def _check_partitions(self, conn: Conn) -> None:
         """No free cursor of this count: every partition is busy, or the count changed."""
@@ -715,6 +760,9 @@ class Worker:
         # Facts of all recipients of the claimed sends are loaded together.
         session.batch = tuple(dict.fromkeys(c.recipient for c in batch))
         found = self._registrations.for_send_many(conn, [c.registration_id for c in batch])
+        world.prefetch_allowed(
+            list(dict.fromkeys((c.recipient, c.thread) for c in batch if c.thread is not None))
+        )
         ready: list[tuple[_Claimed, Registration, PushProvider, Kind]] = []
         finished: list[int] = []
         for claimed in batch:
