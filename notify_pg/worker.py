@@ -4,7 +4,9 @@ One `Worker` runs three kinds of rounds, each its own transaction (or, for pushe
 
 - **consumer round** (`Worker.consume`): lock the cursor of one partition of the consumer
   (``FOR UPDATE SKIP LOCKED``, the most lagging one no other worker holds: one round per
-  partition at a time, whatever the number of workers), read the next events after it in
+  partition at a time, whatever the number of workers) and the cursors of the other free
+  partitions at the same position, up to the worker's share of the partitions (all of them
+  for a lone worker: one round decides for everybody), read the next events after it in
   ``seq`` order, run each through `notify_core.pipeline.Pipeline.handle` deciding for the
   partition's recipients only (due work of those recipients at or before the event first),
   carry out the hints (push sends, the host's sink), move the cursor, commit. A crash anywhere
@@ -294,8 +296,6 @@ class Worker:
         self._connect = connect
         self._conn: Conn | None = None
         self._cursor_ready = False
-        #: Whether this connection counts among the consumer's workers (`_more_partitions`).
-        self._joined = False
         self._seam = Seam("notify_pg", schema)
         self._jitter = jitter or random.Random().random
         self._random_jitter = jitter is None
@@ -334,7 +334,6 @@ class Worker:
                 raise
             self._conn = conn
             self._cursor_ready = False
-            self._joined = False
         return self._conn
 
     def close(self) -> None:
@@ -399,7 +398,10 @@ class Worker:
         partitions, or a single one, always does): every event up to it is then handled for
         everybody and nothing after it for anybody, which any count can take over. The change
         waits for rounds in progress; workers still running with the old count then fail
-        with ``partition_count_changed``. `consume` calls it once per connection.
+        with ``partition_count_changed``. `consume` calls it once per connection. With more
+        than one partition the connection also counts among the consumer's workers from
+        then on (a shared advisory lock): a round takes up to the worker's share of the free
+        partitions (`consume`).
 
         Raises:
             PartitionError: ``partition_change_refused``, the cursors stand at different
@@ -408,6 +410,10 @@ class Worker:
         """
         name, parts = self.config.consumer, self.config.partitions
         with self._transaction() as conn:
+            if parts > 1:
+                # This session counts among the consumer's workers until it ends: the workers
+                # share the partitions (`_more_partitions`).
+                self._seam.one(conn, "join_consumer", {"schema": self.schema, "name": name})
             rows = self._seam.all(conn, "consumer_partitions", {"name": name})
             if not self._fits(rows, parts):
                 # Creation and change are serialized per consumer, so two workers starting at
@@ -446,8 +452,10 @@ class Worker:
         """Run one consumer round on one partition; return the number of events it handled.
 
         The round takes the most lagging partition that no other worker is running a round
-        of. 0: that partition is at the head (so all free ones are), or every partition is
-        in another worker's round.
+        of, and with it the other free partitions at the same position up to this worker's
+        share (the partitions over the consumer's workers, rounded up): they are handled
+        together, as one partition of their recipients. 0: that partition is at the head (so
+        all free ones are), or every partition is in another worker's round.
 
         Raises:
             PartitionError: ``partition_change_refused`` (see `prepare`), or
@@ -525,11 +533,6 @@ class Worker:
         parts = self.config.partitions
         if parts == 1:
             return []
-        if not self._joined:
-            self._seam.one(
-                conn, "join_consumer", {"schema": self.schema, "name": self.config.consumer}
-            )
-            self._joined = True
         row = self._seam.one(
             conn, "consumer_workers", {"schema": self.schema, "name": self.config.consumer}
         )
