@@ -17,7 +17,9 @@ implements them for one transaction of a worker (a `Session`):
 
 The pipeline asks per person; the ports answer from caches that they fill for all candidates
 of a fan-out at once (the people of the last batched read), so a fan-out costs a constant
-number of queries. Caches live for one event or one piece of due work.
+number of queries. Due work is claimed a page at a time and the facts of the whole page are
+loaded at once (`PgWorld.prefetch_due`), the badges of a push round likewise
+(`PgWorld.prefetch_badges`). Caches live for one event or one page of due work.
 """
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ SELECT pg_advisory_lock_shared(hashtextextended('notify.workers:' || %(schema)s 
 -- name: consumer_workers
 -- How many sessions count among a consumer's workers (join_consumer).
 SELECT count(*) FROM pg_locks
-WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted
+WHERE locktype = 'advisory' AND granted
   AND objsubid = 1
   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND ((classid::bigint << 32) | objid::bigint)
