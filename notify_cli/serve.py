@@ -45,7 +45,8 @@ from notify_cli.worker import _logging
     show_default=True,
     metavar="URL",
     type=Utf8Text(),
-    help="The host's unsubscribe page a GET on the one-click URL redirects to (303).",
+    help="The host's unsubscribe page a GET on the one-click URL redirects to (303); "
+    "the default is a stand-in page served by this app.",
 )
 @click.option(
     "--log-level",

@@ -19,6 +19,7 @@ GET         /notifications/summary               `notify_pg.http.inbox_summary` 
 PUT         /notifications/read                  `notify_pg.http.inbox_read` (H2)
 PUT         /notifications/ID/read               `notify_pg.http.inbox_read_one` (H2)
 DELETE      /notifications/ID                    `notify_pg.http.inbox_dismiss` (H2)
+GET         /unsubscribe?t=TOKEN                 a stand-in for the host's unsubscribe page
 ==========  ===================================  ===========================================
 
 Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
@@ -29,8 +30,11 @@ detail for a bug (logged with its type only). The access log never carries a que
 
 from __future__ import annotations
 
+import html
+import json
 import logging
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -204,6 +208,49 @@ def _inbox(
     return handler
 
 
+_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Unsubscribe</title></head>
+<body><main>
+{content}
+</main></body></html>
+"""
+
+
+def _unsubscribe_page(
+    app: ReferenceApp, request: Request, _values: dict[str, Any]
+) -> http.Response:
+    """The reference app's stand-in for the host's unsubscribe page (where a GET on the
+    one-click URL leads): it names the token's categories, from the info call, and offers the
+    one-click POST for them or for all email. It changes nothing itself."""
+    with app.pool.connection() as conn:
+        secret = app.secret(conn)
+    info = http.unsubscribe_info(secret=secret, query=request.query_string)
+    if info.status != 200:
+        content = "<p>This unsubscribe link is not valid.</p>"
+    else:
+        token = request.args.get("t", "")
+        action = html.escape(f"{UNSUBSCRIBE_PATH}?{urllib.parse.urlencode({'t': token})}")
+        items = "".join(f"<li>{html.escape(c)}</li>" for c in json.loads(info.body)["categories"])
+        pair = '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
+        content = (
+            f"<p>Stop email about:</p><ul>{items}</ul>"
+            f'<form method="post" action="{action}">{pair}'
+            '<button type="submit">Unsubscribe from these</button></form>'
+            f'<form method="post" action="{action}">{pair}'
+            '<input type="hidden" name="scope" value="all">'
+            '<button type="submit">Stop all notification email</button></form>'
+        )
+    return http.Response(
+        status=info.status,
+        headers=(
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Content-Security-Policy", "default-src 'none'; form-action 'self'"),
+            ("Cache-Control", "no-store"),
+        ),
+        body=_PAGE.format(content=content).encode("utf-8"),
+    )
+
+
 @_inbox
 def _inbox_list(
     app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
@@ -275,6 +322,8 @@ def build_app(
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
     app.route(http.UNSUBSCRIBE_INFO_PATH, ["GET"], "unsubscribe_info", _unsubscribe_info)
+    if unsubscribe_page == http.UNSUBSCRIBE_PAGE:
+        app.route(http.UNSUBSCRIBE_PAGE, ["GET"], "unsubscribe_page", _unsubscribe_page)
     app.route("/notifications", ["GET"], "inbox_list", _inbox_list)
     app.route("/notifications/summary", ["GET"], "inbox_summary", _inbox_summary)
     app.route("/notifications/read", ["PUT"], "inbox_read", _inbox_read)

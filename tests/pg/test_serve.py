@@ -201,6 +201,13 @@ def test_u4_a_get_on_the_url_redirects_and_changes_nothing(
         assert answer.headers["location"] == "/unsubscribe?" + target.split("?")[1]
     assert email_choices(conn, "ana") == {}
     assert audited_unsubscribes(conn, "ana", schema=SCHEMA) == []
+    # The reference app's stand-in page names the categories and offers both POSTs.
+    page = call(server, "GET", answer.headers["location"])
+    assert page.status == 200 and page.headers["content-type"].startswith("text/html")
+    assert b"<li>mention</li>" in page.body and b'name="scope" value="all"' in page.body
+    assert b"ana" not in page.body
+    invalid = call(server, "GET", "/unsubscribe?t=nonsense")
+    assert invalid.status == 400 and b"not valid" in invalid.body
     # The page's info call names the categories, nothing about the person.
     info = call(server, "GET", target.replace("/unsubscribe?", "/unsubscribe/info?"))
     assert (info.status, info.json()) == (200, {"categories": ["mention"]})
