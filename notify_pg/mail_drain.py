@@ -35,12 +35,21 @@ from typing import Any, Final, Protocol
 import attrs
 
 from notify_core.errors import NotifyError
+from notify_core.inbox.categories import CATEGORIES
 from notify_core.inbox.coalesce import EmailState, EntryState
 from notify_core.inbox.drain import MailPlan, plan_mails
 from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.pipeline import email_schedule
 from notify_core.inbox.ports import Entry, EntryTarget, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
-from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
+from notify_core.mail import (
+    MailEntry,
+    MailSite,
+    QueuedEmail,
+    compose_mail,
+    reschedule,
+    unsubscribe_token,
+)
 from notify_pg.migrate import DEFAULT_SCHEMA
 from notify_pg.seam import Conn, Seam
 from notify_pg.smtp import MailSendError, Outgoing, mail_message
@@ -55,6 +64,7 @@ __all__ = [
     "MailHostPorts",
     "MailRound",
     "MailSender",
+    "reschedule_pending",
 ]
 
 _log = logging.getLogger("notify_pg.mail")
@@ -158,6 +168,9 @@ class MailDrain:
         schema: the library's schema.
         clock: the current instant (tests drive it).
         on_sent: a test hook, called after each send and before its mark.
+        on_done: called after each mail's mark with the round's instant, the plan and what
+            became of it: ``sent``, ``skipped`` or ``failed`` (a failed send, retried or
+            given up).
     """
 
     def __init__(
@@ -170,6 +183,7 @@ class MailDrain:
         schema: str = DEFAULT_SCHEMA,
         clock: Callable[[], datetime] = _clock,
         on_sent: Callable[[Outgoing], None] | None = None,
+        on_done: Callable[[datetime, MailPlan, str], None] | None = None,
     ) -> None:
         self.host = host
         self.sender = sender
@@ -178,6 +192,7 @@ class MailDrain:
         self.schema = schema
         self.clock = clock
         self.on_sent = on_sent
+        self.on_done = on_done
         self.stats = MailDrainStats()
         self._seam = Seam("notify_pg", schema)
         # The advisory lock space of this schema's drain (one per schema, all workers alike).
@@ -219,6 +234,7 @@ class MailDrain:
                     self._mark(conn, "mail_skipped", plan.entries, lease_until, claimed)
                     self.stats.mails[f"skip_{plan.skip.value}"] += 1
                     self.stats.entries["skipped"] += len(plan.entries)
+                    self._done(now, plan, "skipped")
                     continue
                 if secret is None:
                     secret = self.secret(conn)
@@ -229,15 +245,18 @@ class MailDrain:
                     sender.send(outgoing)
                 except MailSendError as error:
                     self._failed(conn, plan, lease_until, claimed, error.code, error.temporary)
+                    self._done(now, plan, "failed")
                     continue
                 except NotifyError as error:  # a mail that cannot be composed fails alone
                     self._failed(conn, plan, lease_until, claimed, error.code, False)
+                    self._done(now, plan, "failed")
                     continue
                 if self.on_sent is not None:
                     self.on_sent(outgoing)
                 self._mark(conn, "mail_sent", plan.sent, lease_until, claimed)
                 self.stats.mails["sent"] += 1
                 self.stats.entries["sent"] += len(plan.sent)
+                self._done(now, plan, "sent")
         finally:
             if sender is not None:
                 sender.close()
@@ -246,6 +265,10 @@ class MailDrain:
             extra={"fields": {"claimed": len(rows), "mails": len(plans)}},
         )
         return len(rows)
+
+    def _done(self, now: datetime, plan: MailPlan, outcome: str) -> None:
+        if self.on_done is not None:
+            self.on_done(now, plan, outcome)
 
     def drain(self, conn: Conn, *, max_rounds: int = 1_000) -> int:
         """Run rounds until nothing is due; return the rows claimed."""
@@ -501,3 +524,65 @@ class MailRound:
             wake = due
         self._wake = wake
         return work
+
+
+#: The categories whose emails may wait for a digest (E3 moves only theirs).
+_DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
+
+
+def reschedule_pending(
+    conn: Conn,
+    host: MailHostPorts,
+    before: WikiUser,
+    after: WikiUser,
+    *,
+    at: datetime,
+    delay: timedelta,
+    schema: str = DEFAULT_SCHEMA,
+) -> int:
+    """Move a person's pending emails after a change of their schedule (rule E3).
+
+    The host calls it in the transaction that changes the person's ``email_schedule``,
+    ``daily_hour`` or zone, with the person's values before and after and the change's time:
+    every ``pending`` email of a digest category gets its due time anew from ``at`` under the
+    new values (the core's `reschedule`); the others keep theirs, and an update that repeats
+    the current values changes nothing. Returns how many rows moved.
+    """
+    seam = Seam("notify_pg", schema)
+    old, new = email_schedule(before), email_schedule(after)
+    if old == new and before.time_zone == after.time_zone:
+        return 0
+    rows = seam.all(conn, "mail_pending_of", {"user_id": after.id})
+    if not rows:
+        return 0
+    zones: dict[str, str | None] = {}
+    for _id, _category, _due, site in rows:
+        if site is not None and site not in zones:
+            info = host.inbox_site(conn, site)
+            zones[site] = info.time_zone if info is not None else None
+    moved = reschedule(
+        (
+            QueuedEmail(
+                entry=str(id_),
+                category=category,
+                email="pending",
+                email_after=due.astimezone(UTC),
+                site_time_zone=zones.get(site) if site is not None else None,
+            )
+            for id_, category, due, site in rows
+        ),
+        person=after.id,
+        old=old,
+        new=new,
+        old_time_zone=before.time_zone,
+        new_time_zone=after.time_zone,
+        now=at,
+        digest_categories=_DIGEST,
+        delay=delay,
+    )
+    if moved:
+        ids = sorted(moved, key=int)
+        seam.run(
+            conn, "mail_reschedule", {"ids": [int(i) for i in ids], "dues": [moved[i] for i in ids]}
+        )
+    return len(moved)

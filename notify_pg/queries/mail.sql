@@ -91,3 +91,16 @@ SELECT
     (SELECT count(*) FROM {schema}.inbox_entries
      WHERE emailed_at > now() - make_interval(hours => 24) AND email_state = 'failed'),
     now()
+
+-- name: mail_pending_of
+-- The pending emails of one person with their sites, locked for a reschedule (E3).
+SELECT id, category, email_after, site_id FROM {schema}.inbox_entries
+WHERE user_id = %(user_id)s AND email_state = 'pending'
+ORDER BY id
+FOR UPDATE
+
+-- name: mail_reschedule
+-- New due times of pending emails after a schedule change (E3).
+UPDATE {schema}.inbox_entries AS e SET email_after = r.email_after
+FROM unnest(%(ids)s::bigint[], %(dues)s::timestamptz[]) AS r (id, email_after)
+WHERE e.id = r.id AND e.email_state = 'pending'

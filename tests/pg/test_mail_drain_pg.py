@@ -593,3 +593,78 @@ def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
     assert inbox["mail_configured"] is True
     other = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn, "--host-schema", "none"])
     assert other.exit_code == 0 and "mail_configured" not in json.loads(other.stdout)["inbox"]
+
+
+def test_e3_a_schedule_change_moves_pending_digest_emails_on_postgresql(
+    conn: psycopg.Connection[Any],
+) -> None:
+    """Daily at 08:00 to immediate at 10:02: the page's pending digest email is due at 10:05
+    (the change's time plus the delay); the mention (never a digest) keeps 10:04."""
+    log = events(
+        [
+            *world(["alice", "bob"], schedule={"email_schedule": "daily", "daily_hour": 8}),
+            watch("alice"),
+            edit("2026-11-30T10:00:00Z"),
+            {
+                "type": "comment.created",
+                "occurred_at": "2026-11-30T10:01:00Z",
+                "actor": "bob",
+                "payload": {"comment": "c1", "page": "p2", "mentions": ["alice"]},
+            },
+        ]
+    )
+    run_loader(conn)(log)
+    daily = at("2026-12-01T07:00:00Z") + timedelta(seconds=slot_offset("alice"))
+    assert [(s[1], s[3]) for s in states(conn)] == [
+        ("watched_page", daily),
+        ("mention", at("2026-11-30T10:04:00Z")),
+    ]
+    change = {
+        "type": "user.updated",
+        "occurred_at": "2026-11-30T10:02:00Z",
+        "payload": {"user": "alice", "email_schedule": "immediate", "unset": ["daily_hour"]},
+    }
+    run_loader(conn)(events([*world([]), change])[-1:])
+    assert [(s[1], s[3]) for s in states(conn)] == [
+        ("watched_page", at("2026-11-30T10:05:00Z")),
+        ("mention", at("2026-11-30T10:04:00Z")),
+    ]
+
+
+def test_e5_the_worker_sleeps_until_the_next_email_falls_due_not_its_poll_interval(
+    conn: psycopg.Connection[Any], db_dsn: str, server: tuple[Recorder, int]
+) -> None:
+    """A worker polling every 60 s wakes for a mail due 1 s from now: the mail round's
+    ``next_wake`` cuts the idle pause short."""
+    import time
+
+    from pgworld import HOST_SCHEMA
+
+    from notify_pg.mail_drain import MailRound
+    from notify_pg.reference_host import ReferenceHost
+    from notify_pg.worker import Worker, WorkerConfig
+
+    handler, port = server
+    log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])
+    run_loader(conn)(log)
+    conn.execute("UPDATE notify.inbox_entries SET email_after = now() + interval '1 second'")
+    mail_round = MailRound(drain(port, lambda: datetime.now(UTC)), poll=timedelta(seconds=60))
+    worker = Worker(
+        lambda: psycopg.connect(db_dsn, autocommit=True),
+        ReferenceHost(HOST_SCHEMA),
+        config=WorkerConfig(poll_interval=timedelta(seconds=60)),
+        rounds=[mail_round],
+    )
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    started = time.monotonic()
+    thread.start()
+    try:
+        while not handler.received and time.monotonic() - started < 30:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert len(handler.received) == 1
+    assert time.monotonic() - started < 30  # long before the worker's 60 s poll
+    assert [s[2] for s in states(conn)] == ["sent"]
