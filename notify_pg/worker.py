@@ -258,8 +258,10 @@ class Worker:
         gate: the limit on concurrent provider requests; by default the process's gate
             (`ProviderGate.for_process`), shared by every worker of the process.
         rounds: more rounds run after the push round on the worker's connection, each
-            returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`);
-            their failures are recorded as round ``inbox``.
+            returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`;
+            the mail drain, `notify_pg.mail_drain.MailRound`); their failures are recorded
+            under the round's ``name`` (default ``inbox``). A round with ``next_wake()``
+            shortens the idle pause to the instant it returns.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -999,7 +1001,8 @@ class Worker:
         for extra in self._rounds:
             if stop is not None and stop.is_set():
                 return work
-            self._round = "inbox"
+            # A round may name itself (``name``, e.g. the mail drain's "mail"); else "inbox".
+            self._round = str(getattr(extra, "name", "inbox"))
             work += extra(self._connection())
         return work
 
@@ -1025,7 +1028,7 @@ class Worker:
                 stop.wait(min(30.0, pause * 2**failures))
                 continue
             if work == 0:
-                stop.wait(pause)
+                stop.wait(self._pause(pause))
         if self._held:
             try:
                 self.write_held_results()
@@ -1033,6 +1036,17 @@ class Worker:
                 self._failed(exc, failures + 1)
                 _log.error("push results lost", extra={"fields": {"held": len(self._held)}})
         self.close()
+
+    def _pause(self, pause: float) -> float:
+        """The idle pause: ``poll_interval``, shorter when a round wakes earlier (``next_wake``,
+        e.g. the mail drain at the next email's due time)."""
+        now = self.clock()
+        for extra in self._rounds:
+            next_wake = getattr(extra, "next_wake", None)
+            wake = next_wake() if callable(next_wake) else None
+            if isinstance(wake, datetime):
+                pause = min(pause, max(0.0, (wake - now).total_seconds()))
+        return pause
 
     def _failed(self, exc: Exception, failures: int) -> None:
         """Log a failed round with its cause and record it for ``notify db status``."""

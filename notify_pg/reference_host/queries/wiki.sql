@@ -195,3 +195,7 @@ ON CONFLICT (id) DO UPDATE SET page_id = excluded.page_id, author = excluded.aut
 -- name: wiki_retention_days
 -- The instance's retention of inbox entries.
 SELECT retention_days FROM {schema}.wiki_settings
+
+-- name: wiki_first_site
+-- The instance's first site by creation (the mail site of entries without one, E4).
+SELECT id FROM {schema}.wiki_sites ORDER BY created LIMIT 1
