@@ -69,6 +69,7 @@ from notify_pg.pipeline_ports import PgPreferences, PgSchedule, PgWorld, Session
 from notify_pg.ports import PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.push import ProviderGate, PushProvider
+from notify_pg.recorder import NullRecorder, Recorder
 from notify_pg.registrations import Registration, RegistrationRepository
 from notify_pg.seam import Conn, Seam
 from notify_pg.values import StoreConfig
@@ -83,6 +84,10 @@ _log = logging.getLogger("notify_pg.worker")
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def _milliseconds(span: timedelta) -> str:
@@ -257,6 +262,8 @@ class Worker:
         rounds: more rounds run after the push round on the worker's connection, each
             returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`);
             their failures are recorded as round ``inbox``.
+        recorder: receives the metric edges of the rounds (`notify_pg.recorder.Recorder`,
+            e.g. `notify_pg.metrics.OtelRecorder`); by default nothing is recorded.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -279,8 +286,10 @@ class Worker:
         on_event: Callable[[Conn, Event | None], None] | None = None,
         gate: ProviderGate | None = None,
         rounds: Sequence[Callable[[Conn], int]] = (),
+        recorder: Recorder | None = None,
     ) -> None:
         self.schema = schema
+        self.recorder: Recorder = recorder or NullRecorder()
         self.policy = policy or Policy()
         self.config = config or WorkerConfig()
         self.clock = clock
@@ -451,6 +460,7 @@ class Worker:
         name, parts = self.config.consumer, self.config.partitions
         if not self._cursor_ready:
             self.prepare()
+        started = time.perf_counter()
         handled = 0
         hints: list[Hint] = []
         with self._transaction() as conn:
@@ -487,10 +497,14 @@ class Worker:
             self._events.append_many(conn, session.appends)
         self._count(hints)
         self.stats.events += handled
+        duration_ms = _elapsed_ms(started)
+        self.recorder.round_done("consumer", handled, duration_ms / 1000)
         _log.info(
             "consumer round",
             extra={
                 "fields": {
+                    "round": "consumer",
+                    "duration_ms": duration_ms,
                     "events": handled,
                     "hints": len(hints),
                     "position": position,
@@ -547,6 +561,7 @@ class Worker:
         the round runs the due work of every partition, and each must wait for its consumer.
         """
         limit = until if until is not None else self.clock()
+        started = time.perf_counter()
         hints: list[Hint] = []
         with self._transaction() as conn:
             row = self._seam.one(conn, "first_unconsumed_at", {"name": self.config.consumer})
@@ -562,7 +577,10 @@ class Worker:
         self.stats.due += done
         self._count(hints)
         if done:
-            _log.info("due round", extra={"fields": {"due": done, "hints": len(hints)}})
+            duration_ms = _elapsed_ms(started)
+            self.recorder.round_done("due", done, duration_ms / 1000)
+            fields = {"round": "due", "duration_ms": duration_ms, "due": done, "hints": len(hints)}
+            _log.info("due round", extra={"fields": fields})
         return done
 
     # --- hints -> push sends -----------------------------------------------------------------
@@ -625,6 +643,7 @@ class Worker:
         self.stats.push_sends += len(params)
 
     def _count(self, hints: Sequence[Hint]) -> None:
+        self.recorder.hints(hints)
         for hint in hints:
             decision = hint.decision
             if isinstance(decision, Skip):
@@ -650,6 +669,7 @@ class Worker:
         Raises:
             StorageError: PostgreSQL failed (results of provider calls made stay held).
         """
+        started = time.perf_counter()
         handled = self.write_held_results()
         now = self.clock()
         prepared: list[_Prepared] = []
@@ -679,6 +699,10 @@ class Worker:
         results = self._step2(prepared)
         self._held.extend(zip(prepared, results, strict=True))
         self.write_held_results()
+        duration_ms = _elapsed_ms(started)
+        self.recorder.round_done("push", handled, duration_ms / 1000)
+        fields = {"round": "push", "duration_ms": duration_ms, "sends": handled}
+        _log.info("push round", extra={"fields": {**fields, "calls": len(prepared)}})
         return handled
 
     @property
@@ -708,6 +732,7 @@ class Worker:
     def _skip(self, conn: Conn, claimed: _Claimed, reason: str) -> None:
         self._seam.run(conn, "finish_push_send", {"id": claimed.id})
         self.stats.skipped[reason] += 1
+        self.recorder.push_skipped(reason, claimed.kind)
         _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": reason}})
 
     def _step1(
@@ -789,7 +814,9 @@ class Worker:
             )
             return SendResult(result_class=ResultClass.RETRY)
         finally:
-            self.stats.provider_seconds += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.stats.provider_seconds += seconds
+            self.recorder.send_duration(item.provider.name, seconds)
 
     def _step2(self, prepared: Sequence[_Prepared]) -> list[SendResult]:
         if not prepared:
@@ -807,6 +834,7 @@ class Worker:
         claimed = item.claimed
         now = self.clock()
         outcome, action, expired = "registration_gone", Action.DROP.value, False
+        deactivated: str | None = None
         with self._transaction() as conn:
             state = self._registrations.lock_state(conn, claimed.registration_id)
             if state is None:
@@ -814,6 +842,8 @@ class Worker:
             else:
                 change = apply_result(state, result, now, self.config.max_failures)
                 outcome, action = change.outcome.value, change.action.value
+                if state.active and not change.state.active:
+                    deactivated = change.state.disabled_reason
                 if change.state != state:
                     self._registrations.record(conn, claimed.registration_id, change.state)
                 at: datetime | None = None
@@ -834,6 +864,9 @@ class Worker:
         # Counted and logged once the result is written: one line per provider call.
         if state is not None:
             self.stats.sent[outcome] += 1
+            self.recorder.push_result(
+                item.provider.name, claimed.kind, outcome, action, deactivated
+            )
         _log.info(
             "push sent",
             extra={
@@ -848,6 +881,7 @@ class Worker:
         )
         if expired:
             self.stats.skipped["expired"] += 1
+            self.recorder.push_skipped("expired", claimed.kind)
             _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": "expired"}})
 
     def _draw_jitter(self) -> float:
@@ -896,7 +930,14 @@ class Worker:
             if stop is not None and stop.is_set():
                 return work
             self._round = "inbox"
-            work += extra(self._connection())
+            started = time.perf_counter()
+            done = extra(self._connection())
+            work += done
+            if done:
+                duration_ms = _elapsed_ms(started)
+                self.recorder.round_done("inbox", done, duration_ms / 1000)
+                fields = {"round": "inbox", "duration_ms": duration_ms, "work": done}
+                _log.info("inbox round", extra={"fields": fields})
         return work
 
     def run(self, stop: threading.Event) -> None:
@@ -933,6 +974,7 @@ class Worker:
     def _failed(self, exc: Exception, failures: int) -> None:
         """Log a failed round with its cause and record it for ``notify db status``."""
         self.stats.failures += 1
+        self.recorder.round_failed(self._round)
         fields: dict[str, Any] = {
             "round": self._round,
             "error_type": type(exc).__name__,
