@@ -80,8 +80,9 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     quiet-hour rules and the idempotency keys of their creates, the personal events whose
     audience is the person (their payloads are the person's settings), their push
     registrations and their pending due work (windows, delayed pushes, badge syncs, push
-    sends). It appends no event. Events the person only
-    caused (``actor``) stay: their payloads are about other people.
+    sends), their inbox entries and choices, and their audited unsubscribes. It appends no
+    event. Events the person only caused (``actor``) stay: their payloads are about other
+    people.
     """
     seam = Seam("notify_pg", schema)
     params = {"user_id": user_id}
@@ -100,5 +101,6 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
             # The inbox (seed 004): entries and choices of the person.
             "forget_inbox_entries",
             "forget_inbox_preferences",
+            "forget_unsubscribe_audit",
         ):
             seam.run(conn, query, params)

@@ -43,3 +43,7 @@ DELETE FROM {schema}.inbox_entries WHERE user_id = %(user_id)s
 -- name: forget_inbox_preferences
 -- Remove every inbox choice of the person.
 DELETE FROM {schema}.inbox_preferences WHERE user_id = %(user_id)s
+
+-- name: forget_unsubscribe_audit
+-- Remove the audited one-click unsubscribes of the person.
+DELETE FROM {schema}.unsubscribe_audit WHERE user_id = %(user_id)s

@@ -101,6 +101,8 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "inbox_outbox",
         "inbox_entries",
         "inbox_preferences",
+        "unsubscribe_secret",
+        "unsubscribe_audit",
     }
     assert [f[0] for f in migrated["functions"]] == [
         "inbox_emit",
