@@ -28,6 +28,11 @@ DEFAULT_PARTITIONS = 2
 __all__ = ["JsonLines", "TextLines", "work_counts", "worker"]
 
 
+def _logging(level: str, log_format: str = "json") -> None:
+    """The notify_pg loggers to stderr (`notify_cli.logs.configure`; other commands call it)."""
+    configure(level, log_format)
+
+
 @click.command()
 @dsn_option
 @schema_option
@@ -171,7 +176,7 @@ def worker(
     if not schema:
         raise BadInput("--schema must not be empty")
     policy = read_policy(policy_file)
-    configure(log_level, log_format)
+    _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.worker")
     config = WorkerConfig(
         poll_interval=timedelta(seconds=poll_interval),

@@ -28,6 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from datetime import timedelta
 from typing import Any
 
 import attrs
@@ -45,6 +46,9 @@ from notify_pg.seam import Conn, Seam
 __all__ = ["DatabaseGauges", "Metrics", "OtelRecorder"]
 
 _log = logging.getLogger("notify_pg.metrics")
+
+#: The span of the sent and failed mails (seed 004 12.2: "over the last 24 hours").
+MAIL_WINDOW = timedelta(hours=24)
 
 #: Bucket bounds of the durations (seconds): provider calls take milliseconds to seconds.
 DURATION_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
@@ -311,7 +315,7 @@ class DatabaseGauges:
                 for c, p, n, age in seam.all(conn, "metrics_consumer_lag")
                 if not self._consumers or c in self._consumers
             )
-            row: Any = seam.one(conn, "metrics_backlog")
+            row: Any = seam.one(conn, "metrics_backlog", {"mail_window": MAIL_WINDOW})
         windows, releases, syncs, sends, outbox, outbox_age, pending, sent, failed = row
         return _Snapshot(
             registrations=registrations,

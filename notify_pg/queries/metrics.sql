@@ -25,6 +25,6 @@ SELECT
               FROM {schema}.inbox_outbox WHERE processed_at IS NULL), 0)::float8,
     (SELECT count(*) FROM {schema}.inbox_entries WHERE email_state IN ('pending', 'sending')),
     (SELECT count(*) FROM {schema}.inbox_entries
-     WHERE email_state = 'sent' AND emailed_at > now() - interval '24 hours'),
+     WHERE email_state = 'sent' AND emailed_at > now() - %(mail_window)s::interval),
     (SELECT count(*) FROM {schema}.inbox_entries
-     WHERE email_state = 'failed' AND updated_at > now() - interval '24 hours')
+     WHERE email_state = 'failed' AND updated_at > now() - %(mail_window)s::interval)

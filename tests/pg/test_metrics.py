@@ -239,7 +239,8 @@ def test_gauges_read_the_backlog_of_the_database(
     db_dsn: str, worker_process: Callable[..., tuple[subprocess.Popen[str], int]]
 ) -> None:
     """Before the worker has consumed anything: the lag per partition is the whole log and its
-    age that of the first event; due work, the outbox and mails come from their tables."""
+    age that of the first event; due work, the outbox and mails come from their tables, and no
+    label names the person the rows belong to."""
     loaded = CliRunner().invoke(cli, ["db", "load", str(LOG), "--dsn", db_dsn])
     assert loaded.exit_code == 0, loaded.output
     events = len(LOG.read_text().splitlines())
@@ -256,13 +257,35 @@ def test_gauges_read_the_backlog_of_the_database(
             f"INSERT INTO {SCHEMA}.inbox_outbox (type, payload, occurred_at, created_at)"
             " VALUES ('page.updated', '{}', now(), now() - interval '90 seconds')"
         )
+        # Mails (seed 004 12.2): pending now; sent and failed over the last 24 hours only.
+        for n, (state, after, emailed, updated) in enumerate(
+            [
+                ("pending", "now()", "NULL", "now()"),
+                ("sent", "NULL", "now() - interval '1 hour'", "now()"),
+                ("sent", "NULL", "now() - interval '2 days'", "now() - interval '2 days'"),
+                ("failed", "NULL", "NULL", "now() - interval '1 hour'"),
+                ("failed", "NULL", "NULL", "now() - interval '3 days'"),
+            ]
+        ):
+            conn.execute(
+                f"INSERT INTO {SCHEMA}.inbox_entries (user_id, category, variant, group_key,"
+                " variants, last_event, in_app, email_state, email_after, emailed_at,"
+                f" created_at, updated_at) VALUES ('alex', 'c', 'v', 'k{n}', ARRAY['v'], 1,"
+                f" true, '{state}', {after}, {emailed}, now(), {updated})"
+            )
     metrics = Metrics.start(0)
     try:
         metrics.observe_database(lambda: psycopg.connect(db_dsn, autocommit=True), SCHEMA)
         assert metrics.port
-        _text, samples = scrape(metrics.port)
+        text, samples = scrape(metrics.port)
     finally:
         metrics.close()
+    assert_names_none(text, ["alex", "sam"])
+    assert by(samples, "notify_mails", "notify_mail_state") == {
+        ("pending",): 1,
+        ("sent",): 1,
+        ("failed",): 1,
+    }
     assert by(samples, "notify_consumer_lag", "notify_consumer", "notify_partition") == {
         ("push", "0"): events
     }
