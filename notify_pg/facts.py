@@ -173,6 +173,70 @@ class FactsReader:
             for thread, path in paths.items()
         }
 
+    def pairs_level_facts(
+        self,
+        conn: Conn,
+        paths: Mapping[tuple[str, str], NotificationPath],
+        settings: Mapping[str, Mapping[str, object]] | None = None,
+    ) -> dict[tuple[str, str], LevelFacts]:
+        """Return the L3 facts of many (person, thread) pairs whose paths the caller knows.
+
+        The own rows of every pair's thread, channel and space in one query, the personal
+        defaults in one host call (or from ``settings``, values the caller read with
+        `DEFAULT_LEVEL_KEY` among the keys): the facts of a whole batch of due work or of the
+        badges of a push round.
+        """
+        if not paths:
+            return {}
+        wanted: dict[tuple[str, str, str], None] = {}
+        for (user_id, thread), path in paths.items():
+            wanted[(user_id, "thread", thread)] = None
+            if path.channel_id is not None:
+                wanted[(user_id, "channel", path.channel_id)] = None
+            if path.space_id is not None:
+                wanted[(user_id, "space", path.space_id)] = None
+        keys = list(wanted)
+        rows = self._seam.all(
+            conn,
+            "pairs_level_rows",
+            {
+                "user_ids": [k[0] for k in keys],
+                "kinds": [k[1] for k in keys],
+                "targets": [k[2] for k in keys],
+            },
+        )
+        own: dict[tuple[str, str, str], Preference] = {}
+        for user_id, kind, target_id, level, muted_until in rows:
+            until = None if muted_until is None else muted_until.astimezone(UTC)
+            own[user_id, kind, target_id] = Preference(level=level, muted_until=until)
+        people = list(dict.fromkeys(user_id for user_id, _t in paths))
+        if settings is None:
+            settings = self._host.settings(conn, people, [DEFAULT_LEVEL_KEY])
+        personal: dict[str, Level | None] = {}
+        unknown_defaults = 0
+        for user_id in people:
+            stored = settings.get(user_id, {}).get(DEFAULT_LEVEL_KEY)
+            personal[user_id] = _LEVELS.get(stored) if isinstance(stored, str) else None
+            if stored is not None and personal[user_id] is None:
+                unknown_defaults += 1
+        if unknown_defaults:
+            _log.warning(
+                "%d stored personal default level(s) are not a level; counted as unset",
+                unknown_defaults,
+            )
+        return {
+            (user_id, thread): LevelFacts(
+                thread=own.get((user_id, "thread", thread)),
+                channel=own.get((user_id, "channel", path.channel_id or "")),
+                space=own.get((user_id, "space", path.space_id or "")),
+                channel_default=path.channel_default,
+                direct_message=path.direct_message,
+                personal_default=personal[user_id],
+                instance_default=self._config.instance_default_level,
+            )
+            for (user_id, thread), path in paths.items()
+        }
+
     def quiet_rules(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, QuietFacts]:
         """Return each person's zone and enabled rules, ready for `in_quiet_hours` (note 13).
 

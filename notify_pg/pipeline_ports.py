@@ -39,7 +39,7 @@ from notify_core.quiet import QuietRule
 from notify_pg.errors import NotFound
 from notify_pg.events import NewEvent
 from notify_pg.facts import FactsReader
-from notify_pg.ports import NotificationPath, PipelineHostPorts
+from notify_pg.ports import BatchReadStatePort, NotificationPath, PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.seam import Conn, Seam
 
@@ -80,6 +80,8 @@ class Session:
     read: dict[tuple[str, str], int] = attrs.field(factory=dict)
     mentions: dict[tuple[str, str], int] = attrs.field(factory=dict)
     levels: dict[tuple[str, str], LevelFacts] = attrs.field(factory=dict)
+    #: Per person, the threads of the badge (`PgWorld.badge_threads`).
+    badge: dict[str, list[str]] = attrs.field(factory=dict)
     #: Events the pipeline appends (following), appended at the end of the round.
     appends: list[NewEvent] = attrs.field(factory=list)
     #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
@@ -104,6 +106,7 @@ class Session:
             self.read,
             self.mentions,
             self.levels,
+            self.badge,
         ):
             cache.clear()
 
@@ -247,12 +250,57 @@ class PgWorld:
         )
         return int(row[0]) if row is not None else 0
 
-    def badge_threads(self, user: str) -> Iterable[str]:
-        """Return the threads with messages a person can read; their facts are loaded at once."""
+    def prefetch_badges(self, users: Iterable[str]) -> None:
+        """Load what the badges of many people read, with a few queries for all of them.
+
+        `badge_threads` and the facts the badge reads of each thread then come from the
+        session's caches. With a host that has the batched reads
+        (`notify_pg.ports.BatchReadStatePort`) and no event being handled, the number of
+        queries does not grow with the people; otherwise per person as `badge_threads`.
+        """
         s = self._s
-        threads = list(self._host.badge_threads(s.conn, user))
-        if not threads:
-            return threads
+        people = [p for p in dict.fromkeys(users) if p not in s.badge]
+        host = self._host
+        if not people:
+            return
+        if not isinstance(host, BatchReadStatePort) or s.position is not None:
+            for person in people:
+                self.badge_threads(person)
+            return
+        self._load_users(people)
+        found = host.badge_threads_of(s.conn, people)
+        pairs: list[tuple[str, str]] = []
+        for person in people:
+            threads = list(found.get(person, ()))
+            s.badge[person] = threads
+            info = s.users.get(person)
+            active = info is not None and info.active
+            for thread in threads:
+                s.allowed.setdefault((person, thread), active)
+                pairs.append((person, thread))
+        if not pairs:
+            return
+        self._load_places(list(dict.fromkeys(t for _p, t in pairs)))
+        unread = [k for k in pairs if k not in s.read]
+        positions = host.read_positions_of(s.conn, unread) if unread else {}
+        for key in unread:
+            s.read[key] = positions.get(key, 0)
+        floors = {}
+        for key in pairs:
+            if key not in s.mentions:
+                place = s.threads.get(key[1])
+                floors[key] = max(s.read[key], place.unread_floor_seq if place else 0)
+        counts = host.unread_mentions_of(s.conn, floors) if floors else {}
+        for key in floors:
+            s.mentions[key] = counts.get(key, 0)
+        if self._facts is None:
+            return
+        paths = {key: path for key in pairs if key not in s.levels and (path := self._path(key[1]))}
+        s.levels.update(self._facts.pairs_level_facts(s.conn, paths))
+
+    def _load_places(self, threads: Sequence[str]) -> None:
+        """Load the threads and their channels that the session does not know yet."""
+        s = self._s
         missing = [t for t in threads if t not in s.threads]
         if missing:
             found = self._host.threads(s.conn, missing)
@@ -264,6 +312,33 @@ class PgWorld:
             found_channels = self._host.channels(s.conn, missing_channels)
             for channel in missing_channels:
                 s.channels[channel] = found_channels.get(channel)
+
+    def _path(self, thread: str) -> NotificationPath | None:
+        """The path of a loaded thread (``None``: the thread or its channel is unknown)."""
+        info = self._s.threads.get(thread)
+        channel = self._s.channels.get(info.channel) if info is not None else None
+        if channel is None:
+            return None
+        return NotificationPath(
+            kind=TargetKind.THREAD,
+            space_id=channel.space,
+            channel_id=channel.id,
+            thread_id=thread,
+            channel_kind=channel.kind,
+            channel_default=channel.default_level,
+        )
+
+    def badge_threads(self, user: str) -> Iterable[str]:
+        """Return the threads with messages a person can read; their facts are loaded at once."""
+        s = self._s
+        cached = s.badge.get(user)
+        if cached is not None:
+            return list(cached)
+        threads = list(self._host.badge_threads(s.conn, user))
+        s.badge[user] = threads
+        if not threads:
+            return list(threads)
+        self._load_places(threads)
         # The port answers the threads the person can read now, so each is allowed exactly
         # when the person is active (D2); no read check per thread.
         info = self.user(user)
@@ -271,7 +346,7 @@ class PgWorld:
         for thread in threads:
             s.allowed.setdefault((user, thread), active)
         self._prefetch_badge(user, threads)
-        return threads
+        return list(threads)
 
     def _prefetch_badge(self, user: str, threads: list[str]) -> None:
         """Load what the badge reads of each thread with a few queries for all of them."""
@@ -294,19 +369,11 @@ class PgWorld:
                 s.mentions[(user, thread)] = counts.get(thread, 0)
         if self._facts is None:
             return
-        paths = {}
-        for thread in threads:
-            info = s.threads.get(thread)
-            channel = s.channels.get(info.channel) if info is not None else None
-            if channel is not None and (user, thread) not in s.levels:
-                paths[thread] = NotificationPath(
-                    kind=TargetKind.THREAD,
-                    space_id=channel.space,
-                    channel_id=channel.id,
-                    thread_id=thread,
-                    channel_kind=channel.kind,
-                    channel_default=channel.default_level,
-                )
+        paths = {
+            thread: path
+            for thread in threads
+            if (user, thread) not in s.levels and (path := self._path(thread)) is not None
+        }
         for thread, facts in self._facts.user_level_facts(s.conn, user, paths).items():
             s.levels[(user, thread)] = facts
 

@@ -12,7 +12,7 @@ asks for facts about people and targets it already selected.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import attrs
 
@@ -23,6 +23,7 @@ from notify_pg.seam import Conn
 
 __all__ = [
     "AccessPort",
+    "BatchReadStatePort",
     "DevicesPort",
     "DirectoryPort",
     "HostPorts",
@@ -222,6 +223,35 @@ class ReadStatePort(Protocol):
         self, conn: Conn, user_id: str, floors: Mapping[str, int]
     ) -> Mapping[str, int]:
         """Return per thread how many mentions of the person lie after ``floors[thread]``."""
+        ...
+
+
+@runtime_checkable
+class BatchReadStatePort(Protocol):
+    """Optional: the badge's facts of many people at once (B1).
+
+    A push round and a due-work round count the badges of many people; a host that implements
+    these answers each with one query for all of them, where `ReadStatePort` and
+    `PlacesPort.badge_threads` take one query per person. Without them the adapter asks per
+    person; the answers must be the same.
+    """
+
+    def badge_threads_of(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
+        """Return per person what `PlacesPort.badge_threads` returns (people without any
+        thread may be absent)."""
+        ...
+
+    def read_positions_of(
+        self, conn: Conn, pairs: Sequence[tuple[str, str]]
+    ) -> Mapping[tuple[str, str], int]:
+        """Return the read position per ``(person, thread)`` pair (never read: absent)."""
+        ...
+
+    def unread_mentions_of(
+        self, conn: Conn, floors: Mapping[tuple[str, str], int]
+    ) -> Mapping[tuple[str, str], int]:
+        """Return per ``(person, thread)`` how many mentions of the person lie after the floor
+        (none: absent or 0)."""
         ...
 
 

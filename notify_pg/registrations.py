@@ -4,8 +4,8 @@ The host creates and removes registrations (`RegistrationRepository.register`,
 `RegistrationRepository.remove`; seed 001 leaves them to the host's registration endpoint).
 notify reads the active ones without their token (`RegistrationRepository.active`, the read port
 of seed 001 note 3) and, in the send step only, one registration with its token
-(`RegistrationRepository.for_send`); it writes nothing but the delivery columns
-(`RegistrationRepository.record`, rule R1).
+(`RegistrationRepository.for_send`, or `for_send_many` for a batch); it writes nothing but the
+delivery columns (`RegistrationRepository.record`, rule R1).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import attrs
 
@@ -159,20 +160,36 @@ class RegistrationRepository:
     ) -> tuple[Registration, RegistrationState] | None:
         """Return one registration with its token and its delivery state (send step 1)."""
         row = self._seam.one(conn, "registration_for_send", {"id": registration_id})
-        if row is None:
-            return None
-        (reg_id, user_id, device_id, _session, provider, env, app_id, token, created, *rest) = row
-        registration = Registration(
-            id=reg_id,
-            user_id=user_id,
-            device_id=device_id,
-            provider=provider,
-            environment=env,
-            app_id=app_id,
-            created_at=created.astimezone(UTC),
-            token=token,
-        )
-        return registration, _state(created, *rest)
+        return None if row is None else _for_send(row)
+
+    def for_send_many(
+        self, conn: Conn, registration_ids: Sequence[str]
+    ) -> dict[str, tuple[Registration, RegistrationState]]:
+        """Return many registrations with token and delivery state in one query (the send
+        step 1 of a batch); unknown ids are absent."""
+        ids = list(dict.fromkeys(registration_ids))
+        if not ids:
+            return {}
+        out: dict[str, tuple[Registration, RegistrationState]] = {}
+        for row in self._seam.all(conn, "registrations_for_send", {"ids": ids}):
+            registration, state = _for_send(row)
+            out[registration.id] = (registration, state)
+        return out
+
+    def lock_states(
+        self, conn: Conn, registration_ids: Sequence[str]
+    ) -> dict[str, RegistrationState]:
+        """Lock many registration rows ``FOR UPDATE`` (in id order, so two batches never
+        deadlock) and return their delivery states; gone ones are absent (step 3)."""
+        ids = sorted(set(registration_ids))
+        if not ids:
+            return {}
+        rows = self._seam.all(conn, "lock_registrations", {"ids": ids})
+        return {row[0]: _state(*row[1:]) for row in rows}
+
+    def record_many(self, conn: Conn, states: Sequence[tuple[str, RegistrationState]]) -> None:
+        """Write the delivery columns of many registrations (one pipelined statement)."""
+        self._seam.run_many(conn, "record_delivery", [_record(i, s) for i, s in states])
 
     def lock_state(self, conn: Conn, registration_id: str) -> RegistrationState | None:
         """Lock a registration row ``FOR UPDATE`` and return its delivery state (step 3)."""
@@ -181,16 +198,29 @@ class RegistrationRepository:
 
     def record(self, conn: Conn, registration_id: str, state: RegistrationState) -> None:
         """Write the delivery columns of a registration (after `apply_result`)."""
-        self._seam.run(
-            conn,
-            "record_delivery",
-            {
-                "id": registration_id,
-                "last_success_at": state.last_success_at,
-                "failure_count": state.failure_count,
-                "disabled_at": state.disabled_at,
-                "disabled_reason": None
-                if state.disabled_reason is None
-                else state.disabled_reason.value,
-            },
-        )
+        self._seam.run(conn, "record_delivery", _record(registration_id, state))
+
+
+def _for_send(row: tuple[Any, ...]) -> tuple[Registration, RegistrationState]:
+    (reg_id, user_id, device_id, _session, provider, env, app_id, token, created, *rest) = row
+    registration = Registration(
+        id=reg_id,
+        user_id=user_id,
+        device_id=device_id,
+        provider=provider,
+        environment=env,
+        app_id=app_id,
+        created_at=created.astimezone(UTC),
+        token=token,
+    )
+    return registration, _state(created, *rest)
+
+
+def _record(registration_id: str, state: RegistrationState) -> dict[str, Any]:
+    return {
+        "id": registration_id,
+        "last_success_at": state.last_success_at,
+        "failure_count": state.failure_count,
+        "disabled_at": state.disabled_at,
+        "disabled_reason": None if state.disabled_reason is None else state.disabled_reason.value,
+    }

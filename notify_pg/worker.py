@@ -48,6 +48,7 @@ from notify_core.decide import METRIC_REASONS, Collect, Policy, Send, Skip, Via
 from notify_core.delivery import (
     Action,
     Notification,
+    RegistrationState,
     ResultClass,
     SendResult,
     apply_result,
@@ -687,15 +688,9 @@ class Worker:
                 return handled
             session = Session(conn)
             pipeline, _schedule = self._pipeline(session)
-            # Facts of all recipients of the claimed sends are loaded together.
-            session.batch = tuple(dict.fromkeys(row[3] for row in rows))
-            badges: dict[str, list[str]] = {}
-            for row in rows:
-                claimed = _claimed(row)
-                handled += 1
-                ready = self._step1(session, pipeline, claimed, now, badges)
-                if ready is not None:
-                    prepared.append(ready)
+            claimed = [_claimed(row) for row in rows]
+            handled += len(claimed)
+            prepared = self._step1(session, pipeline, claimed, now)
         results = self._step2(prepared)
         self._held.extend(zip(prepared, results, strict=True))
         self.write_held_results()
@@ -711,44 +706,87 @@ class Worker:
         return len(self._held)
 
     def write_held_results(self) -> int:
-        """Write the provider results held over a database failure, in call order; return
-        how many were written.
+        """Write the provider results held over a database failure, in call order, in one
+        transaction; return how many were written.
 
         Raises:
-            StorageError: PostgreSQL failed again; the results not written stay held.
+            StorageError: PostgreSQL failed again; the results stay held (none is written).
         """
-        written = 0
+        if not self._held:
+            return 0
         try:
-            while self._held:
-                item, result = self._held[0]
-                self._step3(item, result)
-                self._held.pop(0)
-                written += 1
+            written = self._step3(self._held)
         except Exception:
             _log.warning("push results held", extra={"fields": {"held": len(self._held)}})
             raise
-        return written
-
-    def _skip(self, conn: Conn, claimed: _Claimed, reason: str) -> None:
-        self._seam.run(conn, "finish_push_send", {"id": claimed.id})
-        self.stats.skipped[reason] += 1
-        self.recorder.push_skipped(reason, claimed.kind)
-        _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": reason}})
+        self._held = []
+        for item, outcome, action, expired, counted, deactivated in written:
+            self._written(item, outcome, action, expired, counted, deactivated)
+        return len(written)
 
     def _step1(
+        self, session: Session, pipeline: Pipeline, batch: Sequence[_Claimed], now: datetime
+    ) -> list[_Prepared]:
+        """Check the claimed sends of a round and build their notifications, set-based: the
+        registrations, the recipients' facts and their badges are read for the whole batch
+        at once; the skipped sends are finished with one statement."""
+        conn = session.conn
+        world = pipeline.world
+        assert isinstance(world, PgWorld)
+        # Facts of all recipients of the claimed sends are loaded together.
+        session.batch = tuple(dict.fromkeys(c.recipient for c in batch))
+        found = self._registrations.for_send_many(conn, [c.registration_id for c in batch])
+        ready: list[tuple[_Claimed, Registration, PushProvider, Kind]] = []
+        finished: list[int] = []
+        for claimed in batch:
+            checked = self._check(world, claimed, found.get(claimed.registration_id), now)
+            if isinstance(checked, str):
+                finished.append(claimed.id)
+                self.stats.skipped[checked] += 1
+                self.recorder.push_skipped(checked, claimed.kind)
+                _log.info(
+                    "push skipped", extra={"fields": {"kind": claimed.kind, "reason": checked}}
+                )
+            else:
+                ready.append(checked)
+        if finished:
+            self._seam.run(conn, "finish_push_sends", {"ids": finished})
+        # Every push carries its recipient's badge at send time: counted for all at once.
+        world.prefetch_badges(c.recipient for c, *_ in ready)
+        badges: dict[str, list[str]] = {}
+        prepared: list[_Prepared] = []
+        for claimed, registration, provider, kind in ready:
+            recipient = claimed.recipient
+            counted = badges.get(recipient)
+            if counted is None:
+                counted = badges[recipient] = pipeline.counted_threads(recipient, now)
+            cleared = tuple(t for t in claimed.cleared if t not in counted)
+            notification = Notification(
+                id=claimed.notification_id,
+                kind=kind,
+                thread=claimed.thread,
+                message=claimed.message,
+                target=claimed.target,
+                quiet=claimed.quiet,
+                count=claimed.count,
+                badge=len(counted),
+                cleared=cleared,
+                instance_id=self.config.instance_id,
+            )
+            prepared.append(_Prepared(claimed, registration, provider, notification))
+        return prepared
+
+    def _check(
         self,
-        session: Session,
-        pipeline: Pipeline,
+        world: PgWorld,
         claimed: _Claimed,
+        found: tuple[Registration, RegistrationState] | None,
         now: datetime,
-        badges: dict[str, list[str]],
-    ) -> _Prepared | None:
-        conn, world = session.conn, pipeline.world
-        found = self._registrations.for_send(conn, claimed.registration_id)
+    ) -> str | tuple[_Claimed, Registration, PushProvider, Kind]:
+        """One claimed send's checks of step 1: the skip reason, or what the send needs."""
         recipient = claimed.recipient
         if found is None:
-            self._skip(conn, claimed, "no_registration")
-            return None
+            return "no_registration"
         registration, state = found
         devices = {d.id for d in world.devices(recipient)}
         if (
@@ -756,11 +794,9 @@ class Worker:
             or registration.user_id != recipient
             or registration.device_id not in devices
         ):
-            self._skip(conn, claimed, "no_registration")
-            return None
+            return "no_registration"
         if now - claimed.due_at > self.config.max_age:
-            self._skip(conn, claimed, "expired")
-            return None
+            return "expired"
         kind = kind_from_code(claimed.kind)
         info = world.user(recipient)
         if kind in THREAD_KINDS:
@@ -770,29 +806,11 @@ class Worker:
             if kind is Kind.SECURITY:
                 allowed = allowed and registration.device_id != claimed.target
         if not allowed:
-            self._skip(conn, claimed, "no_access")
-            return None
+            return "no_access"
         provider = self.providers.get(registration.provider)
         if provider is None:
-            self._skip(conn, claimed, "no_provider")
-            return None
-        counted = badges.get(recipient)
-        if counted is None:
-            counted = badges[recipient] = pipeline.counted_threads(recipient, now)
-        cleared = tuple(t for t in claimed.cleared if t not in counted)
-        notification = Notification(
-            id=claimed.notification_id,
-            kind=kind,
-            thread=claimed.thread,
-            message=claimed.message,
-            target=claimed.target,
-            quiet=claimed.quiet,
-            count=claimed.count,
-            badge=len(counted),
-            cleared=cleared,
-            instance_id=self.config.instance_id,
-        )
-        return _Prepared(claimed, registration, provider, notification)
+            return "no_provider"
+        return claimed, registration, provider, kind
 
     def _call(self, item: _Prepared) -> SendResult:
         started = time.perf_counter()
@@ -830,22 +848,38 @@ class Worker:
             )
         return list(self._pool.map(self._call, prepared))
 
-    def _step3(self, item: _Prepared, result: SendResult) -> None:
-        claimed = item.claimed
-        now = self.clock()
-        outcome, action, expired = "registration_gone", Action.DROP.value, False
-        deactivated: str | None = None
+    def _step3(
+        self, results: Sequence[tuple[_Prepared, SendResult]]
+    ) -> list[tuple[_Prepared, str, str, bool, bool, str | None]]:
+        """Apply provider results to their registrations, in call order, in one transaction:
+        the rows locked ``FOR UPDATE`` with one statement (in id order), each result applied to
+        the state the results before it left, the changed states, the finished and the retried
+        sends written with one statement each. Returns per result what `_written` logs."""
+        out: list[tuple[_Prepared, str, str, bool, bool, str | None]] = []
         with self._transaction() as conn:
-            state = self._registrations.lock_state(conn, claimed.registration_id)
-            if state is None:
-                self._seam.run(conn, "finish_push_send", {"id": claimed.id})
-            else:
+            states = self._registrations.lock_states(
+                conn, [item.claimed.registration_id for item, _r in results]
+            )
+            changed: dict[str, RegistrationState] = {}
+            finished: list[int] = []
+            retried: list[tuple[int, datetime]] = []
+            for item, result in results:
+                claimed = item.claimed
+                now = self.clock()
+                outcome, action, expired = "registration_gone", Action.DROP.value, False
+                state = states.get(claimed.registration_id)
+                if state is None:
+                    finished.append(claimed.id)
+                    out.append((item, outcome, action, expired, False, None))
+                    continue
                 change = apply_result(state, result, now, self.config.max_failures)
                 outcome, action = change.outcome.value, change.action.value
+                deactivated = None
                 if state.active and not change.state.active:
                     deactivated = change.state.disabled_reason
                 if change.state != state:
-                    self._registrations.record(conn, claimed.registration_id, change.state)
+                    states[claimed.registration_id] = change.state
+                    changed[claimed.registration_id] = change.state
                 at: datetime | None = None
                 if change.action is Action.RETRY:
                     delay = retry_delay(
@@ -858,11 +892,33 @@ class Worker:
                     at = retry_at(claimed.due_at, now, delay, self.config.max_age)
                     expired = at is None
                 if at is not None:
-                    self._seam.run(conn, "retry_push_send", {"id": claimed.id, "next_at": at})
+                    retried.append((claimed.id, at))
                 else:
-                    self._seam.run(conn, "finish_push_send", {"id": claimed.id})
-        # Counted and logged once the result is written: one line per provider call.
-        if state is not None:
+                    finished.append(claimed.id)
+                out.append((item, outcome, action, expired, True, deactivated))
+            self._registrations.record_many(conn, list(changed.items()))
+            if finished:
+                self._seam.run(conn, "finish_push_sends", {"ids": finished})
+            if retried:
+                self._seam.run(
+                    conn,
+                    "retry_push_sends",
+                    {"ids": [i for i, _at in retried], "next_ats": [at for _i, at in retried]},
+                )
+        return out
+
+    def _written(
+        self,
+        item: _Prepared,
+        outcome: str,
+        action: str,
+        expired: bool,
+        counted: bool,
+        deactivated: str | None,
+    ) -> None:
+        """Count and log one written result: one line per provider call."""
+        claimed = item.claimed
+        if counted:
             self.stats.sent[outcome] += 1
             self.recorder.push_result(
                 item.provider.name, claimed.kind, outcome, action, deactivated

@@ -24,3 +24,11 @@ WHERE user_id = %(user_id)s
   AND ((target_kind = 'thread' AND target_id = ANY(%(threads)s::text[]))
     OR (target_kind = 'channel' AND target_id = ANY(%(channels)s::text[]))
     OR (target_kind = 'space' AND target_id = ANY(%(spaces)s::text[])))
+
+-- name: pairs_level_rows
+-- The own rows of many people, each for some targets (their threads, channels and spaces), in one query.
+SELECT p.user_id, p.target_kind, p.target_id, p.level, p.muted_until
+FROM unnest(%(user_ids)s::text[], %(kinds)s::text[], %(targets)s::text[])
+    AS w(user_id, target_kind, target_id)
+JOIN {schema}.notification_preferences p
+  ON p.user_id = w.user_id AND p.target_kind = w.target_kind AND p.target_id = w.target_id

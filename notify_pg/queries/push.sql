@@ -71,3 +71,26 @@ DELETE FROM {schema}.push_sends WHERE id = %(id)s
 UPDATE {schema}.push_sends
 SET attempt = attempt + 1, next_at = %(next_at)s, lease_until = NULL
 WHERE id = %(id)s
+
+-- name: registrations_for_send
+-- Many registrations with token and delivery columns (send step 1 of a whole batch).
+SELECT id, user_id, device_id, auth_session_id, provider, environment, app_id, token,
+       created_at, last_success_at, failure_count, disabled_at, disabled_reason
+FROM {schema}.push_registrations WHERE id = ANY(%(ids)s::text[])
+
+-- name: lock_registrations
+-- Many registrations' delivery columns, locked until commit in id order (send step 3 of a batch).
+SELECT id, created_at, last_success_at, failure_count, disabled_at, disabled_reason
+FROM {schema}.push_registrations WHERE id = ANY(%(ids)s::text[])
+ORDER BY id COLLATE "C" FOR UPDATE
+
+-- name: finish_push_sends
+-- Many sends are done, dropped or skipped.
+DELETE FROM {schema}.push_sends WHERE id = ANY(%(ids)s::bigint[])
+
+-- name: retry_push_sends
+-- Many sends are retried later (attempt + 1), released from their lease.
+UPDATE {schema}.push_sends s
+SET attempt = s.attempt + 1, next_at = r.next_at, lease_until = NULL
+FROM unnest(%(ids)s::bigint[], %(next_ats)s::timestamptz[]) AS r(id, next_at)
+WHERE s.id = r.id

@@ -236,6 +236,50 @@ class ReferenceHost:
         )
         return {thread_id: int(count) for thread_id, count in rows}
 
+    # -- the optional batched reads (notify_pg.ports.BatchReadStatePort) ----------------------
+
+    def badge_threads_of(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Return per person the threads with messages in the channels they can read."""
+        out: dict[str, list[str]] = {}
+        if not user_ids:
+            return out
+        for user_id, thread_id in self._seam.all(
+            conn, "badge_threads_of", {"user_ids": list(dict.fromkeys(user_ids))}
+        ):
+            out.setdefault(user_id, []).append(thread_id)
+        return out
+
+    def read_positions_of(
+        self, conn: Conn, pairs: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], int]:
+        """Return the read position of each (person, thread) pair (absent: never read)."""
+        if not pairs:
+            return {}
+        rows = self._seam.all(
+            conn,
+            "read_positions_of",
+            {"user_ids": [u for u, _t in pairs], "threads": [t for _u, t in pairs]},
+        )
+        return {(user_id, thread_id): int(seq) for user_id, thread_id, seq in rows}
+
+    def unread_mentions_of(
+        self, conn: Conn, floors: Mapping[tuple[str, str], int]
+    ) -> dict[tuple[str, str], int]:
+        """Return per (person, thread) the mentions of the person after the floor."""
+        if not floors:
+            return {}
+        keys = list(floors)
+        rows = self._seam.all(
+            conn,
+            "unread_mentions_of",
+            {
+                "user_ids": [u for u, _t in keys],
+                "threads": [t for _u, t in keys],
+                "floors": [floors[k] for k in keys],
+            },
+        )
+        return {(user_id, thread_id): int(n) for user_id, thread_id, n in rows}
+
     # -- writes for tests and the demo -------------------------------------------------------
 
     def add_user(

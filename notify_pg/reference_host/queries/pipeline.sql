@@ -94,3 +94,38 @@ FROM unnest(%(threads)s::text[], %(floors)s::bigint[]) AS f(thread, floor)
 JOIN {schema}.mentions m
   ON m.user_id = %(user_id)s AND m.thread_id = f.thread AND m.thread_seq > f.floor
 GROUP BY f.thread
+
+-- name: badge_threads_of
+-- The threads with messages in the channels each of many people can read (archived ones excluded).
+SELECT u.id, t.id
+FROM unnest(%(user_ids)s::text[]) AS u(id)
+JOIN {schema}.channels c ON c.archived_at IS NULL
+LEFT JOIN {schema}.spaces s ON s.id = c.space_id
+JOIN {schema}.threads t ON t.channel_id = c.id AND t.last_message_seq > 0
+WHERE s.archived_at IS NULL
+  AND CASE WHEN c.kind = 'dm' THEN EXISTS (
+          SELECT 1 FROM {schema}.dm_participants p
+          WHERE p.channel_id = c.id AND p.user_id = u.id)
+      ELSE EXISTS (SELECT 1 FROM {schema}.users o WHERE o.id = u.id AND o.owner)
+        OR EXISTS (
+          SELECT 1 FROM {schema}.grants g
+          WHERE g.user_id = u.id
+            AND ((g.target_kind = 'channel' AND g.target_id = c.id)
+              OR (g.target_kind = 'space' AND g.target_id = c.space_id)))
+      END
+ORDER BY u.id, t.id
+
+-- name: read_positions_of
+-- The read positions of many (person, thread) pairs.
+SELECT r.user_id, r.thread_id, r.last_read_seq
+FROM unnest(%(user_ids)s::text[], %(threads)s::text[]) AS w(user_id, thread_id)
+JOIN {schema}.read_states r ON r.user_id = w.user_id AND r.thread_id = w.thread_id
+
+-- name: unread_mentions_of
+-- Per (person, thread), the mentions of the person after a floor position.
+SELECT f.user_id, f.thread, count(m.thread_seq)
+FROM unnest(%(user_ids)s::text[], %(threads)s::text[], %(floors)s::bigint[])
+    AS f(user_id, thread, floor)
+JOIN {schema}.mentions m
+  ON m.user_id = f.user_id AND m.thread_id = f.thread AND m.thread_seq > f.floor
+GROUP BY f.user_id, f.thread
