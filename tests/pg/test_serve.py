@@ -316,19 +316,9 @@ def test_u3_notify_serve_answers_and_stops_on_sigterm(db_dsn: str) -> None:
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         token = unsubscribe_token(unsubscribe_secret(conn, schema=SCHEMA), "ana", ["mention"])
     env = {**os.environ, "NOTIFY_DSN": db_dsn}
+    args = ["serve", "--schema", SCHEMA, "--port", "0", "--host-schema", HOST_SCHEMA]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "notify_cli",
-            "serve",
-            "--schema",
-            SCHEMA,
-            "--port",
-            "0",
-            "--host-schema",
-            HOST_SCHEMA,
-        ],
+        [sys.executable, "-m", "notify_cli", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
