@@ -7,6 +7,7 @@ on stderr with counts, kinds, reasons and outcomes: never a person, a thread or 
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import signal
@@ -15,7 +16,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -160,6 +161,16 @@ def _logging(level: str) -> None:
     help="The longest pause between two looks at the mail queue; the drain otherwise wakes "
     "when the next email falls due (1 to 3600).",
 )
+@click.option(
+    "--inbox-host",
+    "inbox_host",
+    metavar="MODULE:FACTORY",
+    type=Utf8Text(),
+    help="The host's inbox ports: FACTORY (an importable MODULE's attribute) is called with "
+    "--host-schema and returns an object with the methods of "
+    "notify_pg.inbox_fanout.InboxHostPorts (with --smtp-url also those of "
+    "notify_pg.mail_drain.MailHostPorts). Default: the reference host's wiki.",
+)
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @click.option(
     "--log-level",
@@ -186,6 +197,7 @@ def worker(
     dkim_domain: str | None,
     mail_batch: int,
     mail_poll: float,
+    inbox_host: str | None,
     once: bool,
     log_level: str,
 ) -> None:
@@ -195,7 +207,8 @@ def worker(
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
     come due and sends pushes through the registered providers (none unless --fake-provider:
     pushes of other providers are skipped as no_provider), and fans out the inbox's outbox
-    into entries (the reference host's wiki; the purge once a day). SIGTERM or SIGINT finish the
+    into entries (the reference host's wiki, or the host's own ports given by --inbox-host; the
+    purge once a day). SIGTERM or SIGINT finish the
     round in progress only and exit 0 (provider results not written yet are written first
     when the database takes them). A worker idle inside a transaction for
     --partition-takeover seconds loses its session, so another worker takes its partition.
@@ -235,14 +248,20 @@ def worker(
         statement_timeout=timedelta(seconds=statement_timeout),
         instance_id=instance_id or None,
     )
-    fanout = InboxFanOut(ReferenceWiki(host_schema), schema=schema, worker=config.consumer)
+    mail_on = smtp_url is not None or mail_from is not None or dkim_key_file is not None
+    wiki = (
+        ReferenceWiki(host_schema)
+        if inbox_host is None
+        else load_inbox_host(inbox_host, host_schema, mail=mail_on)
+    )
+    fanout = InboxFanOut(wiki, schema=schema, worker=config.consumer)
     rounds: list[Callable[[Any], int]] = [InboxRound(fanout)]
-    if smtp_url is not None or mail_from is not None or dkim_key_file is not None:
+    if mail_on:
         mail_round = _mail_round(
             smtp_url,
             mail_from,
             _dkim(dkim_key_file, dkim_selector, dkim_domain, mail_from),
-            host_schema=host_schema,
+            host=wiki,
             schema=schema,
             batch=mail_batch,
             poll=timedelta(seconds=mail_poll),
@@ -293,6 +312,71 @@ def worker(
     log.info("worker stopped", extra={"fields": work_counts(work)})
 
 
+#: The methods `notify_pg.inbox_fanout.InboxHostPorts` and `notify_pg.mail_drain.MailHostPorts`
+#: ask of a host (literals: the pg extra may be missing when the options are read).
+INBOX_PORTS: Final = (
+    "inbox_site",
+    "inbox_page",
+    "inbox_comment",
+    "inbox_watchers",
+    "inbox_reviewers",
+    "inbox_people",
+    "inbox_groups",
+    "inbox_settings",
+    "inbox_email_delay",
+    "inbox_retention_days",
+    "inbox_users",
+)
+MAIL_PORTS: Final = (
+    "inbox_site",
+    "inbox_first_site",
+    "inbox_people",
+    "inbox_settings",
+    "inbox_users",
+)
+
+
+def load_inbox_host(spec: str, host_schema: str, *, mail: bool = False) -> Any:
+    """Return the inbox ports a host plugs in with ``--inbox-host MODULE:FACTORY``.
+
+    ``FACTORY`` (a dotted attribute path inside ``MODULE``) is called with the host schema;
+    what it returns must have every method of `INBOX_PORTS` (and of `MAIL_PORTS` when the
+    worker sends mail). A bad spec, a module that does not import, a missing or failing
+    factory or a missing method is one line (`BadInput`), naming the option.
+    """
+    module_name, colon, factory_path = spec.partition(":")
+    if not colon or not module_name or not factory_path:
+        raise BadInput(f"--inbox-host {spec!r}: give MODULE:FACTORY, e.g. mywiki.notify:ports")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # any import failure of the host's module is the option's fault
+        raise BadInput(
+            f"--inbox-host {spec!r}: cannot import {module_name} ({type(exc).__name__}: {exc})"
+        ) from None
+    for name in factory_path.split("."):
+        if not hasattr(found, name):
+            raise BadInput(f"--inbox-host {spec!r}: {module_name} has no {factory_path}")
+        found = getattr(found, name)
+    if not callable(found):
+        raise BadInput(f"--inbox-host {spec!r}: {factory_path} is not callable")
+    try:
+        ports = found(host_schema)
+    except Exception as exc:
+        raise BadInput(
+            f"--inbox-host {spec!r}: {factory_path}({host_schema!r}) failed "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    wanted = INBOX_PORTS + (MAIL_PORTS if mail else ())
+    missing = sorted({m for m in wanted if not callable(getattr(ports, m, None))})
+    if missing:
+        raise BadInput(
+            f"--inbox-host {spec!r}: the ports lack {', '.join(missing)} "
+            "(notify_pg.inbox_fanout.InboxHostPorts"
+            + (", notify_pg.mail_drain.MailHostPorts)" if mail else ")")
+        )
+    return ports
+
+
 def _dkim(
     key_file: str | None, selector: str | None, domain: str | None, mail_from: str | None
 ) -> Any:
@@ -329,7 +413,7 @@ def _mail_round(
     mail_from: str | None,
     dkim_key: Any,
     *,
-    host_schema: str,
+    host: Any,
     schema: str,
     batch: int,
     poll: timedelta,
@@ -338,7 +422,6 @@ def _mail_round(
     from notify_core.errors import NotifyError
     from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailRound
     from notify_pg.mail_secret import unsubscribe_secret
-    from notify_pg.reference_host.wiki import ReferenceWiki
     from notify_pg.smtp import SmtpConfig, SmtpSender
 
     if smtp_url is None:
@@ -353,7 +436,7 @@ def _mail_round(
     except NotifyError as exc:
         raise BadInput(f"--smtp-url: {exc.message}") from None
     drain = MailDrain(
-        ReferenceWiki(host_schema),
+        host,
         lambda: SmtpSender(smtp, dkim_key=dkim_key),
         secret=lambda conn: unsubscribe_secret(conn, schema=schema),
         config=MailDrainConfig(sender=mail_from, people=batch),
