@@ -62,12 +62,22 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
 @db.command()
 @dsn_option
 @schema_option
-def status(dsn: str, schema: str) -> None:
+@click.option(
+    "--host-schema",
+    default="host",
+    show_default=True,
+    metavar="NAME",
+    help="Schema of the reference host whose setting says whether mail is configured.",
+)
+def status(dsn: str, schema: str, host_schema: str) -> None:
     """Show the lag of each consumer and the backlog of due work, as JSON on stdout.
 
     Per consumer: its position, how many events lie after it, when it last moved. Due work:
     open and ended windows, delayed pushes, pending badge syncs and push sends (all, due now,
-    leased by a worker), counted at the database's clock.
+    leased by a worker), counted at the database's clock. The inbox: the outbox backlog (count,
+    age of the oldest event), emails pending (and due now), being sent, sent and failed over
+    the last 24 hours, and whether mail is configured (the reference host's setting in
+    --host-schema; left out when it has none).
     """
     try:
         import json
@@ -77,7 +87,7 @@ def status(dsn: str, schema: str) -> None:
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
     try:
-        report = pipeline_status(dsn, schema)
+        report = pipeline_status(dsn, schema, mail_configured=_mail_configured(host_schema))
     except NotifyError as exc:
         raise BadInput(f"db status: {exc}") from None
     click.echo(json.dumps(report, indent=2))
@@ -355,3 +365,19 @@ def down(directory: str, delete: bool) -> None:
 
         shutil.rmtree(directory, ignore_errors=True)
     click.echo(f"{directory}: server stopped" + (" and deleted" if delete else ""), err=True)
+
+
+def _mail_configured(host_schema: str) -> Any:
+    """Read whether mail is configured from the reference host (``None`` without its tables)."""
+    from notify_core.errors import NotifyError
+    from notify_pg.reference_host.wiki import ReferenceWiki
+
+    wiki = ReferenceWiki(host_schema)
+
+    def read(conn: Any) -> bool | None:
+        try:
+            return wiki.inbox_settings(conn).mail_configured
+        except NotifyError:  # no reference host in this database: the host knows
+            return None
+
+    return read

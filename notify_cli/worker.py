@@ -9,12 +9,14 @@ metrics of `notify_pg.metrics` for Prometheus (the ``metrics`` extra).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 import click
 
@@ -25,7 +27,7 @@ from notify_cli.options import BadInput, Seconds, Utf8Text, dsn_option, read_pol
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
 DEFAULT_PARTITIONS = 2
 
-__all__ = ["JsonLines", "TextLines", "work_counts", "worker"]
+__all__ = ["JsonLines", "TextLines", "load_inbox_host", "work_counts", "worker"]
 
 
 def _logging(level: str, log_format: str = "json") -> None:
@@ -94,6 +96,61 @@ def _logging(level: str, log_format: str = "json") -> None:
     type=Utf8Text(),
     help="The instance's id, carried by every push (seed 001 note 12; absent: left out).",
 )
+@click.option(
+    "--smtp-url",
+    metavar="URL",
+    type=Utf8Text(),
+    help="Send the inbox's mails (the mail drain) through this SMTP server: "
+    "smtp://[user:password@]host[:port][?starttls=1&timeout=S] or smtps://... "
+    "(absent: no mail is sent; pending emails wait).",
+)
+@click.option(
+    "--mail-from",
+    metavar="ADDRESS",
+    type=Utf8Text(),
+    help="The From and envelope sender address of every mail (required with --smtp-url).",
+)
+@click.option(
+    "--dkim-key",
+    "dkim_key_file",
+    metavar="FILE",
+    help="PEM private key (RSA or Ed25519) to sign every mail with DKIM; the signature covers "
+    "both List-Unsubscribe headers. Needs --dkim-selector.",
+)
+@click.option("--dkim-selector", metavar="NAME", type=Utf8Text(), help="The DKIM selector.")
+@click.option(
+    "--dkim-domain",
+    metavar="DOMAIN",
+    type=Utf8Text(),
+    help="The DKIM signing domain (default: the domain of --mail-from).",
+)
+@click.option(
+    "--mail-batch",
+    type=click.IntRange(1, 1000),
+    default=100,
+    show_default=True,
+    metavar="N",
+    help="People whose due mails one drain round claims (1 to 1000).",
+)
+@click.option(
+    "--mail-poll",
+    type=Seconds(1, 3600),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The longest pause between two looks at the mail queue; the drain otherwise wakes "
+    "when the next email falls due (1 to 3600).",
+)
+@click.option(
+    "--inbox-host",
+    "inbox_host",
+    metavar="MODULE:FACTORY",
+    type=Utf8Text(),
+    help="The host's inbox ports: FACTORY (an importable MODULE's attribute) is called with "
+    "--host-schema and returns an object with the methods of "
+    "notify_pg.inbox_fanout.InboxHostPorts (with --smtp-url also those of "
+    "notify_pg.mail_drain.MailHostPorts). Default: the reference host's wiki.",
+)
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @click.option(
     "--log-level",
@@ -135,6 +192,14 @@ def worker(
     partition_takeover: float,
     statement_timeout: float,
     instance_id: str | None,
+    smtp_url: str | None,
+    mail_from: str | None,
+    dkim_key_file: str | None,
+    dkim_selector: str | None,
+    dkim_domain: str | None,
+    mail_batch: int,
+    mail_poll: float,
+    inbox_host: str | None,
     once: bool,
     log_level: str,
     log_format: str,
@@ -147,7 +212,8 @@ def worker(
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
     come due and sends pushes through the registered providers (none unless --fake-provider:
     pushes of other providers are skipped as no_provider), and fans out the inbox's outbox
-    into entries (the reference host's wiki; the purge once a day). SIGTERM or SIGINT finish the
+    into entries (the reference host's wiki, or the host's own ports given by --inbox-host; the
+    purge once a day). SIGTERM or SIGINT finish the
     round in progress only and exit 0 (provider results not written yet are written first
     when the database takes them). A worker idle inside a transaction for
     --partition-takeover seconds loses its session, so another worker takes its partition.
@@ -155,10 +221,13 @@ def worker(
     `notify db status`. This worker has no gateway: live connections are not read, so
     every active device gets its push (seed 001 note 10). Several workers may run on one
     database; with --partitions N their consumer rounds run side by side, each deciding for
-    one partition of the recipients. With --metrics-port the worker serves its metrics
-    (docs/operators.md) for Prometheus. A database that cannot be reached, a partition count
-    that cannot be taken now or a metrics port that cannot be bound: a message on stderr and
-    exit code 2.
+    one partition of the recipients. With --smtp-url the worker also drains the mail queue
+    (E4-E5): when the next email falls due it claims the due entries under a 600 s lease,
+    sends one mail per person and site (signed with DKIM given --dkim-key), and marks them
+    sent; a failed send is tried again 600 s later and given up after the third attempt. With
+    --metrics-port the worker serves its metrics (docs/operators.md) for Prometheus. A
+    database that cannot be reached, a partition count that cannot be taken now, a bad mail
+    option or a metrics port that cannot be bound: a message on stderr and exit code 2.
     """
     try:
         import psycopg
@@ -185,6 +254,29 @@ def worker(
         statement_timeout=timedelta(seconds=statement_timeout),
         instance_id=instance_id or None,
     )
+    mail_on = smtp_url is not None or mail_from is not None or dkim_key_file is not None
+    wiki = (
+        ReferenceWiki(host_schema)
+        if inbox_host is None
+        else load_inbox_host(inbox_host, host_schema, mail=mail_on)
+    )
+    fanout = InboxFanOut(wiki, schema=schema, worker=config.consumer)
+    rounds: list[Callable[[Any], int]] = [InboxRound(fanout)]
+    if mail_on:
+        mail_round = _mail_round(
+            smtp_url,
+            mail_from,
+            _dkim(dkim_key_file, dkim_selector, dkim_domain, mail_from),
+            host=wiki,
+            schema=schema,
+            batch=mail_batch,
+            poll=timedelta(seconds=mail_poll),
+        )
+        # The fan-out of this worker tells the drain when the emails it queued fall due.
+        fanout.on_written = lambda rows: mail_round.notice([r.email_after for r in rows])
+        rounds.append(mail_round)
+    elif dkim_selector is not None or dkim_domain is not None:
+        raise BadInput("--dkim-selector and --dkim-domain need --dkim-key and --smtp-url")
     metrics = _metrics(metrics_port, metrics_host) if metrics_port is not None else None
 
     def connect() -> psycopg.Connection[Any]:
@@ -202,11 +294,7 @@ def worker(
         policy=policy,
         config=config,
         providers=[FakeProvider(name) for name in fake_providers],
-        rounds=[
-            InboxRound(
-                InboxFanOut(ReferenceWiki(host_schema), schema=schema, worker=config.consumer)
-            )
-        ],
+        rounds=rounds,
         recorder=metrics.recorder if metrics is not None else None,
     )
     stop = threading.Event()
@@ -259,6 +347,139 @@ def _metrics(port: int, host: str) -> Any:
         raise BadInput(
             f"worker: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
         ) from None
+
+
+#: The methods `notify_pg.inbox_fanout.InboxHostPorts` and `notify_pg.mail_drain.MailHostPorts`
+#: ask of a host (literals: the pg extra may be missing when the options are read).
+INBOX_PORTS: Final = (
+    "inbox_site",
+    "inbox_page",
+    "inbox_comment",
+    "inbox_watchers",
+    "inbox_reviewers",
+    "inbox_people",
+    "inbox_groups",
+    "inbox_settings",
+    "inbox_email_delay",
+    "inbox_retention_days",
+    "inbox_users",
+)
+MAIL_PORTS: Final = (
+    "inbox_site",
+    "inbox_first_site",
+    "inbox_people",
+    "inbox_settings",
+    "inbox_users",
+)
+
+
+def load_inbox_host(spec: str, host_schema: str, *, mail: bool = False) -> Any:
+    """Return the inbox ports a host plugs in with ``--inbox-host MODULE:FACTORY``.
+
+    ``FACTORY`` (a dotted attribute path inside ``MODULE``) is called with the host schema;
+    what it returns must have every method of `INBOX_PORTS` (and of `MAIL_PORTS` when the
+    worker sends mail). A bad spec, a module that does not import, a missing or failing
+    factory or a missing method is one line (`BadInput`), naming the option.
+    """
+    module_name, colon, factory_path = spec.partition(":")
+    if not colon or not module_name or not factory_path:
+        raise BadInput(f"--inbox-host {spec!r}: give MODULE:FACTORY, e.g. mywiki.notify:ports")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # any import failure of the host's module is the option's fault
+        raise BadInput(
+            f"--inbox-host {spec!r}: cannot import {module_name} ({type(exc).__name__}: {exc})"
+        ) from None
+    for name in factory_path.split("."):
+        if not hasattr(found, name):
+            raise BadInput(f"--inbox-host {spec!r}: {module_name} has no {factory_path}")
+        found = getattr(found, name)
+    if not callable(found):
+        raise BadInput(f"--inbox-host {spec!r}: {factory_path} is not callable")
+    try:
+        ports = found(host_schema)
+    except Exception as exc:
+        raise BadInput(
+            f"--inbox-host {spec!r}: {factory_path}({host_schema!r}) failed "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    wanted = INBOX_PORTS + (MAIL_PORTS if mail else ())
+    missing = sorted({m for m in wanted if not callable(getattr(ports, m, None))})
+    if missing:
+        raise BadInput(
+            f"--inbox-host {spec!r}: the ports lack {', '.join(missing)} "
+            "(notify_pg.inbox_fanout.InboxHostPorts"
+            + (", notify_pg.mail_drain.MailHostPorts)" if mail else ")")
+        )
+    return ports
+
+
+def _dkim(
+    key_file: str | None, selector: str | None, domain: str | None, mail_from: str | None
+) -> Any:
+    """The DKIM key of the options (``None`` without --dkim-key), tried once on a message."""
+    if key_file is None:
+        if selector is not None or domain is not None:
+            raise BadInput("--dkim-selector and --dkim-domain need --dkim-key")
+        return None
+    from notify_pg.smtp import DkimKey
+
+    if not selector:
+        raise BadInput("--dkim-key needs --dkim-selector")
+    if not domain:
+        domain = (mail_from or "").rpartition("@")[2]
+        if not domain:
+            raise BadInput("--dkim-key needs --dkim-domain (or a --mail-from with a domain)")
+    try:
+        with open(key_file, "rb") as handle:
+            private_key = handle.read()
+    except OSError as exc:
+        raise BadInput(f"--dkim-key {key_file}: cannot read it ({exc.strerror})") from None
+    try:
+        key = DkimKey(selector=selector, domain=domain, private_key=private_key)
+        key.sign(b"From: a@" + domain.encode() + b"\r\nSubject: t\r\n\r\nt\r\n")
+    except Exception:  # dkimpy raises several kinds for a key it cannot use
+        raise BadInput(
+            f"--dkim-key {key_file}: not a PEM private key (RSA or Ed25519) that can sign"
+        ) from None
+    return key
+
+
+def _mail_round(
+    smtp_url: str | None,
+    mail_from: str | None,
+    dkim_key: Any,
+    *,
+    host: Any,
+    schema: str,
+    batch: int,
+    poll: timedelta,
+) -> Any:
+    """The mail drain's round of the options; a bad option is one line and exit 2."""
+    from notify_core.errors import NotifyError
+    from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailRound
+    from notify_pg.mail_secret import unsubscribe_secret
+    from notify_pg.smtp import SmtpConfig, SmtpSender
+
+    if smtp_url is None:
+        raise BadInput("--mail-from and --dkim-key need --smtp-url")
+    if mail_from is None:
+        raise BadInput("--smtp-url needs --mail-from (the sender address of every mail)")
+    local, _at, domain = mail_from.rpartition("@")
+    if not local or not domain or any(c.isspace() or c in "<>,;" for c in mail_from):
+        raise BadInput(f"--mail-from {mail_from!r}: not a plain address like notify@example.org")
+    try:
+        smtp = SmtpConfig.from_url(smtp_url)
+    except NotifyError as exc:
+        raise BadInput(f"--smtp-url: {exc.message}") from None
+    drain = MailDrain(
+        host,
+        lambda: SmtpSender(smtp, dkim_key=dkim_key),
+        secret=lambda conn: unsubscribe_secret(conn, schema=schema),
+        config=MailDrainConfig(sender=mail_from, people=batch),
+        schema=schema,
+    )
+    return MailRound(drain, poll=poll)
 
 
 def work_counts(work: Any) -> dict[str, Any]:

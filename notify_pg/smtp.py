@@ -23,7 +23,7 @@ import smtplib
 import socket
 import ssl
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from email import policy as email_policy
 from email.headerregistry import BaseHeader, HeaderRegistry
@@ -58,16 +58,23 @@ __all__ = [
 
 
 class _HeaderClasses(HeaderRegistry):
-    """The standard header registry, but each header's class is made once per name.
+    """The standard header registry, with each header's class made once per name and the
+    headers of recent values kept.
 
     The standard one builds a new class for every header it parses (``type(...)`` in
     ``HeaderRegistry.__getitem__``), and every new class empties the interpreter's method
-    cache: building a message took about twice as long. The classes made are the same.
+    cache; and most headers of a drain's mails repeat (``From``, ``Date``, the MIME headers of
+    each part), while parsing one costs about 0.1 ms. Header objects are immutable strings,
+    so messages can share them: building a message got four times faster, with the same bytes.
     """
+
+    #: Parsed headers kept, at most (then forgotten all at once).
+    KEEP: Final = 4096
 
     def __init__(self) -> None:
         super().__init__()
         self._made: dict[str, type[BaseHeader]] = {}
+        self._parsed: dict[tuple[str, str], BaseHeader] = {}
 
     def __getitem__(self, name: str) -> type[BaseHeader]:
         key = name.lower()
@@ -76,10 +83,22 @@ class _HeaderClasses(HeaderRegistry):
             made = self._made[key] = super().__getitem__(name)
         return made
 
+    def __call__(self, name: str, value: str) -> BaseHeader:
+        if type(value) is not str:
+            return super().__call__(name, value)
+        key = (name, value)
+        header = self._parsed.get(key)
+        if header is None:
+            if len(self._parsed) >= self.KEEP:
+                self._parsed.clear()
+            header = self._parsed[key] = super().__call__(name, value)
+        return header
+
     def map_to_type(self, name: str, cls: type[BaseHeader]) -> None:
-        """Register ``cls`` for the header ``name`` (the class made before is forgotten)."""
+        """Register ``cls`` for the header ``name`` (what was made for it is forgotten)."""
         super().map_to_type(name, cls)
         self._made.pop(name.lower(), None)
+        self._parsed.clear()
 
 
 #: RFC 5322's own limit: a shorter one makes the email package fold a header without spaces
@@ -285,6 +304,10 @@ class DkimKey:
         default=attrs.Factory(lambda self: _load_dkim_key(self.private_key), takes_self=True),
     )
 
+    def __reduce__(self) -> tuple[Callable[..., DkimKey], tuple[str, str, bytes]]:
+        # The parsed key (an OpenSSL object) does not pickle: a copy parses the PEM again.
+        return _dkim_key, (self.selector, self.domain, self.private_key)
+
     @property
     def algorithm(self) -> str:
         """The signature's ``a=`` tag: ``rsa-sha256`` or ``ed25519-sha256``."""
@@ -330,6 +353,10 @@ class DkimKey:
             signature = key.sign(hashlib.sha256(data).digest())
         signed = _fold(_tag_atoms([*tags, (b"b", base64.b64encode(signature))]), len(name) + 1)
         return name + b":" + signed + b"\r\n" + message
+
+
+def _dkim_key(selector: str, domain: str, private_key: bytes) -> DkimKey:
+    return DkimKey(selector=selector, domain=domain, private_key=private_key)
 
 
 @attrs.frozen(kw_only=True)

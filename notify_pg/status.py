@@ -1,7 +1,9 @@
-"""How far the pipeline on PostgreSQL is behind: consumer lag and due-work backlog."""
+"""How far the pipeline on PostgreSQL is behind: consumer lag, due-work backlog, the inbox's
+outbox backlog and its mail queue."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -14,7 +16,12 @@ from notify_pg.seam import Conn, Seam
 __all__ = ["pipeline_status"]
 
 
-def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> dict[str, Any]:
+def pipeline_status(
+    conn_or_dsn: Conn | str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    mail_configured: Callable[[Conn], bool | None] | None = None,
+) -> dict[str, Any]:
     """Return the consumers' lag and the due-work backlog of ``schema`` as a JSON object.
 
     ``consumers``: per consumer its ``name``, ``partitions`` (the count), ``position`` (the
@@ -27,7 +34,12 @@ def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> di
     before it had cursors is listed with its name and ``last_failure`` only.
     ``due``: ``windows`` (open, ended), ``releases`` (pending, due), ``badge_syncs``
     (pending, due) and ``push_sends`` (pending, due, leased, oldest ``next_at``), counted at
-    the database's clock. Instants are RFC 3339 UTC text; absent values are omitted (G5).
+    the database's clock. ``inbox``: ``outbox`` (``backlog``: events not fanned out yet,
+    ``oldest_at`` and ``oldest_age_s`` of the oldest), ``email`` (entries whose email is
+    ``pending``, of them ``due`` now, ``sending``, ``next_due_at``, and ``sent_24h`` and
+    ``failed_24h``: entries sent and given up over the last 24 hours) and
+    ``mail_configured``, the host's answer (N4) when ``mail_configured`` reads it (``None``:
+    left out). Instants are RFC 3339 UTC text; absent values are omitted (G5).
 
     Raises:
         StorageError: PostgreSQL is unreachable or the schema is missing.
@@ -35,13 +47,37 @@ def pipeline_status(conn_or_dsn: Conn | str, schema: str = DEFAULT_SCHEMA) -> di
     if isinstance(conn_or_dsn, str):
         try:
             with psycopg.connect(conn_or_dsn, autocommit=True, connect_timeout=10) as conn:
-                return _status(conn, schema)
+                return _status(conn, schema, mail_configured)
         except psycopg.Error as exc:
             raise translate(exc) from exc
-    return _status(conn_or_dsn, schema)
+    return _status(conn_or_dsn, schema, mail_configured)
 
 
-def _status(conn: Conn, schema: str) -> dict[str, Any]:
+def _inbox(
+    seam: Seam, conn: Conn, mail_configured: Callable[[Conn], bool | None] | None
+) -> dict[str, Any]:
+    row = seam.one(conn, "status_inbox")
+    assert row is not None
+    backlog, oldest, pending, due, sending, next_due, sent, failed, now = row
+    outbox: dict[str, Any] = {"backlog": backlog}
+    if oldest is not None:
+        outbox["oldest_at"] = format_instant(oldest)
+        outbox["oldest_age_s"] = max(0, int((now - oldest).total_seconds()))
+    email: dict[str, Any] = {"pending": pending, "due": due, "sending": sending}
+    if next_due is not None:
+        email["next_due_at"] = format_instant(next_due)
+    email["sent_24h"] = sent
+    email["failed_24h"] = failed
+    out: dict[str, Any] = {"outbox": outbox, "email": email}
+    configured = mail_configured(conn) if mail_configured is not None else None
+    if configured is not None:
+        out["mail_configured"] = configured
+    return out
+
+
+def _status(
+    conn: Conn, schema: str, mail_configured: Callable[[Conn], bool | None] | None = None
+) -> dict[str, Any]:
     seam = Seam("notify_pg", schema)
     head = seam.one(conn, "head_seq")
     by_name: dict[str, list[tuple[Any, ...]]] = {}
@@ -92,6 +128,7 @@ def _status(conn: Conn, schema: str) -> dict[str, Any]:
             "badge_syncs": {"pending": syncs, "due": due_syncs},
             "push_sends": push_sends,
         },
+        "inbox": _inbox(seam, conn, mail_configured),
     }
 
 

@@ -261,8 +261,10 @@ class Worker:
         gate: the limit on concurrent provider requests; by default the process's gate
             (`ProviderGate.for_process`), shared by every worker of the process.
         rounds: more rounds run after the push round on the worker's connection, each
-            returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`);
-            their failures are recorded as round ``inbox``.
+            returning the work it did (the inbox's fan-out, `notify_pg.inbox_fanout.InboxRound`;
+            the mail drain, `notify_pg.mail_drain.MailRound`); their failures are recorded
+            under the round's ``name`` (default ``inbox``). A round with ``next_wake()``
+            shortens the idle pause to the instant it returns.
         recorder: receives the metric edges of the rounds (`notify_pg.recorder.Recorder`,
             e.g. `notify_pg.metrics.OtelRecorder`); by default nothing is recorded.
 
@@ -985,15 +987,17 @@ class Worker:
         for extra in self._rounds:
             if stop is not None and stop.is_set():
                 return work
-            self._round = "inbox"
+            # A round may name itself (``name``, e.g. the mail drain's "mail"); else "inbox".
+            name = str(getattr(extra, "name", "inbox"))
+            self._round = name
             started = time.perf_counter()
             done = extra(self._connection())
             work += done
             if done:
                 duration_ms = _elapsed_ms(started)
-                self.recorder.round_done("inbox", done, duration_ms / 1000)
-                fields = {"round": "inbox", "duration_ms": duration_ms, "work": done}
-                _log.info("inbox round", extra={"fields": fields})
+                self.recorder.round_done(name, done, duration_ms / 1000)
+                fields = {"round": name, "duration_ms": duration_ms, "work": done}
+                _log.info(f"{name} round", extra={"fields": fields})
         return work
 
     def run(self, stop: threading.Event) -> None:
@@ -1018,7 +1022,7 @@ class Worker:
                 stop.wait(min(30.0, pause * 2**failures))
                 continue
             if work == 0:
-                stop.wait(pause)
+                stop.wait(self._pause(pause))
         if self._held:
             try:
                 self.write_held_results()
@@ -1026,6 +1030,17 @@ class Worker:
                 self._failed(exc, failures + 1)
                 _log.error("push results lost", extra={"fields": {"held": len(self._held)}})
         self.close()
+
+    def _pause(self, pause: float) -> float:
+        """The idle pause: ``poll_interval``, shorter when a round wakes earlier (``next_wake``,
+        e.g. the mail drain at the next email's due time)."""
+        now = self.clock()
+        for extra in self._rounds:
+            next_wake = getattr(extra, "next_wake", None)
+            wake = next_wake() if callable(next_wake) else None
+            if isinstance(wake, datetime):
+                pause = min(pause, max(0.0, (wake - now).total_seconds()))
+        return pause
 
     def _failed(self, exc: Exception, failures: int) -> None:
         """Log a failed round with its cause and record it for ``notify db status``."""

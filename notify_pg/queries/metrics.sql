@@ -27,4 +27,4 @@ SELECT
     (SELECT count(*) FROM {schema}.inbox_entries
      WHERE email_state = 'sent' AND emailed_at > now() - %(mail_window)s::interval),
     (SELECT count(*) FROM {schema}.inbox_entries
-     WHERE email_state = 'failed' AND updated_at > now() - %(mail_window)s::interval)
+     WHERE email_state = 'failed' AND emailed_at > now() - %(mail_window)s::interval)

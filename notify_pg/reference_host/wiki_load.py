@@ -24,6 +24,7 @@ from notify_core.inbox.memory import strings
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_pg.inbox import InboxPreferences, InboxReads, comment_deleted, emit
 from notify_pg.inbox_fanout import InboxFanOut, Written
+from notify_pg.mail_drain import reschedule_pending
 from notify_pg.migrate import DEFAULT_SCHEMA
 from notify_pg.reference_host.wiki import ReferenceWiki
 from notify_pg.seam import Conn, Seam
@@ -147,7 +148,20 @@ class WikiLoader:
             raise EventError(
                 "missing_member", "a daily email schedule needs daily_hour", "/payload/daily_hour"
             )
+        before = self.wiki.inbox_users(conn, [person]).get(person)
         self._host.run(conn, "wiki_put_user", {"id": person, **user})
+        after = self.wiki.inbox_users(conn, [person]).get(person)
+        if before is not None and after is not None and before != after:
+            # E3: the host moves the person's pending emails in the same transaction.
+            reschedule_pending(
+                conn,
+                self.wiki,
+                before,
+                after,
+                at=event.occurred_at,
+                delay=self.wiki.inbox_email_delay(conn),
+                schema=self.schema,
+            )
 
     def _group(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
         self.wiki.add_group(

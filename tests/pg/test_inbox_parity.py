@@ -1,16 +1,18 @@
 """One inbox path, two stores: the example wiki log gives the same entries in a replay (in
 memory) and on PostgreSQL (the reference host's wiki, emit, the fan-out round, the reads).
 
-The PostgreSQL mail drain is not built yet, so the log runs with mail not configured (the
-replay's drain would send and close entries the tables keep pending); everything else of the
-log (N1-N12, H2: categories, access, sections, preferences, coalescing, reads, dismissals,
-renames, deletions with their watchers, switched-off sites) is compared entry by entry.
+With mail never configured, every entry decision of the log (N1-N12, H2: categories, access,
+sections, preferences, coalescing, reads, dismissals, renames, deletions with their watchers,
+switched-off sites) is compared entry by entry; with mail configured as the log says, the
+PostgreSQL mail drain (E4-E5, E3 on a schedule change) also sends the replay's mails, at its
+instants, and skips what it skips.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +33,7 @@ Line = tuple[Any, ...]
 
 
 def without_mail(lines: list[str]) -> list[str]:
-    """The log with mail never configured (the PostgreSQL drain is not built yet)."""
+    """The log with mail never configured (entries only: no drain closes any)."""
     out = []
     for text in lines:
         obj = json.loads(text)
@@ -100,3 +102,137 @@ def test_n10_the_wiki_week_gives_the_same_entries_in_a_replay_and_on_postgresql(
         )
     by_seq: Callable[[Line], tuple[Any, ...]] = lambda line: (line[0], line[1], line[2])  # noqa: E731
     assert sorted(got, key=by_seq) == sorted(expected, key=by_seq)
+
+
+def replay_lines(log: Path) -> tuple[list[Line], list[Line]]:
+    """The replay's entry decisions and mail lines (sends and skips)."""
+    result = CliRunner().invoke(cli, ["replay", str(log), "--include-skips"])
+    assert result.exit_code == 0, result.output
+    entries, mails = [], []
+    for text in result.stdout.splitlines():
+        obj = json.loads(text)
+        if obj.get("trigger") == "inbox" and obj["decision"] != "skip":
+            entries.append(
+                (
+                    obj["seq"],
+                    obj["recipient"],
+                    obj["category"],
+                    obj["group_key"],
+                    obj["entry"],
+                    obj["decision"],
+                    obj["count"],
+                    obj["in_app"],
+                    obj["email"],
+                )
+            )
+        elif obj.get("trigger") == "mail":
+            mails.append(
+                (
+                    obj["at"],
+                    obj["recipient"],
+                    obj["site"],
+                    obj["decision"],
+                    obj.get("reason"),
+                    obj.get("template"),
+                    tuple(
+                        (e["entry"], e["category"], e["variant"], e["count"])
+                        for e in obj["entries"]
+                    ),
+                    obj.get("more", 0),
+                    tuple(obj.get("unsubscribe", ())),
+                )
+            )
+    return entries, mails
+
+
+def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postgresql(
+    db_dsn: str, conn: psycopg.Connection[Any]
+) -> None:
+    """E4-E5 on both stores: with mail configured, the PostgreSQL drain (run by the worker's
+    clock at each instant it wakes, sending to an SMTP server on loopback) sends the replay's
+    mails at the replay's instants, skips what it skips, and every entry decision is equal."""
+    from mailpg import Clock, drain, smtp_server
+
+    from notify_core.inbox.drain import MailPlan
+    from notify_core.instants import format_instant
+    from notify_pg.mail_drain import MailRound
+
+    expected_entries, expected_mails = replay_lines(LOG)
+    assert sum(1 for m in expected_mails if m[3] == "send") > 20
+    server = smtp_server()
+    handler, port = next(server)
+    try:
+        wiki = ReferenceWiki(HOST_SCHEMA)
+        loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)
+        mails: list[Line] = []
+
+        def record(at: Any, plan: MailPlan, outcome: str) -> None:
+            assert outcome != "failed"
+            shown = plan.entries
+            mails.append(
+                (
+                    format_instant(at),
+                    plan.recipient,
+                    plan.site,
+                    "send" if plan.skip is None else "skip",
+                    None if plan.skip is None else plan.skip.value,
+                    plan.template,
+                    tuple(
+                        (loader.name_of(int(e.id)), e.category, e.state.variant, e.state.count)
+                        for e in shown
+                    ),
+                    plan.more,
+                    plan.unsubscribe,
+                )
+            )
+
+        events = [parse_event(json.loads(text)) for text in LOG.read_text().splitlines()]
+        clock = Clock(events[0].occurred_at)
+        mail_round = MailRound(drain(port, clock, on_done=record), poll=timedelta(days=30))
+
+        def mail_until(until: Any) -> None:
+            while True:
+                wake = mail_round.next_wake() or clock.now
+                if wake > until:
+                    return
+                clock.now = max(clock.now, wake)
+                mail_round(conn)
+
+        got: list[Line] = []
+        for event in events:
+            mail_until(event.occurred_at)  # due work at or before an event runs before it
+            clock.now = max(clock.now, event.occurred_at)
+            before = len(loader.written)
+            loader.feed(conn, event)
+            written = loader.written[before:]
+            mail_round.notice([w.email_after for w in written])
+            if event.type == "user.updated":
+                # A schedule change moves due times (E3) behind the round's back: a worker
+                # hears of it by its poll; here the round looks again at once.
+                mail_round.notice([clock.now])
+            got.extend(
+                (
+                    event.seq,
+                    w.user_id,
+                    w.category,
+                    w.group_key,
+                    loader.name_of(w.id),
+                    "new" if w.inserted else "coalesce",
+                    w.count,
+                    w.in_app,
+                    w.email_state,
+                )
+                for w in written
+            )
+        mail_until(events[-1].occurred_at + timedelta(days=2))
+    finally:
+        next(server, None)
+    by_seq: Callable[[Line], tuple[Any, ...]] = lambda line: (line[0], line[1], line[2])  # noqa: E731
+    assert sorted(got, key=by_seq) == sorted(expected_entries, key=by_seq)
+
+    # The mails of one drain instant: by recipient, site, the send first, then skips by reason.
+    def order(m: Line) -> tuple[Any, ...]:
+        return (m[0], m[1], m[2], m[3] != "send", m[4] or "")
+
+    assert sorted(mails, key=order) == sorted(expected_mails, key=order)
+    assert len(handler.received) == sum(1 for m in expected_mails if m[3] == "send")

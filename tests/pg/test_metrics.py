@@ -263,8 +263,8 @@ def test_gauges_read_the_backlog_of_the_database(
                 ("pending", "now()", "NULL", "now()"),
                 ("sent", "NULL", "now() - interval '1 hour'", "now()"),
                 ("sent", "NULL", "now() - interval '2 days'", "now() - interval '2 days'"),
-                ("failed", "NULL", "NULL", "now() - interval '1 hour'"),
-                ("failed", "NULL", "NULL", "now() - interval '3 days'"),
+                ("failed", "NULL", "now() - interval '1 hour'", "now()"),
+                ("failed", "NULL", "now() - interval '3 days'", "now() - interval '3 days'"),
             ]
         ):
             conn.execute(
