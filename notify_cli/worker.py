@@ -309,7 +309,7 @@ def worker(
         extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
     )
     work.run(stop)
-    log.info("worker stopped", extra={"fields": work_counts(work)})
+    log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
 
 
 #: The methods `notify_pg.inbox_fanout.InboxHostPorts` and `notify_pg.mail_drain.MailHostPorts`
@@ -443,6 +443,20 @@ def _mail_round(
         schema=schema,
     )
     return MailRound(drain, poll=poll)
+
+
+def inbox_counts(fanout: Any) -> dict[str, Any]:
+    """The inbox fan-out's counters for the last log line: events, entries, skipped
+    candidates and dropped events by reason (no person data)."""
+    stats = fanout.stats
+    return {
+        "inbox": {
+            "events": stats.events,
+            "entries": stats.entries,
+            "skips": dict(sorted(stats.skips.items())),
+            "dropped": dict(sorted(stats.dropped.items())),
+        }
+    }
 
 
 def work_counts(work: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
@@ -122,7 +123,15 @@ class Written:
 @attrs.define
 class FanOutStats:
     """What rounds did: events done, entries written, batches, access evaluations, and the
-    seconds spent in the entries' write statements (``write_s``, round trips included)."""
+    seconds spent in the entries' write statements (``write_s``, round trips included).
+
+    ``skips`` counts the candidates that got no entry, by reason (``actor``, ``no_access``,
+    ...: one per candidate and category, as a replay's summary counts them); ``dropped``
+    counts the events that gave nobody anything before any candidate was read, by reason
+    (``page_exists``: a deletion whose page is still there; ``site_off``: the site's switch,
+    N5; ``unknown_page``). Neither is stored: skips are counts, never rows
+    (docs/decisions.md).
+    """
 
     events: int = 0
     entries: int = 0
@@ -130,6 +139,8 @@ class FanOutStats:
     access_evaluations: int = 0
     lost_claims: int = 0
     write_s: float = 0.0
+    skips: Counter[str] = attrs.field(factory=Counter)
+    dropped: Counter[str] = attrs.field(factory=Counter)
 
 
 @attrs.frozen
@@ -228,6 +239,7 @@ class InboxFanOut:
         inbox, page = found
         site = host.inbox_site(conn, page.site)
         if site is not None and not site.notifications:  # N5: no entry
+            self.stats.dropped["site_off"] += 1
             self._finish(conn, claimed.id)
             return
         groups = host.inbox_groups(conn)
@@ -253,6 +265,7 @@ class InboxFanOut:
                     result = fan_out(inbox, candidates, people, groups, settings, access=access)
                     written = self._write(conn, claimed, inbox, page, site, result.entries, delay)
                     self.stats.entries += len(result.entries)
+                    self.stats.skips.update(skip.reason.value for skip in result.skips)
                 if end is None:
                     self._seam.run(
                         conn, "inbox_processed", {"id": claimed.id, "worker": self.worker}
@@ -303,13 +316,16 @@ class InboxFanOut:
             if kind.startswith("submission."):
                 ids["submission"] = str(p["submission"])
         if page_id is None:
+            self.stats.dropped["unknown_page"] += 1
             return None
         ids["page"] = page_id
         page = host.inbox_page(conn, page_id)
         if page is None:
+            self.stats.dropped["unknown_page"] += 1
             return None
         if kind == "page.deleted":
             if not page.deleted:
+                self.stats.dropped["page_exists"] += 1
                 return None  # page_exists: the delete failed after its emit
         elif kind in ("page.edited", "page.renamed"):
             page = page_after(page, event)
