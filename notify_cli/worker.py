@@ -330,7 +330,7 @@ def worker(
     work.run(stop)
     if metrics is not None:
         metrics.close()
-    log.info("worker stopped", extra={"fields": work_counts(work)})
+    log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
 
 
 def _metrics(port: int, host: str) -> Any:
@@ -480,6 +480,20 @@ def _mail_round(
         schema=schema,
     )
     return MailRound(drain, poll=poll)
+
+
+def inbox_counts(fanout: Any) -> dict[str, Any]:
+    """The inbox fan-out's counters for the last log line: events, entries, skipped
+    candidates and dropped events by reason (no person data)."""
+    stats = fanout.stats
+    return {
+        "inbox": {
+            "events": stats.events,
+            "entries": stats.entries,
+            "skips": dict(sorted(stats.skips.items())),
+            "dropped": dict(sorted(stats.dropped.items())),
+        }
+    }
 
 
 def work_counts(work: Any) -> dict[str, Any]:
