@@ -49,6 +49,13 @@ from notify_cli.worker import _logging
     "the default is a stand-in page served by this app.",
 )
 @click.option(
+    "--host-schema",
+    metavar="NAME",
+    type=Utf8Text(),
+    help="Schema of the reference host's wiki: its sites switched off are hidden from the "
+    "inbox (absent: no site is hidden).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -56,7 +63,13 @@ from notify_cli.worker import _logging
     help="Lowest level of the JSON log lines on stderr.",
 )
 def serve(
-    dsn: str, schema: str, host: str, port: int, unsubscribe_page: str, log_level: str
+    dsn: str,
+    schema: str,
+    host: str,
+    port: int,
+    unsubscribe_page: str,
+    host_schema: str | None,
+    log_level: str,
 ) -> None:
     """Serve one-click unsubscribe and the inbox over HTTP (a reference web app).
 
@@ -66,20 +79,23 @@ def serve(
     redirects (303) to --unsubscribe-page; GET /notifications/unsubscribe/info?t=TOKEN names
     the token's categories. The inbox routes (GET /notifications, GET /notifications/summary,
     PUT /notifications/read, PUT /notifications/ID/read, DELETE /notifications/ID) act for
-    the person named by the X-Notify-User header: put a proxy that authenticates in front.
+    the person named by the X-Notify-User header: put a proxy that authenticates in front;
+    with --host-schema the entries of the reference wiki's sites switched off are hidden.
     The schema must be migrated (notify db migrate). SIGTERM or SIGINT stop it (exit 0). A
     database that cannot be reached or an address that cannot be bound: a message on stderr
     and exit code 2.
     """
     try:
         from notify_core.errors import NotifyError
+        from notify_pg.reference_host.wiki import ReferenceWiki
         from notify_pg.serve import build_app, make_http_server, open_pool
     except ImportError as exc:  # werkzeug or psycopg_pool missing: no serve extra
         raise BadInput(
             f"serve needs the serve extra (pip install 'notify-engine[serve]'): {exc}"
         ) from None
-    if not schema:
-        raise BadInput("--schema must not be empty")
+    if not schema or host_schema == "":
+        raise BadInput("--schema and --host-schema must not be empty")
+    hidden = None if host_schema is None else ReferenceWiki(host_schema).sites_off
     _logging(log_level)
     log = logging.getLogger("notify_pg.serve")
     # The pool's own warnings (a lost connection) go to the same JSON lines.
@@ -93,7 +109,11 @@ def serve(
     try:
         try:
             server = make_http_server(
-                build_app(pool, schema=schema, unsubscribe_page=unsubscribe_page), host, port
+                build_app(
+                    pool, schema=schema, unsubscribe_page=unsubscribe_page, hidden_sites=hidden
+                ),
+                host,
+                port,
             )
         except OSError as exc:
             raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None

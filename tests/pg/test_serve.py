@@ -316,8 +316,9 @@ def test_u3_notify_serve_answers_and_stops_on_sigterm(db_dsn: str) -> None:
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         token = unsubscribe_token(unsubscribe_secret(conn, schema=SCHEMA), "ana", ["mention"])
     env = {**os.environ, "NOTIFY_DSN": db_dsn}
+    args = ["serve", "--schema", SCHEMA, "--port", "0", "--host-schema", HOST_SCHEMA]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "notify_cli", "serve", "--schema", SCHEMA, "--port", "0"],
+        [sys.executable, "-m", "notify_cli", *args],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -352,3 +353,30 @@ def test_notify_serve_without_a_database_is_one_line_and_exit_2(tmp_path: Any) -
     )
     assert done.returncode == 2
     assert done.stderr.startswith("notify: --dsn: ") and "Traceback" not in done.stderr
+
+
+def test_h1_entries_of_a_site_switched_off_are_hidden_and_come_back(
+    db_dsn: str, conn: Conn, wiki: ReferenceWiki
+) -> None:
+    """N5 over HTTP: with the host's switches (`notify serve --host-schema`), a site's
+    entries are hidden while its notifications are off, and kept."""
+    pool = open_pool(db_dsn)
+    app = build_app(pool, schema=SCHEMA, hidden_sites=ReferenceWiki(HOST_SCHEMA).sites_off)
+    httpd = make_http_server(app, "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    base = ("127.0.0.1", httpd.server_port)
+    ana = {USER_HEADER: "ana"}
+    try:
+        seen = []
+        for on in (False, True):
+            conn.execute("UPDATE host.wiki_sites SET notifications = %s", [on])
+            listed = call(base, "GET", "/notifications", headers=ana).json()["entries"]
+            unread = call(base, "GET", "/notifications/summary", headers=ana).json()["unread"]
+            seen.append((len(listed), unread))
+        assert seen == [(0, 0), (3, 3)]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
+        pool.close()
