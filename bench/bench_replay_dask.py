@@ -1,20 +1,32 @@
 """Benchmark: ``notify replay --engine dask`` against the single-process replay, as JSON.
 
     python bench/bench_replay_dask.py [--events 1000000] [--users 10000] [--seed 1]
-                                      [--max-fanout 500] [--partitions 2]
+                                      [--max-fanout 500] [--partitions 2] [--rounds 3]
+                                      [--log FILE]
 
 Stages, each reported in the JSON object:
-- ``log``: ``notify synth`` writes the log to a temporary file (a child process).
+- ``log``: ``notify synth`` writes the log to a temporary file (a child process), unless
+  ``--log`` names one already written (by the same synth options).
 - ``single``: ``notify replay LOG --out FILE --summary-json FILE`` in a child process: wall
-  time and peak resident memory.
-- ``dask``: this process starts a `distributed.LocalCluster` of ``--partitions``
-  single-threaded worker processes on loopback (``cluster_start_s``), runs one
-  `notify_cli.dask_engine.replay_partition` task per partition, merges their lines into a
-  file and their summaries (``replay_s``; ``wall_s`` is both, what ``notify replay --engine
-  dask`` pays), and asks every worker for its peak resident memory (``worker_peak_mib``);
-  ``merger_peak_mib`` is this process's, which holds every line until the merge.
-- ``speedup``: single wall time over the dask wall time (goal >= 1.7 with 2 workers on 2
-  cores), and ``identical``: whether the output and summary are byte-identical.
+  time, CPU time and peak resident memory.
+- ``dask``: a child process (``--dask-child``, so that its peak memory is its own) starts a
+  `distributed.LocalCluster` of ``--partitions`` single-threaded worker processes on
+  loopback (``cluster_start_s``), runs one `notify_cli.dask_engine.replay_partition` task
+  per partition (``tasks_s``, until every task's chunks are in), closes the cluster
+  (``close_s``), merges the chunks into a file and the summaries (``merge_s``; ``replay_s``
+  is all three; ``wall_s`` adds the cluster's start, what ``notify replay --engine dask``
+  pays). Each task reports its worker's peak
+  resident memory (``worker_peak_mib``) and CPU time (``task_cpu_s``); ``merger_peak_mib``
+  is the merging process's, ``chunks_mib`` the compressed lines it received.
+- The two alternate ``--rounds`` times in the same run; ``best`` takes each one's fastest,
+  ``speedup`` is single wall time over the dask wall time (goal >= 1.7 with 2 workers on 2
+  cores) and ``cpu_bound`` the single replay's CPU time over the slowest task's: the speedup
+  two idle cores would allow. ``shared`` (a child process) replays the log owning no
+  recipient: what every task repeats (reading, checking, building the world, classifying);
+  ``shared_share`` is its CPU time over the single replay's and ``amdahl_bound`` the speedup
+  that share leaves at most to ``--partitions`` tasks on as many idle cores.
+  ``identical``: every round's output and summary are the single replay's, byte for byte.
+  ``load`` is the machine's load average before and after.
 
 Figures depend on the machine; nothing here asserts a speed (tests/test_bench_replay_dask.py
 only runs the functions on a small log).
@@ -35,45 +47,47 @@ import time
 from pathlib import Path
 from typing import Any
 
-from notify_cli.dask_engine import replay_partition
+from notify_cli.dask_engine import SpooledRun, replay_partition, unspool
 from notify_core.decide import Policy
-from notify_core.partitioned import PartitionRun, merge_lines, merge_summaries
+from notify_core.partitioned import merge_groups, merge_summaries
 
 
 def notify(*args: str) -> list[str]:
     return [sys.executable, "-m", "notify_cli", *args]
 
 
-def run_child(command: list[str]) -> tuple[float, int]:
-    """Run a command; return its wall time and its peak resident set in KiB."""
-    start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    assert child.stderr is not None
-    stderr = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{command} failed: {stderr.decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss
+def run_child(command: list[str]) -> tuple[float, int, float, str]:
+    """Run a command; return its wall time, peak resident set in KiB, CPU time and stdout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(command, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if child.returncode != 0:
+            raise RuntimeError(f"{command} failed: {err.read().decode()[-2000:]}")
+        return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, out.read().decode()
 
 
-def _peak_kib() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def _mib(kib: float) -> float:
+    return round(kib / 1024, 1)
 
 
 def single(log: Path, out: Path, summary: Path) -> dict[str, Any]:
     """The single-process replay, in a child process."""
-    seconds, peak = run_child(
+    seconds, peak, cpu, _ = run_child(
         notify("replay", str(log), f"--out={out}", f"--summary-json={summary}")
     )
-    return {"wall_s": round(seconds, 2), "peak_mib": round(peak / 1024, 1)}
+    return {"wall_s": round(seconds, 2), "cpu_s": round(cpu, 2), "peak_mib": _mib(peak)}
 
 
 def dask(
     log: Path, out: Path, summary: Path, partitions: int, scheduler: str | None = None
 ) -> dict[str, Any]:
     """The same replay as ``partitions`` tasks on a fresh local cluster (or the running one
-    at ``scheduler``, as the smoke test does), merged."""
+    at ``scheduler``, as the smoke test does), merged by streaming, in this process."""
     from distributed import Client, LocalCluster
 
     start = time.perf_counter()
@@ -100,30 +114,61 @@ def dask(
             )
             for index in range(partitions)
         ]
-        runs: list[PartitionRun] = client.gather(futures)
+        runs: list[SpooledRun] = client.gather(futures)
         gathered = time.perf_counter()
-        with out.open("w", encoding="utf-8") as handle:
-            for text in merge_lines([run.lines for run in runs]):
-                handle.write(text + "\n")
-        merged = merge_summaries([run.summary for run in runs])
-        summary.write_text(json.dumps(merged.to_json(), indent=2) + "\n")
-        done = time.perf_counter()
-        peaks = client.run(_peak_kib)  # type: ignore[no-untyped-call]
     finally:
         client.close()  # type: ignore[no-untyped-call]
         if cluster is not None:
             cluster.close()  # type: ignore[no-untyped-call]
+    closed = time.perf_counter()
+    chunks = sum(len(chunk) for run in runs for chunk in run.chunks)
+    lines = sum(run.lines for run in runs)
+    merged = merge_summaries([run.summary for run in runs])
+    with out.open("w", encoding="utf-8") as handle:
+        for texts in merge_groups([unspool(run.chunks) for run in runs]):
+            handle.write("\n".join(texts))
+            handle.write("\n")
+    summary.write_text(json.dumps(merged.to_json(), indent=2) + "\n")
+    done = time.perf_counter()
     return {
         "partitions": partitions,
         "cluster_start_s": round(started - start, 2),
         "tasks_s": round(gathered - started, 2),
-        "merge_s": round(done - gathered, 2),
+        "close_s": round(closed - gathered, 2),
+        "merge_s": round(done - closed, 2),
         "replay_s": round(done - started, 2),
         "wall_s": round(done - start, 2),
-        "lines": sum(len(run.lines) for run in runs),
-        "worker_peak_mib": sorted(round(kib / 1024, 1) for kib in peaks.values()),
-        "merger_peak_mib": round(_peak_kib() / 1024, 1),
+        "lines": lines,
+        "chunks_mib": _mib(chunks / 1024),
+        "task_cpu_s": [round(run.cpu_s, 2) for run in runs],
+        "worker_peak_mib": [_mib(run.peak_kib) for run in runs],
+        "merger_peak_mib": _mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss),
     }
+
+
+def shared(log: Path) -> dict[str, Any]:
+    """What every task repeats: a replay of the whole log that owns no recipient (reading,
+    checking, building the world, classifying), in this process."""
+    from notify_cli import fastjson
+    from notify_cli.batch import batch_gc
+    from notify_cli.options import lines_of
+    from notify_core.partitioned import run_partition
+    from notify_core.partitions import Partition
+    from notify_core.replay import Replay
+
+    wall, cpu = time.perf_counter(), time.process_time()
+    replay = Replay(reader=fastjson.reader(), owns=lambda _: False)
+    with batch_gc():
+        run = run_partition(replay, Partition(0, 1), lines_of(str(log)), fastjson.dumps)
+    assert not run.groups
+    return {
+        "wall_s": round(time.perf_counter() - wall, 2),
+        "cpu_s": round(time.process_time() - cpu, 2),
+    }
+
+
+def _load() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -134,34 +179,88 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-fanout", type=int, default=500)
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--log", type=Path, default=None)
+    parser.add_argument("--dask-child", nargs=3, metavar=("LOG", "OUT", "SUMMARY"))
+    parser.add_argument("--shared-child", metavar="LOG")
     args = parser.parse_args(argv)
+    if args.shared_child:
+        result = shared(Path(args.shared_child))
+        print(json.dumps(result))
+        return result
+    if args.dask_child:
+        log, out, summary = map(Path, args.dask_child)
+        result = dask(log, out, summary, args.partitions)
+        print(json.dumps(result))
+        return result
     with tempfile.TemporaryDirectory(prefix="bench-replay-dask-") as tmp:
         folder = Path(tmp)
-        log = folder / "log.jsonl"
-        seconds, _ = run_child(
-            notify(
-                "synth",
-                f"--events={args.events}",
-                f"--users={args.users}",
-                f"--seed={args.seed}",
-                f"--max-fanout={args.max_fanout}",
-                f"--out={log}",
-            )
-        )
         report: dict[str, Any] = {
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-            "log": {"events": args.events, "users": args.users, "seconds": round(seconds, 2)},
+            "load": {"before": _load()},
         }
-        report["single"] = single(log, folder / "single.jsonl", folder / "single.json")
-        report["dask"] = dask(log, folder / "dask.jsonl", folder / "dask.json", args.partitions)
-        report["speedup"] = round(report["single"]["wall_s"] / report["dask"]["wall_s"], 2)
+        log = args.log
+        if log is None:
+            log = folder / "log.jsonl"
+            seconds, *_ = run_child(
+                notify(
+                    "synth",
+                    f"--events={args.events}",
+                    f"--users={args.users}",
+                    f"--seed={args.seed}",
+                    f"--max-fanout={args.max_fanout}",
+                    f"--out={log}",
+                )
+            )
+            report["log"] = {
+                "events": args.events,
+                "users": args.users,
+                "seconds": round(seconds, 2),
+            }
+        else:
+            report["log"] = {"file": str(log)}
+        singles, dasks, identical = [], [], True
+        *_, stdout = run_child([sys.executable, __file__, f"--shared-child={log}"])
+        report["shared"] = json.loads(stdout.splitlines()[-1])
+        for _ in range(args.rounds):
+            singles.append(single(log, folder / "single.jsonl", folder / "single.json"))
+            files = [str(log), str(folder / "dask.jsonl"), str(folder / "dask.json")]
+            _, peak, _, stdout = run_child(
+                [
+                    sys.executable,
+                    __file__,
+                    f"--partitions={args.partitions}",
+                    "--dask-child",
+                    *files,
+                ]
+            )
+            dasks.append(json.loads(stdout.splitlines()[-1]) | {"child_peak_mib": _mib(peak)})
+            identical = identical and all(
+                (folder / f"single.{ext}").read_bytes() == (folder / f"dask.{ext}").read_bytes()
+                for ext in ("jsonl", "json")
+            )
+        report["single"] = singles
+        report["dask"] = dasks
+        best_single = min(singles, key=lambda run: run["wall_s"])
+        best_dask = min(dasks, key=lambda run: run["wall_s"])
+        report["best"] = {"single": best_single, "dask": best_dask}
+        report["speedup"] = round(best_single["wall_s"] / best_dask["wall_s"], 2)
         report["speedup_without_cluster_start"] = round(
-            report["single"]["wall_s"] / report["dask"]["replay_s"], 2
+            best_single["wall_s"] / best_dask["replay_s"], 2
         )
-        report["identical"] = all(
-            (folder / f"single.{ext}").read_bytes() == (folder / f"dask.{ext}").read_bytes()
-            for ext in ("jsonl", "json")
+        report["cpu_bound"] = round(
+            min(run["cpu_s"] for run in singles) / min(max(run["task_cpu_s"]) for run in dasks),
+            2,
         )
+        # Amdahl: every task repeats the shared part; only the rest divides among partitions.
+        one = min(run["cpu_s"] for run in singles)
+        rest = one - report["shared"]["cpu_s"]
+        report["shared_share"] = round(report["shared"]["cpu_s"] / one, 3)
+        report["amdahl_bound"] = round(
+            one / (report["shared"]["cpu_s"] + rest / args.partitions), 2
+        )
+        report["identical"] = identical
+        report["load"]["after"] = _load()
     print(json.dumps(report, indent=2))
     return report
 

@@ -1,10 +1,12 @@
 """``notify replay --engine dask``: one recipient partition per task on a Dask cluster.
 
-Each task replays the whole log deciding for one partition (`notify_core.partitioned`); this
-process merges the tasks' keyed lines into the single replay's output and their summaries
-into its summary. Without ``--scheduler`` a `distributed.LocalCluster` of one single-threaded
-process per partition runs on this machine (loopback only); with one, every worker must read
-the log at the same path (docs/replay.md).
+Each task replays the whole log deciding for one partition (`notify_core.partitioned`) and
+returns its lines grouped by log line, as zlib-compressed chunks (`Spool`); this process
+merges the chunks by streaming (one chunk per partition decompressed at a time) into the
+single replay's output, and the summaries into its summary. Without ``--scheduler`` a
+`distributed.LocalCluster` of one single-threaded process per partition runs on this
+machine (loopback only); with one, every worker must read the log at the same path
+(docs/replay.md).
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import pickle
+import resource
 import sys
+import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from typing import IO, Any, Final
+
+import attrs
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
@@ -29,32 +37,116 @@ from notify_cli.options import (
 from notify_core.decide import Policy
 from notify_core.events import EventError
 from notify_core.partitioned import (
-    PartitionRun,
+    Group,
     error_of,
-    merge_lines,
+    merge_groups,
     merge_summaries,
     run_partition,
 )
 from notify_core.partitions import Partition
 from notify_core.replay import Replay, Summary
 
-__all__ = ["INSTALL", "check_options", "replay_dask", "replay_partition", "run_dask_replay"]
+__all__ = [
+    "INSTALL",
+    "Spool",
+    "SpooledRun",
+    "check_options",
+    "replay_dask",
+    "replay_partition",
+    "run_dask_replay",
+    "unspool",
+]
 
 #: What the CLI says when Dask is missing.
 INSTALL = "--engine dask needs the Dask extra: pip install 'notify-engine[dask]'"
 
 
+#: Lines per compressed chunk: big enough for zlib to find the lines' repetitions, small
+#: enough that the merge holds little decompressed (one chunk per partition).
+CHUNK_LINES: Final = 20_000
+
+
+class Spool:
+    """A partition's groups as zlib-compressed pickles of about `CHUNK_LINES` lines each.
+
+    A task's lines are kept compressed (bytes, which the collector never walks) and travel
+    to the merging process as they are, a tenth of their text's size.
+    """
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.lines = 0
+        self._buffer: list[Group] = []
+        self._buffered = 0
+
+    def put(self, group: Group) -> None:
+        """Add the lines of one log line."""
+        self._buffer.append(group)
+        self._buffered += len(group[2])
+        if self._buffered >= CHUNK_LINES:
+            self._flush()
+
+    def close(self) -> list[bytes]:
+        """Compress what is buffered; return every chunk, in order."""
+        if self._buffer:
+            self._flush()
+        return self.chunks
+
+    def _flush(self) -> None:
+        data = pickle.dumps(self._buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        self.chunks.append(zlib.compress(data, 1))
+        self.lines += self._buffered
+        self._buffer, self._buffered = [], 0
+
+
+def unspool(chunks: list[bytes]) -> Iterator[Group]:
+    """Yield the groups of `Spool` chunks, decompressing one at a time; each chunk is dropped
+    from ``chunks`` once read, so that memory falls as the merge goes on."""
+    for index, chunk in enumerate(chunks):
+        chunks[index] = b""
+        groups: list[Group] = pickle.loads(zlib.decompress(chunk))
+        del chunk
+        yield from groups
+
+
+@attrs.define
+class SpooledRun:
+    """What one Dask task returns: its `Spool` chunks, counts and bad lines.
+
+    Attributes:
+        chunks: the partition's lines (`unspool` reads them).
+        lines: how many lines the chunks hold.
+        summary: the partition's counts.
+        errors: its bad lines (`notify_core.partitioned.PartitionRun.errors`).
+        peak_kib: the peak resident memory of the worker process that ran it.
+        cpu_s: the CPU time of that process during the task (its Dask threads included).
+    """
+
+    chunks: list[bytes]
+    lines: int
+    summary: Summary
+    errors: list[tuple[int, str, str, str | None]]
+    peak_kib: int
+    cpu_s: float
+
+
 def replay_partition(
     path: str, policy: Policy, include_skips: bool, index: int, count: int
-) -> PartitionRun:
+) -> SpooledRun:
     """Replay the log at ``path`` for partition ``index`` of ``count`` (one Dask task)."""
+    started = time.process_time()
     partition = Partition(index, count)
     # An MD5 per candidate otherwise: a recipient's partition is asked once per fan-out.
     owns = functools.cache(partition.__call__)
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader(), owns=owns)
+    spool = Spool()
     # The single replay's collector settings: a task holds the whole world's state too.
     with batch_gc():
-        return run_partition(replay, partition, lines_of(path), fastjson.dumps)
+        run = run_partition(replay, partition, lines_of(path), fastjson.dumps, spool.put)
+    chunks = spool.close()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cpu = time.process_time() - started
+    return SpooledRun(chunks, spool.lines, run.summary, run.errors, peak, cpu)
 
 
 @contextmanager
@@ -117,17 +209,18 @@ def replay_dask(
             for index in range(count)
         ]
         try:
-            runs: list[PartitionRun] = client.gather(futures)
+            runs: list[SpooledRun] = client.gather(futures)
         except BadInput:
             raise
         except Exception as exc:  # a worker's failure comes back as its own exception
             raise BadInput(f"the Dask replay failed: {type(exc).__name__}: {exc}") from None
-    write = out.write if out is not None else None
-    if write is not None:
-        with writing(out_name):
-            for text in merge_lines([run.lines for run in runs]):
-                write(text + "\n")
     summary = merge_summaries([run.summary for run in runs])
+    if out is not None:
+        write = out.write
+        with writing(out_name):
+            for texts in merge_groups([unspool(run.chunks) for run in runs]):
+                write("\n".join(texts))
+                write("\n")
     return summary, [error_of(values) for values in runs[0].errors]
 
 

@@ -3,11 +3,13 @@
 Every hint, entry line and mail line belongs to one recipient, and a recipient's decisions
 read only their own state and the host's (`notify_core.partitions`). So ``count`` replays of
 the same log, each deciding for one `Partition`, together decide exactly what one replay
-does. What remains is the order: each line carries a sort key (`sort_key`) that places it
-where the single replay writes it (formats.md section 3), and the partitions' lines, each
-partition's already in key order, are merged by key (`merge_lines`); lines with equal keys
-have the same recipient, so they come from one partition, whose own order the merge keeps.
-The summaries merge by `merge_summaries`.
+does. What remains is the order: a line's place in the single replay's output (formats.md
+section 3) is the log line that caused it (the end of the log for the final due work), then
+its `sub_key`. A partition gives its lines grouped by the log line (`Group`), in key order;
+`merge_groups` merges the partitions' groups by log line and sorts only the lines of a log
+line that several partitions wrote to. Lines with equal keys have the same recipient, so they
+come from one partition, whose own order the stable sort keeps. The summaries merge by
+`merge_summaries`.
 
 Events, bad lines and unknown references are the log's, not a recipient's: every partition
 sees all of them, and only the first (index 0) reports them.
@@ -19,6 +21,7 @@ import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Final
 
 import attrs
@@ -31,22 +34,24 @@ from notify_core.replay import Item, Replay, Summary, UnknownReference, dumps_it
 
 __all__ = [
     "END",
-    "Key",
+    "Group",
     "PartitionRun",
+    "SubKey",
     "error_of",
-    "merge_lines",
+    "merge_groups",
     "merge_summaries",
     "run_partition",
-    "sort_key",
+    "sub_key",
 ]
 
 #: The position of the work that `Replay.finish` yields: after every line of the log.
 END: Final = 1 << 62
 
-#: A line's place in the single replay: (log line, phase, then the phase's own order).
-Key = tuple[int, int, int, int, str, str, int, str]
+#: A line's place among the lines caused by one log line: (phase, then the phase's own order).
+SubKey = tuple[int, int, int, str, str, int, str]
 
 _MESSAGE: Final = "message"
+_line_of: Final = itemgetter(0)
 
 
 def _micros(at: datetime) -> int:
@@ -54,8 +59,8 @@ def _micros(at: datetime) -> int:
     return int(at.timestamp()) * 1_000_000 + at.microsecond
 
 
-def sort_key(item: Item, line: int) -> Key:
-    """Return where the single replay writes ``item``, caused by log line ``line``.
+def sub_key(item: Item) -> SubKey:
+    """Return where the single replay writes ``item`` among the lines of its log line.
 
     The phases of one line, in order (`Replay.feed_event`): due work (hints by due time and
     recipient, a drain instant's mail lines after the hints due by then, by recipient, site,
@@ -65,30 +70,36 @@ def sort_key(item: Item, line: int) -> Key:
     if type(item) is Hint:
         if item.trigger is Trigger.EVENT:
             group = 1 if item.kind._value_ == _MESSAGE else 0
-            return (line, 1, group, 0, item.recipient, "", 0, "")
-        return (line, 0, _micros(item.at), 0, item.recipient, "", 0, "")
+            return (1, group, 0, item.recipient, "", 0, "")
+        return (0, _micros(item.at), 0, item.recipient, "", 0, "")
     if type(item) is MailLine:
         reason = "" if item.reason is None else item.reason.value
         skip = 0 if item.decision == "send" else 1
-        return (line, 0, _micros(item.at), 1, item.recipient, item.site, skip, reason)
+        return (0, _micros(item.at), 1, item.recipient, item.site, skip, reason)
     if type(item) is InboxLine:
-        return (line, 2, 0, 0, item.recipient, item.category, 0, "")
+        return (2, 0, 0, item.recipient, item.category, 0, "")
     assert isinstance(item, UnknownReference)
-    return (line, 3, 0, 0, "", "", 0, "")
+    return (3, 0, 0, "", "", 0, "")
+
+
+#: The lines one log line causes in one partition: the log line's number, then the rest of
+#: each line's key and its text, in key order (`run_partition` gives them line by line).
+Group = tuple[int, list[SubKey], list[str]]
 
 
 @attrs.define
 class PartitionRun:
-    """What one partition's replay gives: its lines with their keys, summary and bad lines.
+    """What one partition's replay gives: its lines grouped by log line, summary, bad lines.
 
     Attributes:
-        lines: ``(key, JSON line)`` in key order.
+        groups: the partition's lines, one `Group` per log line that caused any, in log order
+            (empty when `run_partition` handed them to a ``sink`` instead).
         summary: the partition's counts.
         errors: the bad lines as ``(line, code, message, pointer)`` (index 0 only; plain
             values so that they travel between processes).
     """
 
-    lines: list[tuple[Key, str]]
+    groups: list[Group]
     summary: Summary
     errors: list[tuple[int, str, str, str | None]]
 
@@ -98,6 +109,7 @@ def run_partition(
     partition: Partition,
     lines: Iterable[str | bytes],
     dumps: Callable[[object], str] = dumps_json,
+    sink: Callable[[Group], object] | None = None,
 ) -> PartitionRun:
     """Replay ``lines`` deciding for ``partition`` only; ``replay`` must own that partition.
 
@@ -106,33 +118,69 @@ def run_partition(
         partition: the partition it decides for.
         lines: every line of the log.
         dumps: the JSON encoder of the lines (as `dumps_item` takes).
+        sink: called with each `Group` as soon as its log line is replayed (e.g. to compress
+            it away); ``None`` keeps them in `PartitionRun.groups`.
     """
     first = partition.index == 0
-    out: list[tuple[Key, str]] = []
+    groups: list[Group] = []
+    put = groups.append if sink is None else sink
     errors: list[tuple[int, str, str, str | None]] = []
-    add = out.append
 
     def keep(items: Iterable[Item], line: int) -> None:
-        for item in items:
-            if not first and type(item) is UnknownReference:
-                continue
-            add((sort_key(item, line), dumps_item(item, dumps)))
+        keys: list[SubKey] = []
+        texts: list[str] = []
+        try:
+            for item in items:
+                if not first and type(item) is UnknownReference:
+                    continue
+                keys.append(sub_key(item))
+                texts.append(dumps_item(item, dumps))
+        finally:  # a bad line's error can follow lines it caused (mail due before it)
+            if texts:
+                put((line, keys, texts))
 
+    feed = replay.feed
     for number, text in enumerate(lines, start=1):
         try:
-            keep(replay.feed(text, number), number)
+            keep(feed(text, number), number)
         except EventError as error:
             replay.summary.bad_lines += 1
             if first:
                 errors.append((error.line, error.code, error.message, error.pointer))
     keep(replay.finish(), END)
-    return PartitionRun(lines=out, summary=replay.summary, errors=errors)
+    return PartitionRun(groups=groups, summary=replay.summary, errors=errors)
 
 
-def merge_lines(parts: Sequence[Sequence[tuple[Key, str]]]) -> Iterator[str]:
-    """Merge the partitions' keyed lines (each in key order) into the single replay's order."""
-    for _, text in heapq.merge(*parts, key=lambda pair: pair[0]):
-        yield text
+def merge_groups(parts: Sequence[Iterable[Group]]) -> Iterator[list[str]]:
+    """Merge the partitions' groups (each in log order) into the single replay's order.
+
+    Yields the texts of one log line at a time. A log line that only one partition wrote
+    lines for costs no comparison of keys; the others are sorted by key, stably, so that
+    lines with equal keys (one recipient's, hence one partition's) keep their order.
+    """
+    line, same = -1, []
+    for group in heapq.merge(*parts, key=_line_of):
+        if group[0] == line:
+            same.append(group)
+            continue
+        if same:
+            yield _texts(same)
+        line, same = group[0], [group]
+    if same:
+        yield _texts(same)
+
+
+def _texts(same: list[Group]) -> list[str]:
+    """The texts of one log line's groups (one per partition that wrote any), in key order."""
+    if len(same) == 1:
+        return same[0][2]
+    keys: list[SubKey] = []
+    texts: list[str] = []
+    for _, more_keys, more_texts in same:
+        keys += more_keys
+        texts += more_texts
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [texts[index] for index in order]
 
 
 #: The summary's counts of the log itself, not of a recipient: every partition has them all.

@@ -28,3 +28,6 @@ def test_bench_stages_on_120_watchers() -> None:
     for stage in ("baseline", "fan_out", "pipeline_new", "pipeline_coalesce"):
         assert figures[stage]["decisions"] == 120, stage
     assert figures["fan_out"]["over_baseline"] > 0
+    for stage in ("pipeline_new", "pipeline_coalesce"):
+        assert figures[stage]["over_fan_out"] > 0, stage
+        assert isinstance(figures[stage]["goal_met"], bool), stage

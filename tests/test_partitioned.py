@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from notify_core.events import EventError
-from notify_core.partitioned import merge_lines, merge_summaries, run_partition
+from notify_core.partitioned import merge_groups, merge_summaries, run_partition
 from notify_core.partitions import Partition
 from notify_core.replay import Replay, dumps_item, policy_from_mapping
 from notify_core.synth import SynthConfig, synth_events
@@ -55,7 +55,7 @@ def _split(
         part = Partition(index, count)
         replay = Replay(policy=policy, include_skips=skips, owns=part)
         runs.append(run_partition(replay, part, lines))
-    merged = list(merge_lines([run.lines for run in runs]))
+    merged = [text for texts in merge_groups([run.groups for run in runs]) for text in texts]
     summary = merge_summaries([run.summary for run in runs])
     return merged, summary, len(runs[0].errors)
 

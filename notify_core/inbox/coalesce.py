@@ -20,7 +20,7 @@ import attrs
 from notify_core.errors import UsageError
 from notify_core.instants import require_instant
 
-__all__ = ["OPEN_EMAIL", "EmailState", "EntryState", "coalesce", "mail_done", "read"]
+__all__ = ["OPEN_EMAIL", "EmailState", "EntryState", "coalesce", "mail_done", "read", "transition"]
 
 
 class EmailState(enum.StrEnum):
@@ -104,6 +104,21 @@ def coalesce(
             without ``email_after``.
     """
     require_instant(at, "at")
+    return transition(entry, event, variant, at, in_app, email_on, email_after, actor)
+
+
+def transition(
+    entry: EntryState | None,
+    event: str,
+    variant: str,
+    at: datetime,
+    in_app: bool,
+    email_on: bool,
+    email_after: datetime | None,
+    actor: str | None,
+) -> EntryState:
+    """`coalesce` with ``at`` already checked: the pipeline checks an event's time once and
+    applies it to every recipient (arguments by position, in `coalesce`'s order)."""
     if entry is not None:
         if entry.read:
             raise UsageError("entry_read", "a read entry takes no events: start a new one")

@@ -197,8 +197,14 @@ def fan_out(
     reached: set[str] = set()
     entries: list[EntryDecision] = []
     skips: list[SkipDecision] = []
-    entry, skip = entries.append, skips.append
-    for category in firing(event):
+    append_entry, append_skip = entries.append, skips.append
+    # The decisions are named tuples built without their Python-level ``__new__`` (a fan-out
+    # makes one per candidate); every field is given.
+    make = tuple.__new__
+    fired = firing(event)
+    # One firing category: each candidate comes once, so nobody is reached twice.
+    several = len(fired) > 1
+    for category in fired:
         listed = candidates.get(category.key, ())
         if category is _MENTION and event.previous_mentions:
             listed = [p for p in listed if p not in event.previous_mentions]
@@ -210,21 +216,21 @@ def fan_out(
         allowed: dict[frozenset[str], bool] = {}
         for person in dict.fromkeys(listed):  # each candidate once, in order
             if person == actor:
-                skip(SkipDecision(person, category, InboxSkip.ACTOR))
+                append_skip(make(SkipDecision, (person, category, InboxSkip.ACTOR)))
                 continue
             facts = person_of(person)
             if facts is None or not (facts.active and facts.human) or facts.system:
-                skip(SkipDecision(person, category, InboxSkip.INACTIVE))
+                append_skip(make(SkipDecision, (person, category, InboxSkip.INACTIVE)))
                 continue
             if permission is not None:
                 held = allowed.get(facts.groups)
                 if held is None:
                     held = allowed[facts.groups] = access.holds(facts.groups, permission)
                 if not held:
-                    skip(SkipDecision(person, category, InboxSkip.NO_ACCESS))
+                    append_skip(make(SkipDecision, (person, category, InboxSkip.NO_ACCESS)))
                     continue
             if delivery is Delivery.OFF:
-                skip(SkipDecision(person, category, InboxSkip.SECTION_OFF))
+                append_skip(make(SkipDecision, (person, category, InboxSkip.SECTION_OFF)))
                 continue
             if facts.prefs.rows:
                 choice = channels_for(
@@ -235,12 +241,13 @@ def fan_out(
                 in_app = default_in_app
                 email = default_email and email_allowed and facts.verified and bool(facts.email)
             if not (in_app or email):
-                skip(SkipDecision(person, category, InboxSkip.PREFERENCE))
-            elif person in reached:
-                skip(SkipDecision(person, category, InboxSkip.LOWER_PRIORITY))
+                append_skip(make(SkipDecision, (person, category, InboxSkip.PREFERENCE)))
+            elif several and person in reached:
+                append_skip(make(SkipDecision, (person, category, InboxSkip.LOWER_PRIORITY)))
             else:
-                reached.add(person)
-                entry(EntryDecision(person, category, in_app, email))
+                if several:
+                    reached.add(person)
+                append_entry(make(EntryDecision, (person, category, in_app, email)))
     entries.sort(key=_BY_RECIPIENT)
     skips.sort(key=_BY_RECIPIENT_CATEGORY)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)

@@ -378,10 +378,11 @@ _HANDLERS: Final = {
 
 @attrs.define
 class EntryMemory:
-    """The entries of one replay: by id, the unread ones by (person, key), and id counters."""
+    """The entries of one replay: by id, the unread ones by person and key, and id counters."""
 
     entries: dict[str, Entry] = attrs.field(factory=dict)
-    unread_keys: dict[str, dict[str, str]] = attrs.field(factory=dict)
+    #: The unread entries themselves (not their ids): a fan-out looks one up per recipient.
+    unread_keys: dict[str, dict[str, Entry]] = attrs.field(factory=dict)
     counters: dict[tuple[str, str], int] = attrs.field(factory=dict)
     # (email_after, entry id) of pending emails; an item whose entry moved on is dropped
     # when it comes up.
@@ -390,10 +391,7 @@ class EntryMemory:
     def unread(self, person: str, group_key: str) -> Entry | None:
         """Return a person's unread entry of a key."""
         found = self.unread_keys.get(person)
-        if not found:
-            return None
-        entry = found.get(group_key)
-        return None if entry is None else self.entries[entry]
+        return None if found is None else found.get(group_key)
 
     def next_id(self, person: str, group_key: str) -> str:
         """Return the id of the person's next entry on a key: ``<person>:<key>:<n>``."""
@@ -404,21 +402,22 @@ class EntryMemory:
     def save(self, entry: Entry) -> None:
         """Insert or replace an entry; a read one gives up its key."""
         self.entries[entry.id] = entry
-        due = entry.state.email_after
-        if due is not None and entry.state.email is EmailState.PENDING:
-            heapq.heappush(self._due, (due, entry.id))
+        state = entry.state
+        if state.email is EmailState.PENDING and state.email_after is not None:
+            heapq.heappush(self._due, (state.email_after, entry.id))
         keys = self.unread_keys.get(entry.person)
         if keys is None:
             keys = self.unread_keys[entry.person] = {}
-        if entry.state.read:
-            if keys.get(entry.group_key) == entry.id:
+        if state.read:
+            held = keys.get(entry.group_key)
+            if held is not None and held.id == entry.id:
                 del keys[entry.group_key]
         else:
-            keys[entry.group_key] = entry.id
+            keys[entry.group_key] = entry
 
     def unread_of(self, person: str) -> Sequence[Entry]:
         """Return a person's unread entries."""
-        return [self.entries[e] for e in self.unread_keys.get(person, {}).values()]
+        return list(self.unread_keys.get(person, {}).values())
 
     def get(self, entry: str) -> Entry | None:
         """Return an entry by id."""
@@ -453,5 +452,6 @@ class EntryMemory:
         found = self.entries.pop(entry, None)
         if found is not None:
             keys = self.unread_keys.get(found.person, {})
-            if keys.get(found.group_key) == entry:
+            held = keys.get(found.group_key)
+            if held is not None and held.id == entry:
                 del keys[found.group_key]

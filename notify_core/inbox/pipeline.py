@@ -33,7 +33,7 @@ from notify_core.inbox.categories import (
     Origin,
     event_variant,
 )
-from notify_core.inbox.coalesce import EmailState, EntryState, coalesce, mail_done, read
+from notify_core.inbox.coalesce import EmailState, EntryState, mail_done, read, transition
 from notify_core.inbox.drain import MailSkip, plan_mails
 from notify_core.inbox.fanout import (
     EntryDecision,
@@ -53,8 +53,8 @@ from notify_core.inbox.ports import (
     WikiFacts,
     WikiUser,
 )
-from notify_core.instants import format_instant_cached
-from notify_core.mail import EmailSchedule, QueuedEmail, email_after_for, reschedule
+from notify_core.instants import format_instant_cached, require_instant
+from notify_core.mail import EmailSchedule, QueuedEmail, Schedule, email_after_for, reschedule
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -64,6 +64,7 @@ __all__ = [
     "InboxLine",
     "InboxPipeline",
     "MailLine",
+    "due_is_shared",
     "email_schedule",
     "immediate_email_after",
     "inbox_line_to_json",
@@ -213,6 +214,16 @@ def scheduled_email_after(
         site_time_zone=site.time_zone if site is not None else None,
         delay=delay,
     )
+
+
+def due_is_shared(user: WikiUser, category: Category) -> bool:
+    """Whether `scheduled_email_after` gives every person of this schedule the same due time.
+
+    ``immediate`` and a category without digest give ``now + delay`` whoever the person is
+    (`email_after_for` reads neither the person's offset nor a zone then); ``hourly`` and
+    ``daily`` depend on the person's offset.
+    """
+    return not category.digest or email_schedule(user).schedule is Schedule.IMMEDIATE
 
 
 @attrs.define
@@ -378,8 +389,10 @@ class InboxPipeline:
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         lines = self._apply(event, inbox, page, result.entries)
         if result.skips:
-            lines.extend(self._skip_line(event, inbox, skip) for skip in result.skips)
-            lines.sort(key=_LINE_ORDER)
+            lines.extend(self._skip_lines(event, inbox, result.skips))
+            # Entries and skips each come by recipient (then category); one firing category
+            # has each recipient once, so the recipient alone orders the merge.
+            lines.sort(key=_BY_RECIPIENT if len(candidates) == 1 else _LINE_ORDER)
         return lines
 
     def _site_off(
@@ -393,6 +406,34 @@ class InboxPipeline:
             for person in dict.fromkeys(listed)
         ]
         lines.sort(key=_LINE_ORDER)
+        return lines
+
+    def _skip_lines(
+        self, event: Event, inbox: InboxEvent, skips: Sequence[SkipDecision]
+    ) -> list[InboxLine]:
+        """`_skip_line` of each skip, with each category's key worked out once."""
+        seq, at, variant, site, ids = (
+            event.seq,
+            event.occurred_at,
+            inbox.variant,
+            inbox.site,
+            (inbox.ids),
+        )
+        skip_kind = EntryDecisionKind.SKIP
+        keys: dict[str, str] = {}
+        make_line = tuple.__new__  # InboxLine without its Python-level __new__ (all 10 fields)
+        lines = []
+        for person, category, reason in skips:
+            category_key = category.key
+            key = keys.get(category_key)
+            if key is None:
+                key = keys[category_key] = category.group_key(ids)
+            lines.append(
+                make_line(
+                    InboxLine,
+                    (seq, at, person, category_key, variant, key, skip_kind, site, None, reason),
+                )
+            )
         return lines
 
     def _skip_line(self, event: Event, inbox: InboxEvent, skip: SkipDecision) -> InboxLine:
@@ -413,12 +454,16 @@ class InboxPipeline:
     ) -> list[InboxLine]:
         """Coalesce each entry decision into the person's unread entry of its key (N10-N12).
 
-        What is the same for every person of the event (keys, the snapshot, the delay) is
-        worked out once.
+        What is the same for every person of the event (keys, the snapshot, the delay, the
+        checked time) is worked out once. Coalescing is a pure function of the entry's state
+        and the person's channels, so people whose states and channels agree share one new
+        state (a value), and a due time that does not depend on the person (``immediate``, a
+        category without digest) is computed once per schedule: a fan-out to thousands of
+        watchers builds a handful of states and due times, not one each.
         """
         wiki, entries = self.wiki, self.entries
         at, seq, actor, variant, event_id = (
-            event.occurred_at,
+            require_instant(event.occurred_at, "at"),
             event.seq,
             event.actor,
             inbox.variant,
@@ -439,7 +484,16 @@ class InboxPipeline:
         delay = wiki.email_delay()
         site_info = wiki.site(page.site)
         email_after, user = self.email_after, wiki.user
-        keys: dict[str, str] = {}
+        # Due times shared by every person of a (schedule, daily hour, digest): only the
+        # default cadence is known to depend on nothing else for them (E2).
+        shared_dues: dict[tuple[str, int | None, bool], datetime] | None = (
+            {} if email_after is scheduled_email_after else None
+        )
+        # (id of the old state, in_app, email, due) -> (old state, new state); the old state
+        # is held so that its id cannot be reused by another object during the event.
+        states: dict[
+            tuple[int, bool, bool, datetime | None], tuple[EntryState | None, EntryState]
+        ] = {}
         unread, save, next_id = entries.unread, entries.save, entries.next_id
         none, new_kind, coalesce_kind = (
             EmailState.NONE,
@@ -447,47 +501,96 @@ class InboxPipeline:
             EntryDecisionKind.COALESCE,
         )
         site = page.site
-        lines = []
+        lines: list[InboxLine] = []
+        append = lines.append
+        make_line = tuple.__new__  # InboxLine without its Python-level __new__ (all 10 fields)
+        # `Entry(...)` with keywords goes through type.__call__, which packs them into a dict;
+        # calling the attrs-generated __init__ directly passes them as they are (same checks).
+        new_object, init_entry = object.__new__, Entry.__init__
+        last: Category | None = None
+        key = category_key = ""
+        # The previous person's inputs and new state (``last_new`` is read only after a match,
+        # and the first person never matches: ``last_in_app`` is no bool).
+        last_state: EntryState | None = None
+        last_in_app: bool | None = None
+        last_email: bool | None = None
+        last_due: datetime | None = None
+        last_new: EntryState | None = None
         for person, category, in_app, email in decisions:
-            key = keys.get(category.key)
-            if key is None:
-                key = keys[category.key] = category.group_key(inbox.ids)
+            if category is not last:
+                last, category_key = category, category.key
+                key = category.group_key(inbox.ids)
             old = unread(person, key)
-            state = old.state if old is not None else None
-            starts = email and (state is None or state.email is none)
-            new_state = coalesce(
-                state,
-                event=event_id,
-                variant=variant,
-                at=at,
-                in_app=in_app,
-                email_on=email,
-                email_after=email_after(user(person), category, at, delay, site_info)
-                if starts
-                else None,
-                actor=actor,
-            )
-            entry = Entry(
-                id=old.id if old is not None else next_id(person, key),
-                person=person,
-                category=category.key,
-                group_key=key,
-                state=new_state,
-                created_at=old.created_at if old is not None else at,
-                target=target,
-            )
-            save(entry)
-            lines.append(
-                InboxLine(
-                    seq,
-                    at,
-                    person,
-                    category.key,
-                    variant,
-                    key,
-                    new_kind if old is None else coalesce_kind,
-                    site,
+            state = None if old is None else old.state
+            due = None
+            if email and (state is None or state.email is none):  # an email starts (E1)
+                found_user = user(person)
+                if shared_dues is None or found_user is None or type(person) is not str:
+                    due = email_after(found_user, category, at, delay, site_info)
+                else:
+                    schedule, hour = found_user.email_schedule, found_user.daily_hour
+                    if type(schedule) is str and (hour is None or type(hour) is int):
+                        shared = (schedule, hour, category.digest)
+                        due = shared_dues.get(shared)
+                        if due is None:
+                            due = email_after(found_user, category, at, delay, site_info)
+                            if due_is_shared(found_user, category):
+                                shared_dues[shared] = due
+                    else:  # not a value `email_schedule` caches: no sharing
+                        due = email_after(found_user, category, at, delay, site_info)
+            if (
+                state is last_state
+                and in_app is last_in_app
+                and email is last_email
+                and due is last_due
+            ):
+                assert last_new is not None  # set with the last_* it matched
+                new_state = last_new  # a run of people alike: no lookup
+            else:
+                memo = (id(state), in_app, email, due)
+                known = states.get(memo)
+                if known is None:
+                    new_state = transition(state, event_id, variant, at, in_app, email, due, actor)
+                    states[memo] = (state, new_state)
+                else:
+                    new_state = known[1]
+                last_state, last_in_app, last_email, last_due, last_new = (
+                    state,
+                    in_app,
+                    email,
+                    due,
+                    new_state,
+                )
+            entry = new_object(Entry)
+            if old is None:
+                init_entry(
                     entry,
+                    id=next_id(person, key),
+                    person=person,
+                    category=category_key,
+                    group_key=key,
+                    state=new_state,
+                    created_at=at,
+                    target=target,
+                )
+                kind = new_kind
+            else:
+                init_entry(
+                    entry,
+                    id=old.id,
+                    person=person,
+                    category=category_key,
+                    group_key=key,
+                    state=new_state,
+                    created_at=old.created_at,
+                    target=target,
+                )
+                kind = coalesce_kind
+            save(entry)
+            append(
+                make_line(
+                    InboxLine,
+                    (seq, at, person, category_key, variant, key, kind, site, entry, None),
                 )
             )
         return lines
@@ -576,8 +679,10 @@ def _variant(event: Event) -> str:
     return event_variant(event.type, None if given is None else str(given))
 
 
-#: Lines of one event: by recipient, then category.
-_LINE_ORDER: Final = operator.attrgetter("recipient", "category")
+#: Lines of one event: by recipient, then category (`InboxLine` fields 2 and 3).
+_LINE_ORDER: Final = operator.itemgetter(2, 3)
+#: Lines of one event with one firing category (each recipient once).
+_BY_RECIPIENT: Final = operator.itemgetter(2)
 
 
 def inbox_line_to_json(line: InboxLine) -> dict[str, object]:
