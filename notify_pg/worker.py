@@ -70,6 +70,7 @@ from notify_pg.pipeline_ports import PgPreferences, PgSchedule, PgWorld, Session
 from notify_pg.ports import PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.push import ProviderGate, PushProvider
+from notify_pg.recorder import NullRecorder, Recorder
 from notify_pg.registrations import Registration, RegistrationRepository
 from notify_pg.seam import Conn, Seam
 from notify_pg.values import StoreConfig
@@ -84,6 +85,10 @@ _log = logging.getLogger("notify_pg.worker")
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def _milliseconds(span: timedelta) -> str:
@@ -260,6 +265,8 @@ class Worker:
             the mail drain, `notify_pg.mail_drain.MailRound`); their failures are recorded
             under the round's ``name`` (default ``inbox``). A round with ``next_wake()``
             shortens the idle pause to the instant it returns.
+        recorder: receives the metric edges of the rounds (`notify_pg.recorder.Recorder`,
+            e.g. `notify_pg.metrics.OtelRecorder`); by default nothing is recorded.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -282,8 +289,10 @@ class Worker:
         on_event: Callable[[Conn, Event | None], None] | None = None,
         gate: ProviderGate | None = None,
         rounds: Sequence[Callable[[Conn], int]] = (),
+        recorder: Recorder | None = None,
     ) -> None:
         self.schema = schema
+        self.recorder: Recorder = recorder or NullRecorder()
         self.policy = policy or Policy()
         self.config = config or WorkerConfig()
         self.clock = clock
@@ -454,6 +463,7 @@ class Worker:
         name, parts = self.config.consumer, self.config.partitions
         if not self._cursor_ready:
             self.prepare()
+        started = time.perf_counter()
         handled = 0
         hints: list[Hint] = []
         with self._transaction() as conn:
@@ -490,10 +500,14 @@ class Worker:
             self._events.append_many(conn, session.appends)
         self._count(hints)
         self.stats.events += handled
+        duration_ms = _elapsed_ms(started)
+        self.recorder.round_done("consumer", handled, duration_ms / 1000)
         _log.info(
             "consumer round",
             extra={
                 "fields": {
+                    "round": "consumer",
+                    "duration_ms": duration_ms,
                     "events": handled,
                     "hints": len(hints),
                     "position": position,
@@ -550,6 +564,7 @@ class Worker:
         the round runs the due work of every partition, and each must wait for its consumer.
         """
         limit = until if until is not None else self.clock()
+        started = time.perf_counter()
         hints: list[Hint] = []
         with self._transaction() as conn:
             row = self._seam.one(conn, "first_unconsumed_at", {"name": self.config.consumer})
@@ -565,7 +580,10 @@ class Worker:
         self.stats.due += done
         self._count(hints)
         if done:
-            _log.info("due round", extra={"fields": {"due": done, "hints": len(hints)}})
+            duration_ms = _elapsed_ms(started)
+            self.recorder.round_done("due", done, duration_ms / 1000)
+            fields = {"round": "due", "duration_ms": duration_ms, "due": done, "hints": len(hints)}
+            _log.info("due round", extra={"fields": fields})
         return done
 
     # --- hints -> push sends -----------------------------------------------------------------
@@ -628,6 +646,7 @@ class Worker:
         self.stats.push_sends += len(params)
 
     def _count(self, hints: Sequence[Hint]) -> None:
+        self.recorder.hints(hints)
         for hint in hints:
             decision = hint.decision
             if isinstance(decision, Skip):
@@ -653,6 +672,7 @@ class Worker:
         Raises:
             StorageError: PostgreSQL failed (results of provider calls made stay held).
         """
+        started = time.perf_counter()
         handled = self.write_held_results()
         now = self.clock()
         prepared: list[_Prepared] = []
@@ -676,6 +696,10 @@ class Worker:
         results = self._step2(prepared)
         self._held.extend(zip(prepared, results, strict=True))
         self.write_held_results()
+        duration_ms = _elapsed_ms(started)
+        self.recorder.round_done("push", handled, duration_ms / 1000)
+        fields = {"round": "push", "duration_ms": duration_ms, "sends": handled}
+        _log.info("push round", extra={"fields": {**fields, "calls": len(prepared)}})
         return handled
 
     @property
@@ -698,8 +722,8 @@ class Worker:
             _log.warning("push results held", extra={"fields": {"held": len(self._held)}})
             raise
         self._held = []
-        for item, outcome, action, expired, counted in written:
-            self._written(item, outcome, action, expired, counted)
+        for item, outcome, action, expired, counted, deactivated in written:
+            self._written(item, outcome, action, expired, counted, deactivated)
         return len(written)
 
     def _step1(
@@ -721,6 +745,7 @@ class Worker:
             if isinstance(checked, str):
                 finished.append(claimed.id)
                 self.stats.skipped[checked] += 1
+                self.recorder.push_skipped(checked, claimed.kind)
                 _log.info(
                     "push skipped", extra={"fields": {"kind": claimed.kind, "reason": checked}}
                 )
@@ -809,7 +834,9 @@ class Worker:
             )
             return SendResult(result_class=ResultClass.RETRY)
         finally:
-            self.stats.provider_seconds += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.stats.provider_seconds += seconds
+            self.recorder.send_duration(item.provider.name, seconds)
 
     def _step2(self, prepared: Sequence[_Prepared]) -> list[SendResult]:
         if not prepared:
@@ -825,12 +852,12 @@ class Worker:
 
     def _step3(
         self, results: Sequence[tuple[_Prepared, SendResult]]
-    ) -> list[tuple[_Prepared, str, str, bool, bool]]:
+    ) -> list[tuple[_Prepared, str, str, bool, bool, str | None]]:
         """Apply provider results to their registrations, in call order, in one transaction:
         the rows locked ``FOR UPDATE`` with one statement (in id order), each result applied to
         the state the results before it left, the changed states, the finished and the retried
         sends written with one statement each. Returns per result what `_written` logs."""
-        out: list[tuple[_Prepared, str, str, bool, bool]] = []
+        out: list[tuple[_Prepared, str, str, bool, bool, str | None]] = []
         with self._transaction() as conn:
             states = self._registrations.lock_states(
                 conn, [item.claimed.registration_id for item, _r in results]
@@ -845,10 +872,13 @@ class Worker:
                 state = states.get(claimed.registration_id)
                 if state is None:
                     finished.append(claimed.id)
-                    out.append((item, outcome, action, expired, False))
+                    out.append((item, outcome, action, expired, False, None))
                     continue
                 change = apply_result(state, result, now, self.config.max_failures)
                 outcome, action = change.outcome.value, change.action.value
+                deactivated = None
+                if state.active and not change.state.active:
+                    deactivated = change.state.disabled_reason
                 if change.state != state:
                     states[claimed.registration_id] = change.state
                     changed[claimed.registration_id] = change.state
@@ -867,7 +897,7 @@ class Worker:
                     retried.append((claimed.id, at))
                 else:
                     finished.append(claimed.id)
-                out.append((item, outcome, action, expired, True))
+                out.append((item, outcome, action, expired, True, deactivated))
             self._registrations.record_many(conn, list(changed.items()))
             if finished:
                 self._seam.run(conn, "finish_push_sends", {"ids": finished})
@@ -880,12 +910,21 @@ class Worker:
         return out
 
     def _written(
-        self, item: _Prepared, outcome: str, action: str, expired: bool, counted: bool
+        self,
+        item: _Prepared,
+        outcome: str,
+        action: str,
+        expired: bool,
+        counted: bool,
+        deactivated: str | None,
     ) -> None:
         """Count and log one written result: one line per provider call."""
         claimed = item.claimed
         if counted:
             self.stats.sent[outcome] += 1
+            self.recorder.push_result(
+                item.provider.name, claimed.kind, outcome, action, deactivated
+            )
         _log.info(
             "push sent",
             extra={
@@ -900,6 +939,7 @@ class Worker:
         )
         if expired:
             self.stats.skipped["expired"] += 1
+            self.recorder.push_skipped("expired", claimed.kind)
             _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": "expired"}})
 
     def _draw_jitter(self) -> float:
@@ -948,8 +988,16 @@ class Worker:
             if stop is not None and stop.is_set():
                 return work
             # A round may name itself (``name``, e.g. the mail drain's "mail"); else "inbox".
-            self._round = str(getattr(extra, "name", "inbox"))
-            work += extra(self._connection())
+            name = str(getattr(extra, "name", "inbox"))
+            self._round = name
+            started = time.perf_counter()
+            done = extra(self._connection())
+            work += done
+            if done:
+                duration_ms = _elapsed_ms(started)
+                self.recorder.round_done(name, done, duration_ms / 1000)
+                fields = {"round": name, "duration_ms": duration_ms, "work": done}
+                _log.info(f"{name} round", extra={"fields": fields})
         return work
 
     def run(self, stop: threading.Event) -> None:
@@ -997,6 +1045,7 @@ class Worker:
     def _failed(self, exc: Exception, failures: int) -> None:
         """Log a failed round with its cause and record it for ``notify db status``."""
         self.stats.failures += 1
+        self.recorder.round_failed(self._round)
         fields: dict[str, Any] = {
             "round": self._round,
             "error_type": type(exc).__name__,

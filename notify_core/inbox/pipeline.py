@@ -64,6 +64,7 @@ __all__ = [
     "InboxLine",
     "InboxPipeline",
     "MailLine",
+    "due_is_shared",
     "email_schedule",
     "immediate_email_after",
     "inbox_line_to_json",
@@ -215,7 +216,7 @@ def scheduled_email_after(
     )
 
 
-def _person_independent(user: WikiUser, category: Category) -> bool:
+def due_is_shared(user: WikiUser, category: Category) -> bool:
     """Whether `scheduled_email_after` gives every person of this schedule the same due time.
 
     ``immediate`` and a category without digest give ``now + delay`` whoever the person is
@@ -533,7 +534,7 @@ class InboxPipeline:
                         due = shared_dues.get(shared)
                         if due is None:
                             due = email_after(found_user, category, at, delay, site_info)
-                            if _person_independent(found_user, category):
+                            if due_is_shared(found_user, category):
                                 shared_dues[shared] = due
                     else:  # not a value `email_schedule` caches: no sharing
                         due = email_after(found_user, category, at, delay, site_info)
