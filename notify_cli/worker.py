@@ -2,57 +2,37 @@
 
 Runs the consumer of the event log, the due work and the push sends of `notify_pg.worker`
 until SIGTERM or SIGINT, then finishes the round in progress and exits 0. Logs are JSON lines
-on stderr with counts, kinds, reasons and outcomes: never a person, a thread or a token.
+(or text, ``--log-format text``) on stderr with rounds, partitions, counts, durations, kinds,
+reasons and outcomes: never a person, a thread or a token. ``--metrics-port`` serves the
+metrics of `notify_pg.metrics` for Prometheus (the ``metrics`` extra).
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from types import FrameType
 from typing import Any, Final
 
 import click
 
+from notify_cli.logs import LOG_FORMATS, JsonLines, TextLines, configure
 from notify_cli.options import BadInput, Seconds, Utf8Text, dsn_option, read_policy, schema_option
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
 DEFAULT_PARTITIONS = 2
 
-
-class JsonLines(logging.Formatter):
-    """One JSON object per log record: time, level, logger, message and the record's fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """Return the record as one JSON line."""
-        out: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            out.update(fields)
-        if record.exc_info and record.exc_info[0] is not None:
-            out["error_type"] = record.exc_info[0].__name__
-        return json.dumps(out, ensure_ascii=False, separators=(",", ":"), default=str)
+__all__ = ["JsonLines", "TextLines", "load_inbox_host", "work_counts", "worker"]
 
 
-def _logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonLines())
-    root = logging.getLogger("notify_pg")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+def _logging(level: str, log_format: str = "json") -> None:
+    """The notify_pg loggers to stderr (`notify_cli.logs.configure`; other commands call it)."""
+    configure(level, log_format)
 
 
 @click.command()
@@ -177,7 +157,29 @@ def _logging(level: str) -> None:
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
-    help="Lowest level of the JSON log lines on stderr.",
+    help="Lowest level of the log lines on stderr.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="json",
+    show_default=True,
+    help="Log lines on stderr as JSON objects or as text (time, level, message, key=value).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port, logged); "
+    "needs the metrics extra.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    type=Utf8Text(),
+    help="The address --metrics-port listens on (0.0.0.0: every interface).",
 )
 def worker(
     dsn: str,
@@ -200,6 +202,9 @@ def worker(
     inbox_host: str | None,
     once: bool,
     log_level: str,
+    log_format: str,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run the pipeline on PostgreSQL: consumer, due work and push sends, until stopped.
 
@@ -219,9 +224,10 @@ def worker(
     one partition of the recipients. With --smtp-url the worker also drains the mail queue
     (E4-E5): when the next email falls due it claims the due entries under a 600 s lease,
     sends one mail per person and site (signed with DKIM given --dkim-key), and marks them
-    sent; a failed send is tried again 600 s later and given up after the third attempt. A
-    database that cannot be reached, a partition count that cannot be taken now, or a bad
-    mail option: a message on stderr and exit code 2.
+    sent; a failed send is tried again 600 s later and given up after the third attempt. With
+    --metrics-port the worker serves its metrics (docs/operators.md) for Prometheus. A
+    database that cannot be reached, a partition count that cannot be taken now, a bad mail
+    option or a metrics port that cannot be bound: a message on stderr and exit code 2.
     """
     try:
         import psycopg
@@ -239,7 +245,7 @@ def worker(
     if not schema:
         raise BadInput("--schema must not be empty")
     policy = read_policy(policy_file)
-    _logging(log_level)
+    _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.worker")
     config = WorkerConfig(
         poll_interval=timedelta(seconds=poll_interval),
@@ -271,16 +277,25 @@ def worker(
         rounds.append(mail_round)
     elif dkim_selector is not None or dkim_domain is not None:
         raise BadInput("--dkim-selector and --dkim-domain need --dkim-key and --smtp-url")
-    work = Worker(
-        lambda: psycopg.connect(
+    metrics = _metrics(metrics_port, metrics_host) if metrics_port is not None else None
+
+    def connect() -> psycopg.Connection[Any]:
+        return psycopg.connect(
             dsn, autocommit=True, connect_timeout=10, application_name="notify worker"
-        ),
+        )
+
+    if metrics is not None:
+        metrics.observe_database(connect, schema, [config.consumer])
+        log.info("metrics serving", extra={"fields": {"port": metrics.port}})
+    work = Worker(
+        connect,
         ReferenceHost(host_schema),
         schema=schema,
         policy=policy,
         config=config,
         providers=[FakeProvider(name) for name in fake_providers],
         rounds=rounds,
+        recorder=metrics.recorder if metrics is not None else None,
     )
     stop = threading.Event()
 
@@ -300,16 +315,38 @@ def worker(
                 pass
     except NotifyError as exc:
         work.close()
+        if metrics is not None:
+            metrics.close()
         raise BadInput(f"worker: {exc}") from None
     if once:
         work.close()
+        if metrics is not None:
+            metrics.close()
         return
     log.info(
         "worker started",
         extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
     )
     work.run(stop)
+    if metrics is not None:
+        metrics.close()
     log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
+
+
+def _metrics(port: int, host: str) -> Any:
+    """Start the metrics endpoint (`notify_pg.metrics.Metrics`), or exit 2 saying why not."""
+    try:
+        from notify_pg.metrics import Metrics
+    except ImportError as exc:  # opentelemetry missing: the metrics extra is not installed
+        raise BadInput(
+            f"--metrics-port needs the metrics extra (pip install 'notify-engine[metrics]'): {exc}"
+        ) from None
+    try:
+        return Metrics.start(port, host)
+    except OSError as exc:
+        raise BadInput(
+            f"worker: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+        ) from None
 
 
 #: The methods `notify_pg.inbox_fanout.InboxHostPorts` and `notify_pg.mail_drain.MailHostPorts`
