@@ -41,7 +41,7 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def types(session: nox.Session) -> None:
     """Type-check the three packages with mypy --strict."""
-    session.install(".[pg]", "mypy>=1.10")
+    session.install(".[pg,serve]", "mypy>=1.10")
     session.run("mypy", "--strict", *PACKAGES)
 
 

@@ -5,6 +5,7 @@ databases are created and dropped) or, without it, a throwaway pgserver instance
 
     python bench/bench_pg_pipeline.py [--people 200] [--messages 1000] [--partitions 2]
                                       [--rate 40] [--duration 10] [--repeat 1]
+                                      [--baseline-src DIR] [--quiet-wait 1800]
 
 Workload: one space with one channel and ``threads`` threads; ``people`` humans, each with a
 phone and a push registration (provider ``apns``, answered by a `FakeProvider` that accepts
@@ -22,7 +23,8 @@ Figures:
   baseline's, measured in the same run. Each worker process also times its SQL statements
   (the seam's calls, round trips included): ``sql_share`` and ``python_share`` of its busy
   time (the rest: the pipeline, decisions, parsing; provider calls and idle pauses apart),
-  and ``statements_per_event`` (all partitions' statements over the events of the log).
+  and ``statements_per_event`` (all partitions' statements over the events of the log; every
+  call of the seam counts once, a multi-row ``executemany`` too).
   With ``--repeat`` each configuration runs several times (one database each, round-robin
   over the configurations) and the median run by hint decisions per second is reported,
   with all rates listed. The machine's CPU time is split into ``cpu``: the workers, the
@@ -31,14 +33,21 @@ Figures:
   of the cores) is repeated, up to three times (``disturbed`` marks the last one). Linux only
   (``/proc``). ``active_backend_samples`` counts what the workers' backends were doing when
   sampled every 50 ms (``cpu``, or a wait event such as ``Lock:transactionid``).
+  ``--baseline-src DIR`` adds the configuration 1 worker with 1 partition run on another
+  source tree of the library (for example ``git archive`` of an older commit unpacked in DIR:
+  its worker processes import ``notify_core`` and ``notify_pg`` from there), alternating with
+  the others, and ``baseline`` compares the two: hint decisions per second (best run of each)
+  and statements per event. ``--quiet-wait 0`` neither waits for an idle machine nor repeats
+  disturbed runs (a machine that is never idle).
 - ``steady_stream``: a producer appends ``rate`` messages a second for ``duration`` seconds
   while one worker runs; the consumer's lag (events behind the head, and the age of the oldest
-  unhandled event) sampled every 0.25 s.
+  unhandled event) sampled every 0.25 s (median, 99th percentile, maximum).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import multiprocessing as mp
 import os
@@ -46,6 +55,7 @@ import random
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -230,19 +240,20 @@ class SqlTimer:
 
     NAMES = ("all", "one", "run", "run_many")
 
-    def __init__(self) -> None:
+    def __init__(self, seam: type[Seam] = Seam) -> None:
         self.seconds = 0.0
         self.statements = 0
-        self._originals = {name: getattr(Seam, name) for name in self.NAMES}
+        self._seam = seam
+        self._originals = {name: getattr(seam, name) for name in self.NAMES}
 
     def __enter__(self) -> SqlTimer:
         for name, original in self._originals.items():
-            setattr(Seam, name, self._timed(original))
+            setattr(self._seam, name, self._timed(original))
         return self
 
     def __exit__(self, *exc: object) -> None:
         for name, original in self._originals.items():
-            setattr(Seam, name, original)
+            setattr(self._seam, name, original)
 
     def _timed(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(seam: Seam, *args: Any, **kwargs: Any) -> Any:
@@ -256,10 +267,43 @@ class SqlTimer:
         return wrapper
 
 
-def _work(dsn: str, partitions: int, stop: Any, out: Any) -> None:
-    worker = new_worker(dsn, partitions)
+def _library(src: str) -> tuple[Any, type[Seam]]:
+    """A worker factory and the seam class of the library in ``src`` (a baseline tree): the
+    library this process imported is dropped and imported again from there (a spawned
+    process starts with its parent's ``sys.path``, so ``PYTHONPATH`` alone would not do)."""
+    for name in list(sys.modules):
+        if name.split(".")[0] in ("notify_core", "notify_pg", "notify_cli"):
+            del sys.modules[name]
+    sys.path.insert(0, os.path.abspath(src))
+    decide = importlib.import_module("notify_core.decide")
+    worker = importlib.import_module("notify_pg.worker")
+    push = importlib.import_module("notify_pg.push")
+    host = importlib.import_module("notify_pg.reference_host")
+    seam = importlib.import_module("notify_pg.seam")
+    assert worker.__file__ is not None and worker.__file__.startswith(os.path.abspath(src))
+    policy = decide.Policy(**attrs.asdict(POLICY, recurse=False))
+    config = worker.WorkerConfig(
+        poll_interval=CONFIG.poll_interval, batch_size=CONFIG.batch_size, partitions=1
+    )
+
+    def make(dsn: str, partitions: int) -> Any:
+        return worker.Worker(
+            lambda: psycopg.connect(dsn, autocommit=True),
+            host.ReferenceHost(HOST),
+            schema=SCHEMA,
+            policy=policy,
+            config=attrs.evolve(config, partitions=partitions),
+            providers=[push.FakeProvider("apns")],
+        )
+
+    return make, seam.Seam
+
+
+def _work(dsn: str, partitions: int, stop: Any, out: Any, src: str | None = None) -> None:
+    make, seam = (new_worker, Seam) if src is None else _library(src)
+    worker = make(dsn, partitions)
     idle = 0.0
-    with SqlTimer() as sql:
+    with SqlTimer(seam) as sql:
         started = time.perf_counter()
         while not stop.is_set():
             if not worker.run_once():
@@ -328,11 +372,16 @@ def sample_waits(conn: psycopg.Connection[Any], waits: dict[str, int]) -> None:
 
 
 def run_workers(
-    dsn: str, n: int, partitions: int, watch: Callable[[], bool], timeout: float
+    dsn: str,
+    n: int,
+    partitions: int,
+    watch: Callable[[], bool],
+    timeout: float,
+    src: str | None = None,
 ) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_work, args=(dsn, partitions, stop, out)) for _ in range(n)]
+    procs = [ctx.Process(target=_work, args=(dsn, partitions, stop, out, src)) for _ in range(n)]
     waits: dict[str, int] = {}
     server_before, busy_before = server_cpu_seconds(), machine_busy_seconds()
     self_before = time.process_time()
@@ -391,9 +440,14 @@ def backlog(base: str, people: int, threads: int, messages: int) -> Iterator[str
         yield dsn
 
 
-def wait_for_quiet(limit: float = 1800.0) -> float:
+#: The longest `wait_for_quiet` waits (``--quiet-wait``); 0: no wait, no repeated runs.
+QUIET_WAIT = [1800.0]
+
+
+def wait_for_quiet(limit: float | None = None) -> float:
     """Wait until the machine is idle (under 0.2 cores busy over 2 s, e.g. no other benchmark
     or test run on the shared machine); return the seconds waited (``limit`` at most)."""
+    limit = QUIET_WAIT[0] if limit is None else limit
     started = time.perf_counter()
     while time.perf_counter() - started < limit:
         before = machine_busy_seconds()
@@ -404,7 +458,13 @@ def wait_for_quiet(limit: float = 1800.0) -> float:
 
 
 def end_to_end(
-    base: str, people: int, threads: int, messages: int, workers: int, partitions: int
+    base: str,
+    people: int,
+    threads: int,
+    messages: int,
+    workers: int,
+    partitions: int,
+    src: str | None = None,
 ) -> dict[str, Any]:
     with (
         backlog(base, people, threads, messages) as dsn,
@@ -412,7 +472,7 @@ def end_to_end(
     ):
         head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
         waited = wait_for_quiet()
-        result = run_workers(dsn, workers, partitions, lambda: settled(conn), timeout=900)
+        result = run_workers(dsn, workers, partitions, lambda: settled(conn), 900, src)
     decisions = sum(result["decisions"].values())
     seconds = result["wall_seconds"]
     busy = result["seconds"] - result["idle_seconds"]
@@ -421,6 +481,7 @@ def end_to_end(
     return {
         "workers": workers,
         "partitions": partitions,
+        **({"source": src} if src is not None else {}),
         "messages": messages,
         "seconds": seconds,
         "hint_decisions": decisions,
@@ -442,32 +503,78 @@ def end_to_end(
 
 
 def undisturbed(
-    base: str, people: int, threads: int, messages: int, workers: int, partitions: int
+    base: str,
+    people: int,
+    threads: int,
+    messages: int,
+    workers: int,
+    partitions: int,
+    src: str | None = None,
 ) -> dict[str, Any]:
-    """One run; again (up to three times) when other jobs took more than 5 % of the cores."""
+    """One run; again (up to three times) when other jobs took more than 5 % of the cores
+    (never with ``--quiet-wait 0``)."""
     for attempt in range(1, 4):
-        run = end_to_end(base, people, threads, messages, workers, partitions)
+        run = end_to_end(base, people, threads, messages, workers, partitions, src)
         allowed = 0.05 * run["seconds"] * (os.cpu_count() or 1)
         run["attempts"] = attempt
         run["disturbed"] = run["cpu"]["other_s"] > allowed
-        if not run["disturbed"]:
+        if not run["disturbed"] or QUIET_WAIT[0] <= 0:
             break
     return run
 
 
+Config = tuple[int, int, str | None]
+
+
 def compare(
-    base: str, people: int, threads: int, messages: int, partitions: int, repeat: int
-) -> list[dict[str, Any]]:
-    """Every configuration on the same backlog; ratios against 1 worker with 1 partition."""
-    configs = [(1, 1), (1, partitions), (2, 1), (2, partitions)]
+    base: str,
+    people: int,
+    threads: int,
+    messages: int,
+    partitions: int,
+    repeat: int,
+    baseline_src: str | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Every configuration on the same backlog; ratios against 1 worker with 1 partition.
+
+    With ``baseline_src``, also 1 worker with 1 partition on that source tree, and the
+    comparison of the two (best run of each by hint decisions per second).
+    """
+    configs: list[Config] = [
+        (1, 1, None),
+        (1, partitions, None),
+        (2, 1, None),
+        (2, partitions, None),
+    ]
     configs = list(dict.fromkeys(configs))  # --partitions 1 measures two configurations
-    runs: dict[tuple[int, int], list[dict[str, Any]]] = {c: [] for c in configs}
+    if baseline_src is not None:
+        configs.insert(0, (1, 1, baseline_src))
+    runs: dict[Config, list[dict[str, Any]]] = {c: [] for c in configs}
     # Round-robin over the configurations, so that a drift of the machine hits all alike.
     for _ in range(repeat):
-        for workers, parts in configs:
-            runs[workers, parts].append(
-                undisturbed(base, people, threads, messages, workers, parts)
-            )
+        for config in configs:
+            runs[config].append(undisturbed(base, people, threads, messages, *config))
+    versus = None
+    if baseline_src is not None:
+        old = max(runs[configs[0]], key=lambda r: r["hint_decisions_per_s"])
+        new = max(runs[1, 1, None], key=lambda r: r["hint_decisions_per_s"])
+        versus = {
+            "source": baseline_src,
+            "runs": repeat,
+            "hint_decisions_per_s": {
+                "baseline_best": old["hint_decisions_per_s"],
+                "this_tree_best": new["hint_decisions_per_s"],
+                "ratio": round(new["hint_decisions_per_s"] / old["hint_decisions_per_s"], 2),
+                "baseline_runs": [r["hint_decisions_per_s"] for r in runs[configs[0]]],
+                "this_tree_runs": [r["hint_decisions_per_s"] for r in runs[1, 1, None]],
+            },
+            "statements_per_event": {
+                "baseline": old["statements_per_event"],
+                "this_tree": new["statements_per_event"],
+            },
+            "sql_share": {"baseline": old["sql_share"], "this_tree": new["sql_share"]},
+        }
+        configs.pop(0)
     out = []
     first = runs[configs[0]]
     for config in configs:
@@ -487,7 +594,15 @@ def compare(
             key: round(row[key] / baseline[key], 2) if baseline[key] else None
             for key in ("hint_decisions_per_s", "pushes_per_s")
         }
-    return out
+    return out, versus
+
+
+def percentile(values: list[float] | list[int], q: float) -> float:
+    """The ``q`` quantile of the samples (nearest rank); 0 without samples."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))])
 
 
 def steady(
@@ -565,10 +680,12 @@ def steady(
         "settled_after_last_message_s": round(drain_seconds, 2),
         "lag_events": {
             "p50": int(statistics.median(lags)) if lags else 0,
+            "p99": int(percentile(lags, 0.99)),
             "max": max(lags, default=0),
         },
         "lag_age_s": {
             "p50": round(statistics.median(ages), 3) if ages else 0.0,
+            "p99": round(percentile(ages, 0.99), 3),
             "max": round(max(ages, default=0.0), 3),
         },
     }
@@ -583,6 +700,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--rate", type=float, default=40.0)
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument(
+        "--baseline-src",
+        help="a source tree of the library to compare 1 worker with 1 partition against",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=1800.0,
+        help="the longest wait for an idle machine per run; 0: no wait, no repeated runs",
+    )
     parser.add_argument("--no-steady", action="store_true", help="skip the steady stream")
     parser.add_argument(
         "--steady-only", action="store_true", help="skip the backlog runs (end_to_end)"
@@ -590,6 +717,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.partitions < 1 or args.repeat < 1:
         parser.error("--partitions and --repeat must be at least 1")
+    if args.baseline_src is not None and not os.path.isdir(
+        os.path.join(args.baseline_src, "notify_pg")
+    ):
+        parser.error(f"--baseline-src {args.baseline_src}: no notify_pg package in it")
+    QUIET_WAIT[0] = args.quiet_wait
     with server() as base:
         report: dict[str, Any] = {
             "people": args.people,
@@ -597,9 +729,17 @@ def main() -> None:
             "cores": os.cpu_count(),
         }
         if not args.steady_only:
-            report["end_to_end"] = compare(
-                base, args.people, args.threads, args.messages, args.partitions, args.repeat
+            report["end_to_end"], versus = compare(
+                base,
+                args.people,
+                args.threads,
+                args.messages,
+                args.partitions,
+                args.repeat,
+                args.baseline_src,
             )
+            if versus is not None:
+                report["baseline"] = versus
         if not args.no_steady:
             # The baseline (1 worker, 1 partition) and the default deployment, same stream.
             report["steady_stream"] = [

@@ -17,6 +17,7 @@ from notify_cli.db import db
 from notify_cli.options import BadInput, flush_stdout
 from notify_cli.records import records
 from notify_cli.replay import explain_command, replay
+from notify_cli.serve import serve
 from notify_cli.synth import synth
 from notify_cli.table import table
 from notify_cli.worker import worker
@@ -71,4 +72,5 @@ cli.add_command(explain_command)
 cli.add_command(db)
 cli.add_command(worker)
 cli.add_command(records)
+cli.add_command(serve)
 cli.add_command(synth)

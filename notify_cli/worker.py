@@ -2,56 +2,37 @@
 
 Runs the consumer of the event log, the due work and the push sends of `notify_pg.worker`
 until SIGTERM or SIGINT, then finishes the round in progress and exits 0. Logs are JSON lines
-on stderr with counts, kinds, reasons and outcomes: never a person, a thread or a token.
+(or text, ``--log-format text``) on stderr with rounds, partitions, counts, durations, kinds,
+reasons and outcomes: never a person, a thread or a token. ``--metrics-port`` serves the
+metrics of `notify_pg.metrics` for Prometheus (the ``metrics`` extra).
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
 import signal
-import sys
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from types import FrameType
-from typing import Any
+from typing import Any, Final
 
 import click
 
+from notify_cli.logs import LOG_FORMATS, JsonLines, TextLines, configure
 from notify_cli.options import BadInput, Seconds, Utf8Text, dsn_option, read_policy, schema_option
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
 DEFAULT_PARTITIONS = 2
 
-
-class JsonLines(logging.Formatter):
-    """One JSON object per log record: time, level, logger, message and the record's fields."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        """Return the record as one JSON line."""
-        out: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            out.update(fields)
-        if record.exc_info and record.exc_info[0] is not None:
-            out["error_type"] = record.exc_info[0].__name__
-        return json.dumps(out, ensure_ascii=False, separators=(",", ":"), default=str)
+__all__ = ["JsonLines", "TextLines", "load_inbox_host", "work_counts", "worker"]
 
 
-def _logging(level: str) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonLines())
-    root = logging.getLogger("notify_pg")
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
-    root.propagate = False
+def _logging(level: str, log_format: str = "json") -> None:
+    """The notify_pg loggers to stderr (`notify_cli.logs.configure`; other commands call it)."""
+    configure(level, log_format)
 
 
 @click.command()
@@ -160,13 +141,45 @@ def _logging(level: str) -> None:
     help="The longest pause between two looks at the mail queue; the drain otherwise wakes "
     "when the next email falls due (1 to 3600).",
 )
+@click.option(
+    "--inbox-host",
+    "inbox_host",
+    metavar="MODULE:FACTORY",
+    type=Utf8Text(),
+    help="The host's inbox ports: FACTORY (an importable MODULE's attribute) is called with "
+    "--host-schema and returns an object with the methods of "
+    "notify_pg.inbox_fanout.InboxHostPorts (with --smtp-url also those of "
+    "notify_pg.mail_drain.MailHostPorts). Default: the reference host's wiki.",
+)
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
-    help="Lowest level of the JSON log lines on stderr.",
+    help="Lowest level of the log lines on stderr.",
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="json",
+    show_default=True,
+    help="Log lines on stderr as JSON objects or as text (time, level, message, key=value).",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port, logged); "
+    "needs the metrics extra.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    type=Utf8Text(),
+    help="The address --metrics-port listens on (0.0.0.0: every interface).",
 )
 def worker(
     dsn: str,
@@ -186,8 +199,12 @@ def worker(
     dkim_domain: str | None,
     mail_batch: int,
     mail_poll: float,
+    inbox_host: str | None,
     once: bool,
     log_level: str,
+    log_format: str,
+    metrics_port: int | None,
+    metrics_host: str,
 ) -> None:
     """Run the pipeline on PostgreSQL: consumer, due work and push sends, until stopped.
 
@@ -195,7 +212,8 @@ def worker(
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
     come due and sends pushes through the registered providers (none unless --fake-provider:
     pushes of other providers are skipped as no_provider), and fans out the inbox's outbox
-    into entries (the reference host's wiki; the purge once a day). SIGTERM or SIGINT finish the
+    into entries (the reference host's wiki, or the host's own ports given by --inbox-host; the
+    purge once a day). SIGTERM or SIGINT finish the
     round in progress only and exit 0 (provider results not written yet are written first
     when the database takes them). A worker idle inside a transaction for
     --partition-takeover seconds loses its session, so another worker takes its partition.
@@ -206,9 +224,10 @@ def worker(
     one partition of the recipients. With --smtp-url the worker also drains the mail queue
     (E4-E5): when the next email falls due it claims the due entries under a 600 s lease,
     sends one mail per person and site (signed with DKIM given --dkim-key), and marks them
-    sent; a failed send is tried again 600 s later and given up after the third attempt. A
-    database that cannot be reached, a partition count that cannot be taken now, or a bad
-    mail option: a message on stderr and exit code 2.
+    sent; a failed send is tried again 600 s later and given up after the third attempt. With
+    --metrics-port the worker serves its metrics (docs/operators.md) for Prometheus. A
+    database that cannot be reached, a partition count that cannot be taken now, a bad mail
+    option or a metrics port that cannot be bound: a message on stderr and exit code 2.
     """
     try:
         import psycopg
@@ -226,7 +245,7 @@ def worker(
     if not schema:
         raise BadInput("--schema must not be empty")
     policy = read_policy(policy_file)
-    _logging(log_level)
+    _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.worker")
     config = WorkerConfig(
         poll_interval=timedelta(seconds=poll_interval),
@@ -235,14 +254,20 @@ def worker(
         statement_timeout=timedelta(seconds=statement_timeout),
         instance_id=instance_id or None,
     )
-    fanout = InboxFanOut(ReferenceWiki(host_schema), schema=schema, worker=config.consumer)
+    mail_on = smtp_url is not None or mail_from is not None or dkim_key_file is not None
+    wiki = (
+        ReferenceWiki(host_schema)
+        if inbox_host is None
+        else load_inbox_host(inbox_host, host_schema, mail=mail_on)
+    )
+    fanout = InboxFanOut(wiki, schema=schema, worker=config.consumer)
     rounds: list[Callable[[Any], int]] = [InboxRound(fanout)]
-    if smtp_url is not None or mail_from is not None or dkim_key_file is not None:
+    if mail_on:
         mail_round = _mail_round(
             smtp_url,
             mail_from,
             _dkim(dkim_key_file, dkim_selector, dkim_domain, mail_from),
-            host_schema=host_schema,
+            host=wiki,
             schema=schema,
             batch=mail_batch,
             poll=timedelta(seconds=mail_poll),
@@ -252,16 +277,25 @@ def worker(
         rounds.append(mail_round)
     elif dkim_selector is not None or dkim_domain is not None:
         raise BadInput("--dkim-selector and --dkim-domain need --dkim-key and --smtp-url")
-    work = Worker(
-        lambda: psycopg.connect(
+    metrics = _metrics(metrics_port, metrics_host) if metrics_port is not None else None
+
+    def connect() -> psycopg.Connection[Any]:
+        return psycopg.connect(
             dsn, autocommit=True, connect_timeout=10, application_name="notify worker"
-        ),
+        )
+
+    if metrics is not None:
+        metrics.observe_database(connect, schema, [config.consumer])
+        log.info("metrics serving", extra={"fields": {"port": metrics.port}})
+    work = Worker(
+        connect,
         ReferenceHost(host_schema),
         schema=schema,
         policy=policy,
         config=config,
         providers=[FakeProvider(name) for name in fake_providers],
         rounds=rounds,
+        recorder=metrics.recorder if metrics is not None else None,
     )
     stop = threading.Event()
 
@@ -281,16 +315,103 @@ def worker(
                 pass
     except NotifyError as exc:
         work.close()
+        if metrics is not None:
+            metrics.close()
         raise BadInput(f"worker: {exc}") from None
     if once:
         work.close()
+        if metrics is not None:
+            metrics.close()
         return
     log.info(
         "worker started",
         extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
     )
     work.run(stop)
-    log.info("worker stopped", extra={"fields": work_counts(work)})
+    if metrics is not None:
+        metrics.close()
+    log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
+
+
+def _metrics(port: int, host: str) -> Any:
+    """Start the metrics endpoint (`notify_pg.metrics.Metrics`), or exit 2 saying why not."""
+    try:
+        from notify_pg.metrics import Metrics
+    except ImportError as exc:  # opentelemetry missing: the metrics extra is not installed
+        raise BadInput(
+            f"--metrics-port needs the metrics extra (pip install 'notify-engine[metrics]'): {exc}"
+        ) from None
+    try:
+        return Metrics.start(port, host)
+    except OSError as exc:
+        raise BadInput(
+            f"worker: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+
+
+#: The methods `notify_pg.inbox_fanout.InboxHostPorts` and `notify_pg.mail_drain.MailHostPorts`
+#: ask of a host (literals: the pg extra may be missing when the options are read).
+INBOX_PORTS: Final = (
+    "inbox_site",
+    "inbox_page",
+    "inbox_comment",
+    "inbox_watchers",
+    "inbox_reviewers",
+    "inbox_people",
+    "inbox_groups",
+    "inbox_settings",
+    "inbox_email_delay",
+    "inbox_retention_days",
+    "inbox_users",
+)
+MAIL_PORTS: Final = (
+    "inbox_site",
+    "inbox_first_site",
+    "inbox_people",
+    "inbox_settings",
+    "inbox_users",
+)
+
+
+def load_inbox_host(spec: str, host_schema: str, *, mail: bool = False) -> Any:
+    """Return the inbox ports a host plugs in with ``--inbox-host MODULE:FACTORY``.
+
+    ``FACTORY`` (a dotted attribute path inside ``MODULE``) is called with the host schema;
+    what it returns must have every method of `INBOX_PORTS` (and of `MAIL_PORTS` when the
+    worker sends mail). A bad spec, a module that does not import, a missing or failing
+    factory or a missing method is one line (`BadInput`), naming the option.
+    """
+    module_name, colon, factory_path = spec.partition(":")
+    if not colon or not module_name or not factory_path:
+        raise BadInput(f"--inbox-host {spec!r}: give MODULE:FACTORY, e.g. mywiki.notify:ports")
+    try:
+        found: Any = importlib.import_module(module_name)
+    except Exception as exc:  # any import failure of the host's module is the option's fault
+        raise BadInput(
+            f"--inbox-host {spec!r}: cannot import {module_name} ({type(exc).__name__}: {exc})"
+        ) from None
+    for name in factory_path.split("."):
+        if not hasattr(found, name):
+            raise BadInput(f"--inbox-host {spec!r}: {module_name} has no {factory_path}")
+        found = getattr(found, name)
+    if not callable(found):
+        raise BadInput(f"--inbox-host {spec!r}: {factory_path} is not callable")
+    try:
+        ports = found(host_schema)
+    except Exception as exc:
+        raise BadInput(
+            f"--inbox-host {spec!r}: {factory_path}({host_schema!r}) failed "
+            f"({type(exc).__name__}: {exc})"
+        ) from None
+    wanted = INBOX_PORTS + (MAIL_PORTS if mail else ())
+    missing = sorted({m for m in wanted if not callable(getattr(ports, m, None))})
+    if missing:
+        raise BadInput(
+            f"--inbox-host {spec!r}: the ports lack {', '.join(missing)} "
+            "(notify_pg.inbox_fanout.InboxHostPorts"
+            + (", notify_pg.mail_drain.MailHostPorts)" if mail else ")")
+        )
+    return ports
 
 
 def _dkim(
@@ -329,7 +450,7 @@ def _mail_round(
     mail_from: str | None,
     dkim_key: Any,
     *,
-    host_schema: str,
+    host: Any,
     schema: str,
     batch: int,
     poll: timedelta,
@@ -338,7 +459,6 @@ def _mail_round(
     from notify_core.errors import NotifyError
     from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailRound
     from notify_pg.mail_secret import unsubscribe_secret
-    from notify_pg.reference_host.wiki import ReferenceWiki
     from notify_pg.smtp import SmtpConfig, SmtpSender
 
     if smtp_url is None:
@@ -353,13 +473,27 @@ def _mail_round(
     except NotifyError as exc:
         raise BadInput(f"--smtp-url: {exc.message}") from None
     drain = MailDrain(
-        ReferenceWiki(host_schema),
+        host,
         lambda: SmtpSender(smtp, dkim_key=dkim_key),
         secret=lambda conn: unsubscribe_secret(conn, schema=schema),
         config=MailDrainConfig(sender=mail_from, people=batch),
         schema=schema,
     )
     return MailRound(drain, poll=poll)
+
+
+def inbox_counts(fanout: Any) -> dict[str, Any]:
+    """The inbox fan-out's counters for the last log line: events, entries, skipped
+    candidates and dropped events by reason (no person data)."""
+    stats = fanout.stats
+    return {
+        "inbox": {
+            "events": stats.events,
+            "entries": stats.entries,
+            "skips": dict(sorted(stats.skips.items())),
+            "dropped": dict(sorted(stats.dropped.items())),
+        }
+    }
 
 
 def work_counts(work: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
@@ -35,7 +36,7 @@ from notify_core.inbox.categories import Candidates, Category, Origin, event_var
 from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.fanout import EntryDecision, InboxEvent, PersonFacts, fan_out, firing
 from notify_core.inbox.memory import page_after, strings
-from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
+from notify_core.inbox.pipeline import EmailAfter, due_is_shared, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.inbox import purge
@@ -122,7 +123,15 @@ class Written:
 @attrs.define
 class FanOutStats:
     """What rounds did: events done, entries written, batches, access evaluations, and the
-    seconds spent in the entries' write statements (``write_s``, round trips included)."""
+    seconds spent in the entries' write statements (``write_s``, round trips included).
+
+    ``skips`` counts the candidates that got no entry, by reason (``actor``, ``no_access``,
+    ...: one per candidate and category, as a replay's summary counts them); ``dropped``
+    counts the events that gave nobody anything before any candidate was read, by reason
+    (``page_exists``: a deletion whose page is still there; ``site_off``: the site's switch,
+    N5; ``unknown_page``). Neither is stored: skips are counts, never rows
+    (docs/decisions.md).
+    """
 
     events: int = 0
     entries: int = 0
@@ -130,6 +139,8 @@ class FanOutStats:
     access_evaluations: int = 0
     lost_claims: int = 0
     write_s: float = 0.0
+    skips: Counter[str] = attrs.field(factory=Counter)
+    dropped: Counter[str] = attrs.field(factory=Counter)
 
 
 @attrs.frozen
@@ -228,6 +239,7 @@ class InboxFanOut:
         inbox, page = found
         site = host.inbox_site(conn, page.site)
         if site is not None and not site.notifications:  # N5: no entry
+            self.stats.dropped["site_off"] += 1
             self._finish(conn, claimed.id)
             return
         groups = host.inbox_groups(conn)
@@ -253,6 +265,7 @@ class InboxFanOut:
                     result = fan_out(inbox, candidates, people, groups, settings, access=access)
                     written = self._write(conn, claimed, inbox, page, site, result.entries, delay)
                     self.stats.entries += len(result.entries)
+                    self.stats.skips.update(skip.reason.value for skip in result.skips)
                 if end is None:
                     self._seam.run(
                         conn, "inbox_processed", {"id": claimed.id, "worker": self.worker}
@@ -303,13 +316,16 @@ class InboxFanOut:
             if kind.startswith("submission."):
                 ids["submission"] = str(p["submission"])
         if page_id is None:
+            self.stats.dropped["unknown_page"] += 1
             return None
         ids["page"] = page_id
         page = host.inbox_page(conn, page_id)
         if page is None:
+            self.stats.dropped["unknown_page"] += 1
             return None
         if kind == "page.deleted":
             if not page.deleted:
+                self.stats.dropped["page_exists"] += 1
                 return None  # page_exists: the delete failed after its emit
         elif kind in ("page.edited", "page.renamed"):
             page = page_after(page, event)
@@ -407,38 +423,81 @@ class InboxFanOut:
             excerpt = found.excerpt if found is not None else None
         mailed = [d.recipient for d in decisions if d.email]
         users: Mapping[str, WikiUser] = self.host.inbox_users(conn, mailed) if mailed else {}
+        event_values: dict[str, Any] = {
+            "site_id": page.site,
+            "variant": inbox.variant,
+            "page_id": page.id,
+            "comment_id": comment,
+            "actor_id": event.actor,
+            "title": page.title,
+            "path": page.path,
+            "locale": page.locale,
+            "excerpt": None if excerpt is None else str(excerpt),
+            "last_event": claimed.id,
+            "at": at,
+        }
+        keys: dict[str, str] = {}
+        dues = self._dues(decisions, users, at, delay, site)
+        pending, none = EmailState.PENDING.value, EmailState.NONE.value
         for start in range(0, len(decisions), self.write_batch):
             chunk = decisions[start : start + self.write_batch]
-            cols: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+            group_keys = []
             for d in chunk:
-                due: datetime | None = None
-                if d.email:
-                    due = self.email_after(users.get(d.recipient), d.category, at, delay, site)
-                values = (
-                    d.recipient,
-                    page.site,
-                    d.category.key,
-                    inbox.variant,
-                    d.category.group_key(inbox.ids),
-                    page.id,
-                    comment,
-                    event.actor,
-                    page.title,
-                    page.path,
-                    page.locale,
-                    None if excerpt is None else str(excerpt),
-                    claimed.id,
-                    d.in_app,
-                    EmailState.PENDING.value if d.email else EmailState.NONE.value,
-                    due,
-                    at,
-                )
-                for name, value in zip(_COLUMNS, values, strict=True):
-                    cols[name].append(value)
+                key = keys.get(d.category.key)
+                if key is None:
+                    key = keys[d.category.key] = d.category.group_key(inbox.ids)
+                group_keys.append(key)
+            params = {
+                **event_values,
+                "user_id": [d.recipient for d in chunk],
+                "category": [d.category.key for d in chunk],
+                "group_key": group_keys,
+                "in_app": [d.in_app for d in chunk],
+                "email_state": [pending if d.email else none for d in chunk],
+                "email_after": dues[start : start + self.write_batch],
+            }
             started = time.perf_counter()
-            rows = self._seam.all(conn, "inbox_upsert", cols)
+            rows = self._seam.all(conn, "inbox_upsert", params)
             self.stats.write_s += time.perf_counter() - started
             out.extend(_written(claimed.id, r) for r in rows)
+        return out
+
+    def _dues(
+        self,
+        decisions: Sequence[EntryDecision],
+        users: Mapping[str, WikiUser],
+        at: datetime,
+        delay: timedelta,
+        site: SiteInfo | None,
+    ) -> list[datetime | None]:
+        """``email_after`` of each decision (``None`` without email), as a replay computes it.
+
+        With the default cadence a due time that depends on no person (``immediate``, a
+        category without digest) is computed once per schedule (`due_is_shared`).
+        """
+        email_after = self.email_after
+        shared_ok = email_after is scheduled_email_after
+        shared: dict[tuple[str, int | None, bool], datetime] = {}
+        out: list[datetime | None] = []
+        for d in decisions:
+            if not d.email:
+                out.append(None)
+                continue
+            user = users.get(d.recipient)
+            if not shared_ok or user is None:
+                out.append(email_after(user, d.category, at, delay, site))
+                continue
+            schedule, hour = user.email_schedule, user.daily_hour
+            if type(schedule) is not str or not (hour is None or type(hour) is int):
+                out.append(email_after(user, d.category, at, delay, site))
+                continue
+            memo = (schedule, hour, d.category.digest)
+            due = shared.get(memo)
+            if due is None:
+                due = email_after(user, d.category, at, delay, site)
+                if due_is_shared(user, d.category):
+                    shared[memo] = due
+            out.append(due)
         return out
 
 
@@ -483,25 +542,6 @@ class InboxRound:
 
 
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
-_COLUMNS: Final = (
-    "user_id",
-    "site_id",
-    "category",
-    "variant",
-    "group_key",
-    "page_id",
-    "comment_id",
-    "actor_id",
-    "title",
-    "path",
-    "locale",
-    "excerpt",
-    "last_event",
-    "in_app",
-    "email_state",
-    "email_after",
-    "at",
-)
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:

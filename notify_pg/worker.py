@@ -4,7 +4,9 @@ One `Worker` runs three kinds of rounds, each its own transaction (or, for pushe
 
 - **consumer round** (`Worker.consume`): lock the cursor of one partition of the consumer
   (``FOR UPDATE SKIP LOCKED``, the most lagging one no other worker holds: one round per
-  partition at a time, whatever the number of workers), read the next events after it in
+  partition at a time, whatever the number of workers) and the cursors of the other free
+  partitions at the same position, up to the worker's share of the partitions (all of them
+  for a lone worker: one round decides for everybody), read the next events after it in
   ``seq`` order, run each through `notify_core.pipeline.Pipeline.handle` deciding for the
   partition's recipients only (due work of those recipients at or before the event first),
   carry out the hints (push sends, the host's sink), move the cursor, commit. A crash anywhere
@@ -59,7 +61,7 @@ from notify_core.errors import NotifyError, UsageError
 from notify_core.events import Event, EventError, parse_event
 from notify_core.instants import format_instant
 from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
-from notify_core.partitions import Partition
+from notify_core.partitions import Partition, Partitions
 from notify_core.pipeline import Hint, Pipeline
 from notify_pg.errors import PartitionError, StorageError, translate
 from notify_pg.events import EventLog
@@ -70,6 +72,7 @@ from notify_pg.pipeline_ports import PgPreferences, PgSchedule, PgWorld, Session
 from notify_pg.ports import PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.push import ProviderGate, PushProvider
+from notify_pg.recorder import NullRecorder, Recorder
 from notify_pg.registrations import Registration, RegistrationRepository
 from notify_pg.seam import Conn, Seam
 from notify_pg.values import StoreConfig
@@ -84,6 +87,10 @@ _log = logging.getLogger("notify_pg.worker")
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 1)
 
 
 def _milliseconds(span: timedelta) -> str:
@@ -260,6 +267,8 @@ class Worker:
             the mail drain, `notify_pg.mail_drain.MailRound`); their failures are recorded
             under the round's ``name`` (default ``inbox``). A round with ``next_wake()``
             shortens the idle pause to the instant it returns.
+        recorder: receives the metric edges of the rounds (`notify_pg.recorder.Recorder`,
+            e.g. `notify_pg.metrics.OtelRecorder`); by default nothing is recorded.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -282,8 +291,10 @@ class Worker:
         on_event: Callable[[Conn, Event | None], None] | None = None,
         gate: ProviderGate | None = None,
         rounds: Sequence[Callable[[Conn], int]] = (),
+        recorder: Recorder | None = None,
     ) -> None:
         self.schema = schema
+        self.recorder: Recorder = recorder or NullRecorder()
         self.policy = policy or Policy()
         self.config = config or WorkerConfig()
         self.clock = clock
@@ -366,7 +377,7 @@ class Worker:
         *,
         wait: bool = False,
         budget: int | None = None,
-        owns: Partition | None = None,
+        owns: Partition | Partitions | None = None,
     ) -> tuple[Pipeline, PgSchedule]:
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
         pipeline = Pipeline(
@@ -382,6 +393,9 @@ class Worker:
             schedule=schedule,
             owns=owns,
         )
+        world, prefs = pipeline.world, pipeline.prefs
+        assert isinstance(world, PgWorld) and isinstance(prefs, PgPreferences)
+        schedule.prefetch = lambda dues: world.prefetch_due(dues, prefs)
         return pipeline, schedule
 
     # --- consumer ----------------------------------------------------------------------------
@@ -395,7 +409,10 @@ class Worker:
         partitions, or a single one, always does): every event up to it is then handled for
         everybody and nothing after it for anybody, which any count can take over. The change
         waits for rounds in progress; workers still running with the old count then fail
-        with ``partition_count_changed``. `consume` calls it once per connection.
+        with ``partition_count_changed``. `consume` calls it once per connection. With more
+        than one partition the connection also counts among the consumer's workers from
+        then on (a shared advisory lock): a round takes up to the worker's share of the free
+        partitions (`consume`).
 
         Raises:
             PartitionError: ``partition_change_refused``, the cursors stand at different
@@ -404,6 +421,10 @@ class Worker:
         """
         name, parts = self.config.consumer, self.config.partitions
         with self._transaction() as conn:
+            if parts > 1:
+                # This session counts among the consumer's workers until it ends: the workers
+                # share the partitions (`_more_partitions`).
+                self._seam.one(conn, "join_consumer", {"schema": self.schema, "name": name})
             rows = self._seam.all(conn, "consumer_partitions", {"name": name})
             if not self._fits(rows, parts):
                 # Creation and change are serialized per consumer, so two workers starting at
@@ -442,8 +463,10 @@ class Worker:
         """Run one consumer round on one partition; return the number of events it handled.
 
         The round takes the most lagging partition that no other worker is running a round
-        of. 0: that partition is at the head (so all free ones are), or every partition is
-        in another worker's round.
+        of, and with it the other free partitions at the same position up to this worker's
+        share (the partitions over the consumer's workers, rounded up): they are handled
+        together, as one partition of their recipients. 0: that partition is at the head (so
+        all free ones are), or every partition is in another worker's round.
 
         Raises:
             PartitionError: ``partition_change_refused`` (see `prepare`), or
@@ -454,6 +477,7 @@ class Worker:
         name, parts = self.config.consumer, self.config.partitions
         if not self._cursor_ready:
             self.prepare()
+        started = time.perf_counter()
         handled = 0
         hints: list[Hint] = []
         with self._transaction() as conn:
@@ -462,14 +486,19 @@ class Worker:
                 self._check_partitions(conn)
                 return 0
             part, position = int(row[0]), int(row[1])
+            taken = [part, *self._more_partitions(conn, part, position)]
             rows = self._seam.all(
                 conn, "read_events_page", {"after": position, "limit": self.config.batch_size}
             )
             if not rows:
                 return 0
             session = Session(conn)
-            # One partition owns everybody: no filter at all, the plain pipeline.
-            owns = Partition(part, parts) if parts > 1 else None
+            # All partitions own everybody: no filter at all, the plain pipeline.
+            owns: Partition | Partitions | None = None
+            if len(taken) == 1 and parts > 1:
+                owns = Partition(part, parts)
+            elif len(taken) < parts:
+                owns = Partitions(tuple(taken), parts)
             pipeline, schedule = self._pipeline(session, wait=True, owns=owns)
             for row in rows:
                 event = self._event(row)
@@ -483,26 +512,62 @@ class Worker:
                     self.on_event(conn, event)
                 position = int(row[0])
                 handled += 1
-            self._seam.run(conn, "move_cursor", {"name": name, "part": part, "position": position})
+            self._seam.run(
+                conn,
+                "move_cursors",
+                {"name": name, "part_set": taken, "position": position},
+            )
             # Events of the round (following) go last: the log's append lock is held from the
             # first append to the commit, and host writes and the other partitions' rounds
             # that append wait for it.
             self._events.append_many(conn, session.appends)
         self._count(hints)
         self.stats.events += handled
+        duration_ms = _elapsed_ms(started)
+        self.recorder.round_done("consumer", handled, duration_ms / 1000)
         _log.info(
             "consumer round",
             extra={
                 "fields": {
+                    "round": "consumer",
+                    "duration_ms": duration_ms,
                     "events": handled,
                     "hints": len(hints),
                     "position": position,
                     "part": part,
                     "parts": parts,
+                    "taken": len(taken),
                 }
             },
         )
         return handled
+
+    def _more_partitions(self, conn: Conn, part: int, position: int) -> list[int]:
+        """The other partitions this round takes: free ones at the same position, up to this
+        worker's share of the partitions (their count over the consumer's workers now), so a
+        lone worker handles all of them in one round and several workers still share them."""
+        parts = self.config.partitions
+        if parts == 1:
+            return []
+        row = self._seam.one(
+            conn, "consumer_workers", {"schema": self.schema, "name": self.config.consumer}
+        )
+        workers = max(1, int(row[0]) if row is not None else 1)
+        share = -(-parts // workers)
+        if share <= 1:
+            return []
+        rows = self._seam.all(
+            conn,
+            "lock_cursors_at",
+            {
+                "name": self.config.consumer,
+                "parts": parts,
+                "position": position,
+                "part": part,
+                "limit": share - 1,
+            },
+        )
+        return [int(r[0]) for r in rows]
 
     def _check_partitions(self, conn: Conn) -> None:
         """No free cursor of this count: every partition is busy, or the count changed."""
@@ -550,6 +615,7 @@ class Worker:
         the round runs the due work of every partition, and each must wait for its consumer.
         """
         limit = until if until is not None else self.clock()
+        started = time.perf_counter()
         hints: list[Hint] = []
         with self._transaction() as conn:
             row = self._seam.one(conn, "first_unconsumed_at", {"name": self.config.consumer})
@@ -565,7 +631,10 @@ class Worker:
         self.stats.due += done
         self._count(hints)
         if done:
-            _log.info("due round", extra={"fields": {"due": done, "hints": len(hints)}})
+            duration_ms = _elapsed_ms(started)
+            self.recorder.round_done("due", done, duration_ms / 1000)
+            fields = {"round": "due", "duration_ms": duration_ms, "due": done, "hints": len(hints)}
+            _log.info("due round", extra={"fields": fields})
         return done
 
     # --- hints -> push sends -----------------------------------------------------------------
@@ -628,6 +697,7 @@ class Worker:
         self.stats.push_sends += len(params)
 
     def _count(self, hints: Sequence[Hint]) -> None:
+        self.recorder.hints(hints)
         for hint in hints:
             decision = hint.decision
             if isinstance(decision, Skip):
@@ -653,6 +723,7 @@ class Worker:
         Raises:
             StorageError: PostgreSQL failed (results of provider calls made stay held).
         """
+        started = time.perf_counter()
         handled = self.write_held_results()
         now = self.clock()
         prepared: list[_Prepared] = []
@@ -676,6 +747,10 @@ class Worker:
         results = self._step2(prepared)
         self._held.extend(zip(prepared, results, strict=True))
         self.write_held_results()
+        duration_ms = _elapsed_ms(started)
+        self.recorder.round_done("push", handled, duration_ms / 1000)
+        fields = {"round": "push", "duration_ms": duration_ms, "sends": handled}
+        _log.info("push round", extra={"fields": {**fields, "calls": len(prepared)}})
         return handled
 
     @property
@@ -698,8 +773,8 @@ class Worker:
             _log.warning("push results held", extra={"fields": {"held": len(self._held)}})
             raise
         self._held = []
-        for item, outcome, action, expired, counted in written:
-            self._written(item, outcome, action, expired, counted)
+        for item, outcome, action, expired, counted, deactivated in written:
+            self._written(item, outcome, action, expired, counted, deactivated)
         return len(written)
 
     def _step1(
@@ -714,6 +789,9 @@ class Worker:
         # Facts of all recipients of the claimed sends are loaded together.
         session.batch = tuple(dict.fromkeys(c.recipient for c in batch))
         found = self._registrations.for_send_many(conn, [c.registration_id for c in batch])
+        world.prefetch_allowed(
+            list(dict.fromkeys((c.recipient, c.thread) for c in batch if c.thread is not None))
+        )
         ready: list[tuple[_Claimed, Registration, PushProvider, Kind]] = []
         finished: list[int] = []
         for claimed in batch:
@@ -721,6 +799,7 @@ class Worker:
             if isinstance(checked, str):
                 finished.append(claimed.id)
                 self.stats.skipped[checked] += 1
+                self.recorder.push_skipped(checked, claimed.kind)
                 _log.info(
                     "push skipped", extra={"fields": {"kind": claimed.kind, "reason": checked}}
                 )
@@ -809,7 +888,9 @@ class Worker:
             )
             return SendResult(result_class=ResultClass.RETRY)
         finally:
-            self.stats.provider_seconds += time.perf_counter() - started
+            seconds = time.perf_counter() - started
+            self.stats.provider_seconds += seconds
+            self.recorder.send_duration(item.provider.name, seconds)
 
     def _step2(self, prepared: Sequence[_Prepared]) -> list[SendResult]:
         if not prepared:
@@ -825,12 +906,12 @@ class Worker:
 
     def _step3(
         self, results: Sequence[tuple[_Prepared, SendResult]]
-    ) -> list[tuple[_Prepared, str, str, bool, bool]]:
+    ) -> list[tuple[_Prepared, str, str, bool, bool, str | None]]:
         """Apply provider results to their registrations, in call order, in one transaction:
         the rows locked ``FOR UPDATE`` with one statement (in id order), each result applied to
         the state the results before it left, the changed states, the finished and the retried
         sends written with one statement each. Returns per result what `_written` logs."""
-        out: list[tuple[_Prepared, str, str, bool, bool]] = []
+        out: list[tuple[_Prepared, str, str, bool, bool, str | None]] = []
         with self._transaction() as conn:
             states = self._registrations.lock_states(
                 conn, [item.claimed.registration_id for item, _r in results]
@@ -845,10 +926,13 @@ class Worker:
                 state = states.get(claimed.registration_id)
                 if state is None:
                     finished.append(claimed.id)
-                    out.append((item, outcome, action, expired, False))
+                    out.append((item, outcome, action, expired, False, None))
                     continue
                 change = apply_result(state, result, now, self.config.max_failures)
                 outcome, action = change.outcome.value, change.action.value
+                deactivated = None
+                if state.active and not change.state.active:
+                    deactivated = change.state.disabled_reason
                 if change.state != state:
                     states[claimed.registration_id] = change.state
                     changed[claimed.registration_id] = change.state
@@ -867,7 +951,7 @@ class Worker:
                     retried.append((claimed.id, at))
                 else:
                     finished.append(claimed.id)
-                out.append((item, outcome, action, expired, True))
+                out.append((item, outcome, action, expired, True, deactivated))
             self._registrations.record_many(conn, list(changed.items()))
             if finished:
                 self._seam.run(conn, "finish_push_sends", {"ids": finished})
@@ -880,12 +964,21 @@ class Worker:
         return out
 
     def _written(
-        self, item: _Prepared, outcome: str, action: str, expired: bool, counted: bool
+        self,
+        item: _Prepared,
+        outcome: str,
+        action: str,
+        expired: bool,
+        counted: bool,
+        deactivated: str | None,
     ) -> None:
         """Count and log one written result: one line per provider call."""
         claimed = item.claimed
         if counted:
             self.stats.sent[outcome] += 1
+            self.recorder.push_result(
+                item.provider.name, claimed.kind, outcome, action, deactivated
+            )
         _log.info(
             "push sent",
             extra={
@@ -900,6 +993,7 @@ class Worker:
         )
         if expired:
             self.stats.skipped["expired"] += 1
+            self.recorder.push_skipped("expired", claimed.kind)
             _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": "expired"}})
 
     def _draw_jitter(self) -> float:
@@ -948,8 +1042,16 @@ class Worker:
             if stop is not None and stop.is_set():
                 return work
             # A round may name itself (``name``, e.g. the mail drain's "mail"); else "inbox".
-            self._round = str(getattr(extra, "name", "inbox"))
-            work += extra(self._connection())
+            name = str(getattr(extra, "name", "inbox"))
+            self._round = name
+            started = time.perf_counter()
+            done = extra(self._connection())
+            work += done
+            if done:
+                duration_ms = _elapsed_ms(started)
+                self.recorder.round_done(name, done, duration_ms / 1000)
+                fields = {"round": name, "duration_ms": duration_ms, "work": done}
+                _log.info(f"{name} round", extra={"fields": fields})
         return work
 
     def run(self, stop: threading.Event) -> None:
@@ -997,6 +1099,7 @@ class Worker:
     def _failed(self, exc: Exception, failures: int) -> None:
         """Log a failed round with its cause and record it for ``notify db status``."""
         self.stats.failures += 1
+        self.recorder.round_failed(self._round)
         fields: dict[str, Any] = {
             "round": self._round,
             "error_type": type(exc).__name__,

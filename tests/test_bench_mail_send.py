@@ -22,4 +22,5 @@ def test_bench_mail_send_measures_every_part() -> None:
     assert report["send"]["reused_with_dkim_ed25519_per_s"] > 0
     assert report["signing"]["rsa2048_per_s"] > 0 < report["signing"]["dkimpy_rsa2048_per_s"]
     assert report["plan"]["plan_entries_per_s"] > 0 < report["plan"]["plan_entries_per_cpu_s"]
+    assert report["plan"]["plan_vs_baseline_cpu"] > 0
     assert report["send"]["composed_and_sent_reused_with_dkim_rsa2048_per_s"] > 0

@@ -181,3 +181,31 @@ def test_a_dkim_key_pickles_and_still_signs() -> None:
     copy = pickle.loads(pickle.dumps(key))
     assert copy == key and copy.algorithm == "rsa-sha256"
     assert copy.sign(_message(), now=1_796_000_000) == key.sign(_message(), now=1_796_000_000)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        b"From: a@wiki.example.org\r\nSubject: hi\r\n\r\nbody\r\n",
+        b"From: a@wiki.example.org\r\nSubject: hi\r\n",
+        b"From: a@wiki.example.org\r\n\r\n",
+        b"From: a@wiki.example.org\r\nTo: x@y\r\nTo: z@y\r\n\r\nbody\r\n\r\n\r\n",
+        b"From:\ta@wiki.example.org\nSubject:  spaced   out \n\tfolded\n\nbody  with  spaces \n",
+    ],
+    ids=["minimal", "no-body", "empty-body", "two-to-trailing-lines", "lf-folded"],
+)
+def test_e6_a_signature_verifies_on_messages_of_any_shape(message: bytes) -> None:
+    # Headers of h= that are missing count as empty (they cannot be added later); a repeated
+    # header is signed bottom up (h= names To once: the last To); empty lines at the end of
+    # the body are not signed.
+    key = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
+    signed = key.sign(message)
+    assert dkim.verify(signed, dnsfunc=_rsa_dns)
+    if b"To: z@y" in signed:
+        assert not dkim.verify(signed.replace(b"To: z@y", b"To: w@y"), dnsfunc=_rsa_dns)
+
+
+def test_a_header_line_without_a_colon_is_refused() -> None:
+    key = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
+    with pytest.raises(ValueError, match="not an RFC 5322 header line"):
+        key.sign(b"From: a@wiki.example.org\r\nno colon here\r\n\r\nbody\r\n")

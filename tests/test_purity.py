@@ -35,6 +35,8 @@ FORBIDDEN_MODULES = {
     "psycopg",
     "click",
     "rich",
+    "opentelemetry",
+    "prometheus_client",
     "notify_pg",
     "notify_cli",
 }

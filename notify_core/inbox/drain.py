@@ -121,9 +121,11 @@ def plan_mails(
         else (MailSkip.SECTION_OFF if not section_email[key] else MailSkip.PREFERENCE)
         for key, category in CATEGORY_BY_KEY.items()
     }
+    sent_by_default = frozenset(key for key, verdict in by_default.items() if verdict is None)
     site_is_on: dict[str, bool] = {}
     plans: list[MailPlan] = []
     append = plans.append
+    skips: list[MailPlan] = []  # a (person, site)'s skips, after its send
     person = None
     defaults_only = email_possible = False
     facts = None
@@ -159,13 +161,15 @@ def plan_mails(
                 )
                 for key in categories
             }
-        reasons: dict[MailSkip, list[Entry]] = {}
         send: list[Entry]
-        if not any([verdicts[key] for key in categories]):
+        if (defaults_only and on and categories <= sent_by_default) or not any(
+            [verdicts[key] for key in categories]
+        ):
             send = entries
         else:
             send = []
             categories = set()
+            reasons: dict[MailSkip, list[Entry]] = {}
             for entry in entries:
                 reason = verdicts[entry.category]
                 if reason is None:
@@ -173,6 +177,12 @@ def plan_mails(
                     categories.add(entry.category)
                 else:
                     reasons.setdefault(reason, []).append(entry)
+            for reason in sorted(reasons):
+                skipped = reasons[reason]
+                _sort_latest_first(skipped)
+                skips.append(
+                    MailPlan(recipient=person, site=site, entries=tuple(skipped), skip=reason)
+                )
         if send:
             _sort_latest_first(send)
             sent = tuple(send)
@@ -187,8 +197,7 @@ def plan_mails(
                     sent=sent,
                 )
             )
-        for reason in sorted(reasons):
-            skipped = reasons[reason]
-            _sort_latest_first(skipped)
-            append(MailPlan(recipient=person, site=site, entries=tuple(skipped), skip=reason))
+        if skips:
+            plans.extend(skips)
+            skips.clear()
     return plans

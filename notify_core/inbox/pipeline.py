@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Final, NamedTuple
 
@@ -64,6 +64,7 @@ __all__ = [
     "InboxLine",
     "InboxPipeline",
     "MailLine",
+    "due_is_shared",
     "email_schedule",
     "immediate_email_after",
     "inbox_line_to_json",
@@ -215,7 +216,7 @@ def scheduled_email_after(
     )
 
 
-def _person_independent(user: WikiUser, category: Category) -> bool:
+def due_is_shared(user: WikiUser, category: Category) -> bool:
     """Whether `scheduled_email_after` gives every person of this schedule the same due time.
 
     ``immediate`` and a category without digest give ``now + delay`` whoever the person is
@@ -381,9 +382,11 @@ class InboxPipeline:
         site = wiki.site(page.site)
         if site is not None and not site.notifications:
             return self._site_off(event, inbox, candidates)  # N5: the emit writes nothing
-        people: set[str] = set()
-        for listed in candidates.values():
-            people.update(listed)
+        people: Collection[str]
+        if len(candidates) == 1:  # one firing category: its list, each candidate once
+            (people,) = candidates.values()
+        else:
+            people = {person for listed in candidates.values() for person in listed}
         facts = wiki.people(people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         lines = self._apply(event, inbox, page, result.entries)
@@ -533,7 +536,7 @@ class InboxPipeline:
                         due = shared_dues.get(shared)
                         if due is None:
                             due = email_after(found_user, category, at, delay, site_info)
-                            if _person_independent(found_user, category):
+                            if due_is_shared(found_user, category):
                                 shared_dues[shared] = due
                     else:  # not a value `email_schedule` caches: no sharing
                         due = email_after(found_user, category, at, delay, site_info)

@@ -65,22 +65,21 @@ DELETE FROM {schema}.inbox_preferences
 WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)s;
 
 -- name: inbox_upsert
--- Coalesce up to 500 entry decisions of one event in one statement (N10-N12, E1).
+-- Coalesce up to 500 entry decisions of one event in one statement (N10-N12, E1). What is the
+-- same for every row of the event (its page, actor, time) is one value; the arrays carry only
+-- what differs by person.
 INSERT INTO {schema}.inbox_entries AS e (
     user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
     path, locale, excerpt, variants, count, last_event, in_app, email_state, email_after,
     created_at, updated_at)
-SELECT r.user_id, r.site_id, r.category, r.variant, r.group_key, r.page_id, r.comment_id,
-       r.actor_id, r.title, r.path, r.locale, r.excerpt, ARRAY[r.variant], 1, r.last_event,
-       r.in_app, r.email_state, r.email_after, r.at, r.at
-FROM unnest(%(user_id)b::text[], %(site_id)b::text[], %(category)b::text[],
-            %(variant)b::text[], %(group_key)b::text[], %(page_id)b::text[],
-            %(comment_id)b::text[], %(actor_id)b::text[], %(title)b::text[], %(path)b::text[],
-            %(locale)b::text[], %(excerpt)b::text[], %(last_event)b::bigint[],
-            %(in_app)b::boolean[], %(email_state)b::text[], %(email_after)b::timestamptz[],
-            %(at)b::timestamptz[])
-    AS r (user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id,
-          title, path, locale, excerpt, last_event, in_app, email_state, email_after, at)
+SELECT r.user_id, %(site_id)b::text, r.category, %(variant)b::text, r.group_key,
+       %(page_id)b::text, %(comment_id)b::text, %(actor_id)b::text, %(title)b::text,
+       %(path)b::text, %(locale)b::text, %(excerpt)b::text, ARRAY[%(variant)b::text], 1,
+       %(last_event)b::bigint, r.in_app, r.email_state, r.email_after, %(at)b::timestamptz,
+       %(at)b::timestamptz
+FROM unnest(%(user_id)b::text[], %(category)b::text[], %(group_key)b::text[],
+            %(in_app)b::boolean[], %(email_state)b::text[], %(email_after)b::timestamptz[])
+    AS r (user_id, category, group_key, in_app, email_state, email_after)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
     count = e.count + 1,

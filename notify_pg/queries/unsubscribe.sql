@@ -19,3 +19,7 @@ VALUES (%(user_id)s, %(scope)s, %(token_categories)s, %(categories)s, %(changed)
 -- The audited unsubscribes of one person, oldest first.
 SELECT scope, token_categories, categories, changed, at FROM {schema}.unsubscribe_audit
 WHERE user_id = %(user_id)s ORDER BY at, id
+
+-- name: unsubscribe_lock_person
+-- Serialize one person's unsubscribes for the rest of the transaction (so `changed` is exact).
+SELECT pg_advisory_xact_lock(hashtextextended('notify.unsubscribe:' || %(user_id)s, 0))

@@ -63,6 +63,11 @@ class ReferenceWiki:
         row = self._seam.one(conn, "wiki_first_site")
         return None if row is None else str(row[0])
 
+    def sites_off(self, conn: Conn) -> list[str]:
+        """Return the sites whose notifications are switched off (the inbox hides their
+        entries, N5): what `notify serve --host-schema` passes as ``hidden_sites``."""
+        return [str(r[0]) for r in self._seam.all(conn, "wiki_sites_off")]
+
     def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
         """Return a page (a deleted one as it was), or ``None``."""
         row = self._seam.one(conn, "wiki_page", {"id": page})

@@ -180,8 +180,29 @@ def test_n9_a_delete_that_failed_after_its_emit_gives_nothing(
 ) -> None:
     """formats.md page_exists: the page is still there when the fan-out runs: no entry."""
     emit(conn, "page.deleted", {"page": "p1"}, actor="bob", occurred_at=T0, schema=SCHEMA)
-    assert fanout(wiki).drain(conn) == 1
+    worker = fanout(wiki)
+    assert worker.drain(conn) == 1
     assert entries(conn) == []
+    assert worker.stats.dropped == {"page_exists": 1}
+    assert worker.stats.skips == {}
+
+
+def test_n7_skipped_candidates_are_counted_by_reason_as_a_replay_counts_them(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """The fan-out stores no skip rows (docs/decisions.md) but counts skipped candidates by
+    reason, per candidate and category, like a replay's summary."""
+    with conn.transaction():
+        wiki.add_user(conn, "dee", email="dee@example.org", verified=True)  # in no group
+        wiki.add_user(conn, "eve", active=False)
+        for person in ("bob", "dee", "eve"):
+            wiki.watch(conn, "p1", person)
+    edit(conn, 0)  # by bob
+    worker = fanout(wiki)
+    assert worker.drain(conn) == 1
+    assert [r[0] for r in entries(conn)] == ["ana", "cy"]
+    assert worker.stats.skips == {"actor": 1, "no_access": 1, "inactive": 1}
+    assert worker.stats.dropped == {}
 
 
 def test_n12_email_pending_with_mail_configured(

@@ -113,6 +113,8 @@ def test_worker_stops_cleanly_on_sigterm(conn: psycopg.Connection[Any], db_dsn: 
     assert "stopping" in messages  # then the round in progress ends
     assert messages[-1] == "worker stopped"
     assert lines[-1]["events"] >= 1
+    # The inbox's counts (no wiki events here): skips are counted, never stored.
+    assert lines[-1]["inbox"] == {"events": 0, "entries": 0, "skips": {}, "dropped": {}}
     assert out == ""
     for person in PEOPLE:
         assert all(person not in json.dumps(line) for line in lines)

@@ -5,6 +5,10 @@
 SELECT id, host, https, primary_locale, time_zone, notifications
 FROM {schema}.wiki_sites WHERE id = %(id)s
 
+-- name: wiki_sites_off
+-- The sites whose notifications are switched off (their entries are hidden, N5).
+SELECT id FROM {schema}.wiki_sites WHERE NOT notifications ORDER BY id
+
 -- name: wiki_page
 -- One page (a deleted one as it was).
 SELECT id, site_id, path, locale, title, tags, deleted FROM {schema}.wiki_pages WHERE id = %(id)s

@@ -1,0 +1,138 @@
+"""``notify serve``: the reference web app of `notify_pg.serve` (needs the ``serve`` extra).
+
+Serves the one-click unsubscribe routes and the inbox routes over HTTP until SIGTERM or
+SIGINT. A reference for the demo and tests: the inbox's person is the ``X-Notify-User``
+header, so a host puts its own authentication in front. Logs are JSON lines on stderr, never
+with a query string (unsubscribe tokens), a person or the secret.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+import click
+
+from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
+from notify_cli.worker import _logging
+
+
+@click.command()
+@dsn_option
+@schema_option
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDRESS",
+    type=Utf8Text(),
+    help="Address to listen on.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8080,
+    show_default=True,
+    metavar="N",
+    help="Port to listen on (0: any free port; the one taken is logged).",
+)
+@click.option(
+    "--unsubscribe-page",
+    default="/unsubscribe",
+    show_default=True,
+    metavar="URL",
+    type=Utf8Text(),
+    help="The host's unsubscribe page a GET on the one-click URL redirects to (303); "
+    "the default is a stand-in page served by this app.",
+)
+@click.option(
+    "--host-schema",
+    metavar="NAME",
+    type=Utf8Text(),
+    help="Schema of the reference host's wiki: its sites switched off are hidden from the "
+    "inbox (absent: no site is hidden).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Lowest level of the JSON log lines on stderr.",
+)
+def serve(
+    dsn: str,
+    schema: str,
+    host: str,
+    port: int,
+    unsubscribe_page: str,
+    host_schema: str | None,
+    log_level: str,
+) -> None:
+    """Serve one-click unsubscribe and the inbox over HTTP (a reference web app).
+
+    POST /notifications/unsubscribe?t=TOKEN with the form body List-Unsubscribe=One-Click
+    (and scope=all to stop all email) turns email off for the token's categories: 200 with no
+    body, 400 with no body for an invalid token. GET on the same URL changes nothing and
+    redirects (303) to --unsubscribe-page; GET /notifications/unsubscribe/info?t=TOKEN names
+    the token's categories. The inbox routes (GET /notifications, GET /notifications/summary,
+    PUT /notifications/read, PUT /notifications/ID/read, DELETE /notifications/ID) act for
+    the person named by the X-Notify-User header: put a proxy that authenticates in front;
+    with --host-schema the entries of the reference wiki's sites switched off are hidden.
+    The schema must be migrated (notify db migrate). SIGTERM or SIGINT stop it (exit 0). A
+    database that cannot be reached or an address that cannot be bound: a message on stderr
+    and exit code 2.
+    """
+    try:
+        from notify_core.errors import NotifyError
+        from notify_pg.reference_host.wiki import ReferenceWiki
+        from notify_pg.serve import build_app, make_http_server, open_pool
+    except ImportError as exc:  # werkzeug or psycopg_pool missing: no serve extra
+        raise BadInput(
+            f"serve needs the serve extra (pip install 'notify-engine[serve]'): {exc}"
+        ) from None
+    if not schema or host_schema == "":
+        raise BadInput("--schema and --host-schema must not be empty")
+    hidden = None if host_schema is None else ReferenceWiki(host_schema).sites_off
+    _logging(log_level)
+    log = logging.getLogger("notify_pg.serve")
+    # The pool's own warnings (a lost connection) go to the same JSON lines.
+    pool_log = logging.getLogger("psycopg.pool")
+    pool_log.handlers[:] = logging.getLogger("notify_pg").handlers
+    pool_log.propagate = False
+    try:
+        pool = open_pool(dsn)
+    except NotifyError as exc:
+        raise BadInput(f"--dsn: {exc.message}") from None
+    try:
+        try:
+            server = make_http_server(
+                build_app(
+                    pool, schema=schema, unsubscribe_page=unsubscribe_page, hidden_sites=hidden
+                ),
+                host,
+                port,
+            )
+        except OSError as exc:
+            raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        done = threading.Event()
+
+        def on_signal(number: int, frame: FrameType | None) -> None:
+            log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
+            # shutdown() waits for serve_forever to return: call it off the main thread.
+            threading.Thread(target=server.shutdown, daemon=True).start()
+            done.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        log.info(
+            "listening",
+            extra={"fields": {"host": host, "port": server.server_port, "schema": schema}},
+        )
+        sys.stderr.flush()
+        server.serve_forever()
+        server.server_close()
+    finally:
+        pool.close()
