@@ -333,7 +333,7 @@ def worker(
     log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
 
 
-def _metrics(port: int, host: str) -> Any:
+def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:
     """Start the metrics endpoint (`notify_pg.metrics.Metrics`), or exit 2 saying why not."""
     try:
         from notify_pg.metrics import Metrics
@@ -342,10 +342,11 @@ def _metrics(port: int, host: str) -> Any:
             f"--metrics-port needs the metrics extra (pip install 'notify-engine[metrics]'): {exc}"
         ) from None
     try:
-        return Metrics.start(port, host)
+        return Metrics.start(port, host, service)
     except OSError as exc:
+        command = service.removeprefix("notify-")
         raise BadInput(
-            f"worker: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+            f"{command}: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
         ) from None
 
 
