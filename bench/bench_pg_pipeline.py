@@ -5,6 +5,7 @@ databases are created and dropped) or, without it, a throwaway pgserver instance
 
     python bench/bench_pg_pipeline.py [--people 200] [--messages 1000] [--partitions 2]
                                       [--rate 40] [--duration 10] [--repeat 1]
+                                      [--baseline-src DIR] [--quiet-wait 1800]
 
 Workload: one space with one channel and ``threads`` threads; ``people`` humans, each with a
 phone and a push registration (provider ``apns``, answered by a `FakeProvider` that accepts
@@ -22,7 +23,8 @@ Figures:
   baseline's, measured in the same run. Each worker process also times its SQL statements
   (the seam's calls, round trips included): ``sql_share`` and ``python_share`` of its busy
   time (the rest: the pipeline, decisions, parsing; provider calls and idle pauses apart),
-  and ``statements_per_event`` (all partitions' statements over the events of the log).
+  and ``statements_per_event`` (all partitions' statements over the events of the log; every
+  call of the seam counts once, a multi-row ``executemany`` too).
   With ``--repeat`` each configuration runs several times (one database each, round-robin
   over the configurations) and the median run by hint decisions per second is reported,
   with all rates listed. The machine's CPU time is split into ``cpu``: the workers, the
@@ -31,9 +33,15 @@ Figures:
   of the cores) is repeated, up to three times (``disturbed`` marks the last one). Linux only
   (``/proc``). ``active_backend_samples`` counts what the workers' backends were doing when
   sampled every 50 ms (``cpu``, or a wait event such as ``Lock:transactionid``).
+  ``--baseline-src DIR`` adds the configuration 1 worker with 1 partition run on another
+  source tree of the library (for example ``git archive`` of an older commit unpacked in DIR:
+  its worker processes import ``notify_core`` and ``notify_pg`` from there), alternating with
+  the others, and ``baseline`` compares the two: hint decisions per second (best run of each)
+  and statements per event. ``--quiet-wait 0`` neither waits for an idle machine nor repeats
+  disturbed runs (a machine that is never idle).
 - ``steady_stream``: a producer appends ``rate`` messages a second for ``duration`` seconds
   while one worker runs; the consumer's lag (events behind the head, and the age of the oldest
-  unhandled event) sampled every 0.25 s.
+  unhandled event) sampled every 0.25 s (median, 99th percentile, maximum).
 """
 
 from __future__ import annotations
@@ -327,8 +335,30 @@ def sample_waits(conn: psycopg.Connection[Any], waits: dict[str, int]) -> None:
         waits[what] = waits.get(what, 0) + 1
 
 
+@contextmanager
+def source(src: str | None) -> Iterator[None]:
+    """Processes started inside import the library from ``src`` (``None``: this tree)."""
+    if src is None:
+        yield
+        return
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.path.abspath(src)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = before
+
+
 def run_workers(
-    dsn: str, n: int, partitions: int, watch: Callable[[], bool], timeout: float
+    dsn: str,
+    n: int,
+    partitions: int,
+    watch: Callable[[], bool],
+    timeout: float,
+    src: str | None = None,
 ) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
@@ -337,8 +367,9 @@ def run_workers(
     server_before, busy_before = server_cpu_seconds(), machine_busy_seconds()
     self_before = time.process_time()
     started = time.perf_counter()
-    for p in procs:
-        p.start()
+    with source(src):
+        for p in procs:
+            p.start()
     deadline = started + timeout
     with psycopg.connect(dsn, autocommit=True) as probe:
         while time.perf_counter() < deadline and not watch():
@@ -391,9 +422,14 @@ def backlog(base: str, people: int, threads: int, messages: int) -> Iterator[str
         yield dsn
 
 
-def wait_for_quiet(limit: float = 1800.0) -> float:
+#: The longest `wait_for_quiet` waits (``--quiet-wait``); 0: no wait, no repeated runs.
+QUIET_WAIT = [1800.0]
+
+
+def wait_for_quiet(limit: float | None = None) -> float:
     """Wait until the machine is idle (under 0.2 cores busy over 2 s, e.g. no other benchmark
     or test run on the shared machine); return the seconds waited (``limit`` at most)."""
+    limit = QUIET_WAIT[0] if limit is None else limit
     started = time.perf_counter()
     while time.perf_counter() - started < limit:
         before = machine_busy_seconds()
@@ -404,7 +440,13 @@ def wait_for_quiet(limit: float = 1800.0) -> float:
 
 
 def end_to_end(
-    base: str, people: int, threads: int, messages: int, workers: int, partitions: int
+    base: str,
+    people: int,
+    threads: int,
+    messages: int,
+    workers: int,
+    partitions: int,
+    src: str | None = None,
 ) -> dict[str, Any]:
     with (
         backlog(base, people, threads, messages) as dsn,
@@ -412,7 +454,7 @@ def end_to_end(
     ):
         head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
         waited = wait_for_quiet()
-        result = run_workers(dsn, workers, partitions, lambda: settled(conn), timeout=900)
+        result = run_workers(dsn, workers, partitions, lambda: settled(conn), 900, src)
     decisions = sum(result["decisions"].values())
     seconds = result["wall_seconds"]
     busy = result["seconds"] - result["idle_seconds"]
@@ -421,6 +463,7 @@ def end_to_end(
     return {
         "workers": workers,
         "partitions": partitions,
+        **({"source": src} if src is not None else {}),
         "messages": messages,
         "seconds": seconds,
         "hint_decisions": decisions,
@@ -442,32 +485,78 @@ def end_to_end(
 
 
 def undisturbed(
-    base: str, people: int, threads: int, messages: int, workers: int, partitions: int
+    base: str,
+    people: int,
+    threads: int,
+    messages: int,
+    workers: int,
+    partitions: int,
+    src: str | None = None,
 ) -> dict[str, Any]:
-    """One run; again (up to three times) when other jobs took more than 5 % of the cores."""
+    """One run; again (up to three times) when other jobs took more than 5 % of the cores
+    (never with ``--quiet-wait 0``)."""
     for attempt in range(1, 4):
-        run = end_to_end(base, people, threads, messages, workers, partitions)
+        run = end_to_end(base, people, threads, messages, workers, partitions, src)
         allowed = 0.05 * run["seconds"] * (os.cpu_count() or 1)
         run["attempts"] = attempt
         run["disturbed"] = run["cpu"]["other_s"] > allowed
-        if not run["disturbed"]:
+        if not run["disturbed"] or QUIET_WAIT[0] <= 0:
             break
     return run
 
 
+Config = tuple[int, int, str | None]
+
+
 def compare(
-    base: str, people: int, threads: int, messages: int, partitions: int, repeat: int
-) -> list[dict[str, Any]]:
-    """Every configuration on the same backlog; ratios against 1 worker with 1 partition."""
-    configs = [(1, 1), (1, partitions), (2, 1), (2, partitions)]
+    base: str,
+    people: int,
+    threads: int,
+    messages: int,
+    partitions: int,
+    repeat: int,
+    baseline_src: str | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Every configuration on the same backlog; ratios against 1 worker with 1 partition.
+
+    With ``baseline_src``, also 1 worker with 1 partition on that source tree, and the
+    comparison of the two (best run of each by hint decisions per second).
+    """
+    configs: list[Config] = [
+        (1, 1, None),
+        (1, partitions, None),
+        (2, 1, None),
+        (2, partitions, None),
+    ]
     configs = list(dict.fromkeys(configs))  # --partitions 1 measures two configurations
-    runs: dict[tuple[int, int], list[dict[str, Any]]] = {c: [] for c in configs}
+    if baseline_src is not None:
+        configs.insert(0, (1, 1, baseline_src))
+    runs: dict[Config, list[dict[str, Any]]] = {c: [] for c in configs}
     # Round-robin over the configurations, so that a drift of the machine hits all alike.
     for _ in range(repeat):
-        for workers, parts in configs:
-            runs[workers, parts].append(
-                undisturbed(base, people, threads, messages, workers, parts)
-            )
+        for config in configs:
+            runs[config].append(undisturbed(base, people, threads, messages, *config))
+    versus = None
+    if baseline_src is not None:
+        old = max(runs[configs[0]], key=lambda r: r["hint_decisions_per_s"])
+        new = max(runs[1, 1, None], key=lambda r: r["hint_decisions_per_s"])
+        versus = {
+            "source": baseline_src,
+            "runs": repeat,
+            "hint_decisions_per_s": {
+                "baseline_best": old["hint_decisions_per_s"],
+                "this_tree_best": new["hint_decisions_per_s"],
+                "ratio": round(new["hint_decisions_per_s"] / old["hint_decisions_per_s"], 2),
+                "baseline_runs": [r["hint_decisions_per_s"] for r in runs[configs[0]]],
+                "this_tree_runs": [r["hint_decisions_per_s"] for r in runs[1, 1, None]],
+            },
+            "statements_per_event": {
+                "baseline": old["statements_per_event"],
+                "this_tree": new["statements_per_event"],
+            },
+            "sql_share": {"baseline": old["sql_share"], "this_tree": new["sql_share"]},
+        }
+        configs.pop(0)
     out = []
     first = runs[configs[0]]
     for config in configs:
@@ -487,7 +576,15 @@ def compare(
             key: round(row[key] / baseline[key], 2) if baseline[key] else None
             for key in ("hint_decisions_per_s", "pushes_per_s")
         }
-    return out
+    return out, versus
+
+
+def percentile(values: list[float] | list[int], q: float) -> float:
+    """The ``q`` quantile of the samples (nearest rank); 0 without samples."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))])
 
 
 def steady(
@@ -565,10 +662,12 @@ def steady(
         "settled_after_last_message_s": round(drain_seconds, 2),
         "lag_events": {
             "p50": int(statistics.median(lags)) if lags else 0,
+            "p99": int(percentile(lags, 0.99)),
             "max": max(lags, default=0),
         },
         "lag_age_s": {
             "p50": round(statistics.median(ages), 3) if ages else 0.0,
+            "p99": round(percentile(ages, 0.99), 3),
             "max": round(max(ages, default=0.0), 3),
         },
     }
@@ -583,6 +682,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--rate", type=float, default=40.0)
     parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument(
+        "--baseline-src",
+        help="a source tree of the library to compare 1 worker with 1 partition against",
+    )
+    parser.add_argument(
+        "--quiet-wait",
+        type=float,
+        default=1800.0,
+        help="the longest wait for an idle machine per run; 0: no wait, no repeated runs",
+    )
     parser.add_argument("--no-steady", action="store_true", help="skip the steady stream")
     parser.add_argument(
         "--steady-only", action="store_true", help="skip the backlog runs (end_to_end)"
@@ -590,6 +699,11 @@ def main() -> None:
     args = parser.parse_args()
     if args.partitions < 1 or args.repeat < 1:
         parser.error("--partitions and --repeat must be at least 1")
+    if args.baseline_src is not None and not os.path.isdir(
+        os.path.join(args.baseline_src, "notify_pg")
+    ):
+        parser.error(f"--baseline-src {args.baseline_src}: no notify_pg package in it")
+    QUIET_WAIT[0] = args.quiet_wait
     with server() as base:
         report: dict[str, Any] = {
             "people": args.people,
@@ -597,9 +711,17 @@ def main() -> None:
             "cores": os.cpu_count(),
         }
         if not args.steady_only:
-            report["end_to_end"] = compare(
-                base, args.people, args.threads, args.messages, args.partitions, args.repeat
+            report["end_to_end"], versus = compare(
+                base,
+                args.people,
+                args.threads,
+                args.messages,
+                args.partitions,
+                args.repeat,
+                args.baseline_src,
             )
+            if versus is not None:
+                report["baseline"] = versus
         if not args.no_steady:
             # The baseline (1 worker, 1 partition) and the default deployment, same stream.
             report["steady_stream"] = [

@@ -12,13 +12,14 @@ processes and Python versions (unlike `hash`), and computable in SQL, where Post
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from hashlib import md5
 
 import attrs
 
 from notify_core.errors import UsageError
 
-__all__ = ["Partition", "partition_of"]
+__all__ = ["Partition", "Partitions", "partition_of"]
 
 
 def partition_of(key: str, count: int) -> int:
@@ -83,3 +84,42 @@ class Partition:
     def __call__(self, recipient: str) -> bool:
         """Return whether ``recipient`` belongs to this partition."""
         return partition_of(recipient, self.count) == self.index
+
+
+def _sorted_indices(value: Iterable[int]) -> tuple[int, ...]:
+    return tuple(sorted(set(value)))
+
+
+def _check_indices(instance: Partitions, attribute: attrs.Attribute[int], value: int) -> None:
+    if not instance.indices or any(not 0 <= i < value for i in instance.indices):
+        raise UsageError(
+            "bad_partition",
+            f"partition indices must be some of 0..{value - 1}, not {list(instance.indices)}",
+        )
+
+
+@attrs.frozen
+class Partitions:
+    """Some of ``count`` recipient partitions handled together (one round of a worker that
+    found several partitions free at one position); called with a recipient, says if one of
+    them owns the recipient.
+
+    Args:
+        indices: which partitions, ascending, each in ``range(count)``.
+        count: how many partitions share the log.
+
+    Raises:
+        UsageError: ``count`` below 1, no index, or an index out of range.
+
+    Example:
+        >>> both = Partitions((0, 2), 3)
+        >>> both("u1") == (Partition(0, 3)("u1") or Partition(2, 3)("u1"))
+        True
+    """
+
+    indices: tuple[int, ...] = attrs.field(converter=_sorted_indices)
+    count: int = attrs.field(validator=attrs.validators.and_(_check_count, _check_indices))
+
+    def __call__(self, recipient: str) -> bool:
+        """Return whether ``recipient`` belongs to one of these partitions."""
+        return partition_of(recipient, self.count) in self.indices

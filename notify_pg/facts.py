@@ -55,7 +55,13 @@ class FactsReader:
         self._seam = Seam("notify_pg", schema)
 
     def level_facts(
-        self, conn: Conn, thread_id: str, user_ids: Sequence[str]
+        self,
+        conn: Conn,
+        thread_id: str,
+        user_ids: Sequence[str],
+        *,
+        path: NotificationPath | None = None,
+        settings: Mapping[str, Mapping[str, object]] | None = None,
     ) -> dict[str, LevelFacts]:
         """Return the L3 facts of each person for one thread (seed 000 note 12).
 
@@ -64,6 +70,9 @@ class FactsReader:
             thread_id: the thread.
             user_ids: the candidates; repeats are answered once, unknown people get the facts
                 without own rows.
+            path: the thread's path when the caller knows it already (no host call then).
+            settings: the candidates' settings when the caller read them already, with
+                `DEFAULT_LEVEL_KEY` among the keys (no host call then).
 
         Returns:
             One `LevelFacts` per distinct person. People with equal facts share one value.
@@ -74,7 +83,8 @@ class FactsReader:
         people = list(dict.fromkeys(user_ids))
         if not people:
             return {}
-        path = self._host.notification_path(conn, Target(kind=TargetKind.THREAD, id=thread_id))
+        if path is None:
+            path = self._host.notification_path(conn, Target(kind=TargetKind.THREAD, id=thread_id))
         if path is None:
             raise NotFound(message="unknown thread")
         rows = self._seam.all(
@@ -87,7 +97,8 @@ class FactsReader:
                 "space": path.space_id,
             },
         )
-        settings = self._host.settings(conn, people, [DEFAULT_LEVEL_KEY])
+        if settings is None:
+            settings = self._host.settings(conn, people, [DEFAULT_LEVEL_KEY])
 
         prefs: dict[tuple[str, datetime | None], Preference] = {}
         own: dict[str, dict[str, Preference]] = {}
@@ -237,10 +248,13 @@ class FactsReader:
             for (user_id, thread), path in paths.items()
         }
 
-    def quiet_rules(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, QuietFacts]:
+    def quiet_rules(
+        self, conn: Conn, user_ids: Sequence[str], *, zones: bool = True
+    ) -> dict[str, QuietFacts]:
         """Return each person's zone and enabled rules, ready for `in_quiet_hours` (note 13).
 
-        A rule without zone follows the person's zone (absent: UTC). A stored zone name that
+        A rule without zone follows the person's zone (absent: UTC; not read with ``zones``
+        false, for a caller that takes the zone from elsewhere). A stored zone name that
         no longer loads, the rule's or the person's, becomes ``"UTC"``; one warning per such
         name and call is logged, without the name and without IDs (Q7).
 
@@ -251,7 +265,7 @@ class FactsReader:
         if not people:
             return {}
         rows = self._seam.all(conn, "enabled_rules", {"user_ids": people})
-        zones = self._host.time_zones(conn, people)
+        stored = self._host.time_zones(conn, people) if zones else {}
         loadable: dict[str, bool] = {}
 
         def zone(name: str | None) -> str | None:
@@ -281,7 +295,7 @@ class FactsReader:
             )
         return {
             user_id: QuietFacts(
-                user_zone=zone(zones.get(user_id)), rules=tuple(rules.get(user_id, ()))
+                user_zone=zone(stored.get(user_id)), rules=tuple(rules.get(user_id, ()))
             )
             for user_id in people
         }

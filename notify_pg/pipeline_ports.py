@@ -17,13 +17,15 @@ implements them for one transaction of a worker (a `Session`):
 
 The pipeline asks per person; the ports answer from caches that they fill for all candidates
 of a fan-out at once (the people of the last batched read), so a fan-out costs a constant
-number of queries. Caches live for one event or one piece of due work.
+number of queries. Due work is claimed a page at a time and the facts of the whole page are
+loaded at once (`PgWorld.prefetch_due`), the badges of a push round likewise
+(`PgWorld.prefetch_badges`). Caches live for one event or one page of due work.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -33,13 +35,13 @@ from notify_core.decide import MOBILE, Connection, Device, Switches
 from notify_core.events import Event
 from notify_core.kinds import Kind, RunState, run_active
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
-from notify_core.partitions import Partition
+from notify_core.partitions import Partition, Partitions
 from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
 from notify_core.quiet import QuietRule
 from notify_pg.errors import NotFound
 from notify_pg.events import NewEvent
-from notify_pg.facts import FactsReader
-from notify_pg.ports import BatchReadStatePort, NotificationPath, PipelineHostPorts
+from notify_pg.facts import DEFAULT_LEVEL_KEY, FactsReader
+from notify_pg.ports import BatchFactsPort, NotificationPath, PipelineHostPorts
 from notify_pg.preferences import PreferenceRepository
 from notify_pg.seam import Conn, Seam
 
@@ -51,8 +53,9 @@ _log = logging.getLogger("notify_pg")
 ADMIN_ENABLED_KEY: Final = "notify.admin_enabled"
 INPUT_NEEDED_KEY: Final = "notify.input_needed_breaks_quiet_hours"
 
-#: Due work a round looks at per query; held rows are skipped (other workers run them).
-_CANDIDATE_PAGE: Final = 16
+#: Due work a round claims per page (one query per table) and prefetches the facts of; held
+#: rows are skipped (other workers run them).
+_DUE_PAGE: Final = 100
 
 
 @attrs.define
@@ -82,6 +85,12 @@ class Session:
     levels: dict[tuple[str, str], LevelFacts] = attrs.field(factory=dict)
     #: Per person, the threads of the badge (`PgWorld.badge_threads`).
     badge: dict[str, list[str]] = attrs.field(factory=dict)
+    quiet: dict[str, tuple[QuietRule, ...]] = attrs.field(factory=dict)
+    switches: dict[str, Switches | None] = attrs.field(factory=dict)
+    registered: dict[str, frozenset[str]] = attrs.field(factory=dict)
+    uncounted: dict[tuple[str, int, int], int] = attrs.field(factory=dict)
+    #: The log's head + 1 (the position due work outside an event reads the log before).
+    head: int | None = None
     #: Events the pipeline appends (following), appended at the end of the round.
     appends: list[NewEvent] = attrs.field(factory=list)
     #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
@@ -95,6 +104,7 @@ class Session:
     def forget(self) -> None:
         """Drop every cache (host facts may have changed since they were read)."""
         self.batch = ()
+        self.head = None
         for cache in (
             self.users,
             self.threads,
@@ -107,6 +117,10 @@ class Session:
             self.mentions,
             self.levels,
             self.badge,
+            self.quiet,
+            self.switches,
+            self.registered,
+            self.uncounted,
         ):
             cache.clear()
 
@@ -243,6 +257,9 @@ class PgWorld:
         ``(after, upto]`` (B1a), from the log before the event (or all of it for due work)."""
         if upto <= after:
             return 0
+        cached = self._s.uncounted.get((thread, after, upto))
+        if cached is not None:
+            return cached
         row = self._seam.one(
             self._s.conn,
             "uncounted_between",
@@ -255,7 +272,7 @@ class PgWorld:
 
         `badge_threads` and the facts the badge reads of each thread then come from the
         session's caches. With a host that has the batched reads
-        (`notify_pg.ports.BatchReadStatePort`) and no event being handled, the number of
+        (`notify_pg.ports.BatchFactsPort`) and no event being handled, the number of
         queries does not grow with the people; otherwise per person as `badge_threads`.
         """
         s = self._s
@@ -263,7 +280,7 @@ class PgWorld:
         host = self._host
         if not people:
             return
-        if not isinstance(host, BatchReadStatePort) or s.position is not None:
+        if not isinstance(host, BatchFactsPort) or s.position is not None:
             for person in people:
                 self.badge_threads(person)
             return
@@ -298,6 +315,132 @@ class PgWorld:
         paths = {key: path for key in pairs if key not in s.levels and (path := self._path(key[1]))}
         s.levels.update(self._facts.pairs_level_facts(s.conn, paths))
 
+    def prefetch_due(self, dues: Sequence[Due], prefs: PgPreferences) -> None:
+        """Load the facts a page of due work reads, with a few queries for all of it.
+
+        Flushes, releases and badge syncs then read the session's caches: the people, their
+        threads and channels, the read rights and read positions, windows, devices and
+        connections, level facts, quiet rules and switches, the uncounted messages of the
+        flushes (B1a) and what badge syncs read. A host without the batched reads
+        (`notify_pg.ports.BatchFactsPort`) is asked per thread or person instead.
+        """
+        s, host = self._s, self._host
+        people = list(dict.fromkeys(d.recipient for d in dues))
+        s.batch = tuple(people)
+        self._load_users(people)
+        pairs = list(dict.fromkeys((d.recipient, d.thread) for d in dues if d.thread))
+        self._load_places(list(dict.fromkeys(t for _p, t in pairs)))
+        self.prefetch_allowed(pairs)
+        self._load_read(pairs)
+        self._load_windows(pairs)
+        if people:
+            self.devices(people[0])
+            self.connections(people[0])
+        settings = host.settings(
+            s.conn, people, [DEFAULT_LEVEL_KEY, ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY]
+        )
+        prefs.prefetch(people, settings)
+        if self._facts is not None:
+            paths = {
+                key: path
+                for key in pairs
+                if key not in s.levels and (path := self._path(key[1])) is not None
+            }
+            s.levels.update(self._facts.pairs_level_facts(s.conn, paths, settings))
+        self._load_uncounted([d for d in dues if d.what == "flush"])
+        syncs = list(dict.fromkeys(d.recipient for d in dues if d.what == "badge_sync"))
+        if syncs:
+            rows = self._seam.all(s.conn, "active_registrations", {"user_ids": syncs})
+            for person in syncs:
+                s.registered[person] = frozenset(r[2] for r in rows if r[1] == person)
+            self.prefetch_badges(syncs)
+
+    def prefetch_allowed(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Load the read rights (D2) of many (person, thread) pairs at once."""
+        s, host = self._s, self._host
+        missing = [k for k in pairs if k not in s.allowed]
+        if not missing:
+            return
+        if isinstance(host, BatchFactsPort):
+            readers = host.thread_readers_of(s.conn, missing)
+            for key in missing:
+                s.allowed[key] = key in readers
+            return
+        by_thread: dict[str, list[str]] = {}
+        for person, thread in missing:
+            by_thread.setdefault(thread, []).append(person)
+        for thread, persons in by_thread.items():
+            found = host.thread_readers(s.conn, thread, persons)
+            for person in persons:
+                s.allowed[(person, thread)] = person in found
+
+    def _load_read(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Read positions of many (person, thread) pairs (from the log while an event is
+        handled, as `read_seq`)."""
+        s, host = self._s, self._host
+        missing = [k for k in pairs if k not in s.read]
+        if not missing:
+            return
+        users, threads = [u for u, _t in missing], [t for _u, t in missing]
+        found: dict[tuple[str, str], int] = {}
+        if s.position is not None:
+            rows = self._seam.all(
+                s.conn,
+                "read_positions_before",
+                {"user_ids": users, "threads": threads, "before": s.position},
+            )
+            found = {(u, t): int(seq) for u, t, seq in rows}
+        elif isinstance(host, BatchFactsPort):
+            found = dict(host.read_positions_of(s.conn, missing))
+        else:
+            for person, thread in missing:
+                found[(person, thread)] = self.read_seq(person, thread)
+        for key in missing:
+            s.read[key] = found.get(key, 0)
+
+    def _load_windows(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """Windows of many (person, thread) pairs (the claimed flushes' are known)."""
+        s = self._s
+        missing = [k for k in pairs if k not in s.windows]
+        if not missing:
+            return
+        rows = self._seam.all(
+            s.conn,
+            "windows_of_pairs",
+            {"recipients": [u for u, _t in missing], "threads": [t for _u, t in missing]},
+        )
+        found = {(r, t): Window(end=_utc(end), collected=n) for r, t, end, n in rows}
+        for key in missing:
+            s.windows[key] = found.get(key)
+
+    def _load_uncounted(self, flushes: Sequence[Due]) -> None:
+        """The uncounted messages (B1a) that the flushes of a page will ask for."""
+        s = self._s
+        ranges: dict[tuple[str, int, int], None] = {}
+        for due in flushes:
+            window = s.windows.get((due.recipient, due.thread))
+            info = s.threads.get(due.thread)
+            if window is None or window.collected == 0 or info is None:
+                continue
+            read = max(s.read.get((due.recipient, due.thread), 0), info.unread_floor_seq)
+            if info.last_message_seq > read:
+                ranges[(due.thread, read, info.last_message_seq)] = None
+        todo = [r for r in ranges if r not in s.uncounted]
+        if not todo:
+            return
+        rows = self._seam.all(
+            s.conn,
+            "uncounted_between_many",
+            {
+                "threads": [t for t, _a, _u in todo],
+                "afters": [a for _t, a, _u in todo],
+                "uptos": [u for _t, _a, u in todo],
+                "before": self._before(),
+            },
+        )
+        for thread, after, upto, count in rows:
+            s.uncounted[(thread, int(after), int(upto))] = int(count)
+
     def _load_places(self, threads: Sequence[str]) -> None:
         """Load the threads and their channels that the session does not know yet."""
         s = self._s
@@ -315,18 +458,7 @@ class PgWorld:
 
     def _path(self, thread: str) -> NotificationPath | None:
         """The path of a loaded thread (``None``: the thread or its channel is unknown)."""
-        info = self._s.threads.get(thread)
-        channel = self._s.channels.get(info.channel) if info is not None else None
-        if channel is None:
-            return None
-        return NotificationPath(
-            kind=TargetKind.THREAD,
-            space_id=channel.space,
-            channel_id=channel.id,
-            thread_id=thread,
-            channel_kind=channel.kind,
-            channel_default=channel.default_level,
-        )
+        return _thread_path(self._s, thread)
 
     def badge_threads(self, user: str) -> Iterable[str]:
         """Return the threads with messages a person can read; their facts are loaded at once."""
@@ -404,8 +536,11 @@ class PgWorld:
 
     def push_devices(self, user: str) -> tuple[str, ...]:
         """Return the active mobile devices of a person with an active push registration."""
-        rows = self._seam.all(self._s.conn, "active_registrations", {"user_ids": [user]})
-        registered = {row[2] for row in rows}
+        s = self._s
+        registered = s.registered.get(user)
+        if registered is None:
+            rows = self._seam.all(s.conn, "active_registrations", {"user_ids": [user]})
+            registered = s.registered[user] = frozenset(row[2] for row in rows)
         return tuple(
             d.id for d in self.devices(user) if d.platform in MOBILE and d.id in registered
         )
@@ -413,10 +548,13 @@ class PgWorld:
     # --- runs, by log order (S2, S3) ---------------------------------------------------------
 
     def _before(self) -> int:
-        if self._s.position is not None:
-            return self._s.position
-        row = self._seam.one(self._s.conn, "head_seq")
-        return int(row[0]) + 1 if row is not None else 1
+        s = self._s
+        if s.position is not None:
+            return s.position
+        if s.head is None:
+            row = self._seam.one(s.conn, "head_seq")
+            s.head = int(row[0]) + 1 if row is not None else 1
+        return s.head
 
     def during_run(self, thread: str, agent: str) -> bool:
         """S2: the newest run anchor of the thread before the event belongs to a run of this
@@ -484,9 +622,19 @@ class PgPreferences:
         people = list(dict.fromkeys(users))
         if len(people) == 1 and (people[0], thread) in self._s.levels:
             return {people[0]: self._s.levels[(people[0], thread)]}
-        self._s.batch = tuple(people)
+        s = self._s
+        s.batch = tuple(people)
+        # The fan-out reads the switches next: one host call for both (`switches`).
+        settings = self._host.settings(
+            s.conn, people, [DEFAULT_LEVEL_KEY, ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY]
+        )
+        known = PgPreferences._switches_of(settings)
+        for person in people:
+            s.switches[person] = known.get(person)
         try:
-            return self._facts.level_facts(self._s.conn, thread, people)
+            return self._facts.level_facts(
+                s.conn, thread, people, path=_thread_path(s, thread), settings=settings
+            )
         except NotFound:
             facts = LevelFacts(instance_default=self._instance_default)
             return dict.fromkeys(people, facts)
@@ -496,13 +644,38 @@ class PgPreferences:
 
         The people become the current batch (threadless kinds read no level facts).
         """
+        cache = self._s.quiet
+        if all(person in cache for person in users):
+            return {person: cache[person] for person in users if cache[person]}
         self._s.batch = tuple(dict.fromkeys(users))
-        found = self._facts.quiet_rules(self._s.conn, users)
+        # The pipeline takes the person's zone from `UserInfo`: only the rules are read here.
+        found = self._facts.quiet_rules(self._s.conn, users, zones=False)
         return {person: facts.rules for person, facts in found.items() if facts.rules}
+
+    def prefetch(self, users: Sequence[str], settings: Mapping[str, Mapping[str, object]]) -> None:
+        """Load the quiet rules of many people and their switches from ``settings`` (read
+        with both switch keys): `quiet_rules` and `switches` of them then read no table."""
+        s = self._s
+        missing = [p for p in dict.fromkeys(users) if p not in s.quiet]
+        if missing:
+            found = self._facts.quiet_rules(s.conn, missing, zones=False)
+            for person in missing:
+                facts = found.get(person)
+                s.quiet[person] = facts.rules if facts is not None else ()
+        known = self._switches_of({p: settings.get(p, {}) for p in users})
+        for person in users:
+            s.switches[person] = known.get(person)
 
     def switches(self, users: Sequence[str]) -> dict[str, Switches]:
         """Return the switches of many people; a stored non-boolean counts as unset (D3, D7)."""
+        cache = self._s.switches
+        if all(person in cache for person in users):
+            return {p: own for p in users if (own := cache[p]) is not None}
         stored = self._host.settings(self._s.conn, users, [ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY])
+        return self._switches_of(stored)
+
+    @staticmethod
+    def _switches_of(stored: Mapping[str, Mapping[str, object]]) -> dict[str, Switches]:
         out = {}
         bad = 0
         for person, values in stored.items():
@@ -548,7 +721,7 @@ class PgSchedule:
         wait: claim due work that another worker holds by waiting for it (consumer rounds:
             due work at or before an event runs first); otherwise skip it (due-work rounds).
         budget: the most due work `pop_due` hands out in this transaction (then ``None``).
-        owns: the recipient partition of a partitioned consumer round: `pop_due` and
+        owns: the recipient partition (or partitions) of a partitioned consumer round: `pop_due` and
             `next_due` see only the due work of its recipients (filtered in SQL with
             ``{schema}.partition_of``), because the other partitions' consumers may still be
             behind and their work must wait for them. ``None``: all due work.
@@ -561,18 +734,31 @@ class PgSchedule:
         *,
         wait: bool = False,
         budget: int | None = None,
-        owns: Partition | None = None,
+        owns: Partition | Partitions | None = None,
     ) -> None:
         self._s = session
         self._seam = Seam("notify_pg", schema)
         self._wait = wait
         self.budget = budget
         # The partition's parameters of the filtered queries; empty: no filter.
-        self._part: dict[str, int] = {}
-        if owns is not None:
-            self._part = {"part": owns.index, "parts": owns.count}
+        self._part: dict[str, int | list[int]] = {}
+        if isinstance(owns, Partition):
+            self._part = {"part_set": [owns.index], "parts": owns.count}
+        elif owns is not None:
+            self._part = {"part_set": list(owns.indices), "parts": owns.count}
         self.popped = 0
         self._pending: dict[tuple[str, str], int] = {}
+        self._closes: dict[tuple[str, str], None] = {}
+        self._handed: list[int] = []
+        #: The claimed page of due work not handed out yet, in replay order, with the release's
+        #: id or the badge sync's ``after_seq``; valid for one ``until``.
+        self._page: list[tuple[Due, int | None]] = []
+        self._page_until: datetime | None = None
+        #: Loads the facts of a claimed page at once (set by the worker: `PgWorld.prefetch_due`).
+        self.prefetch: Callable[[Sequence[Due]], None] | None = None
+        #: Nothing of the owned partitions is due before this instant but what this transaction
+        #: scheduled since it was read (`_cut` lowers it); ``None``: not known.
+        self._idle_before: datetime | None = None
         self._opens: dict[tuple[str, str], datetime] = {}
 
     # --- windows -----------------------------------------------------------------------------
@@ -599,6 +785,7 @@ class PgSchedule:
         self._pending.pop(key, None)
         self._opens[key] = end
         self._s.windows[key] = Window(end=end)
+        self._cut(end)
 
     def collect(self, user: str, thread: str) -> None:
         """Count one more collected ``message`` in the open window.
@@ -614,9 +801,20 @@ class PgSchedule:
         self._pending[key] = self._pending.get(key, 0) + 1
 
     def write_pending(self) -> None:
-        """Write the windows opened and the collects counted since the last write (one
-        statement each)."""
+        """Write the windows closed and opened, the collects counted and the releases handed
+        out since the last write (one statement each)."""
         conn = self._s.conn
+        if self._handed:
+            self._seam.run(conn, "delete_releases", {"ids": self._handed})
+            self._handed = []
+        if self._closes:
+            keys = list(self._closes)
+            self._seam.run(
+                conn,
+                "close_windows",
+                {"recipients": [r for r, _t in keys], "threads": [t for _r, t in keys]},
+            )
+            self._closes.clear()
         if self._opens:
             keys = list(self._opens)
             self._seam.run(
@@ -643,16 +841,18 @@ class PgSchedule:
             self._pending.clear()
 
     def close_window(self, user: str, thread: str) -> None:
-        """Forget a window (at its flush)."""
-        self._pending.pop((user, thread), None)
-        self._opens.pop((user, thread), None)
-        self._seam.run(self._s.conn, "close_window", {"recipient": user, "thread": thread})
-        self._s.windows[(user, thread)] = None
+        """Forget a window (at its flush); deleted with the other closes (`write_pending`)."""
+        key = (user, thread)
+        self._pending.pop(key, None)
+        self._opens.pop(key, None)
+        self._closes[key] = None
+        self._s.windows[key] = None
 
     # --- due work ----------------------------------------------------------------------------
 
     def schedule(self, due: Due) -> None:
         """Schedule a delayed release or the due time of a pending badge sync."""
+        self._cut(due.at)
         if due.what == "release":
             self._seam.run(
                 self._s.conn,
@@ -677,72 +877,137 @@ class PgSchedule:
 
     def pop_due(self, until: datetime) -> Due | None:
         """Claim the first due work at or before ``until`` in replay order (of the owned
-        partition only); ``None`` when none is due (or this transaction's budget is spent)."""
-        self.write_pending()
+        partition only); ``None`` when none is due (or this transaction's budget is spent).
+
+        Due work is claimed a page at a time (one statement per kind of work) and the facts of
+        the whole page are loaded at once (`prefetch`); it is handed out one by one. Work that
+        running the page schedules at or before ``until`` cuts the page where it would come
+        (`_cut`): the rest is claimed again, after it.
+        """
         if self.budget is not None and self.popped >= self.budget:
             return None
+        if self._idle_before is not None and until < self._idle_before:
+            return None
+        if self._page_until != until:
+            self._page.clear()
+        if not self._page:
+            # The page's writes go first: the next page is read from the tables.
+            self.write_pending()
+            if not self._fill(until):
+                # Nothing due: nothing will be before the first pending work, but what this
+                # round schedules (work that other workers' due rounds schedule for these
+                # recipients comes from pending work, so no sooner than it).
+                self._idle_before = self._first_pending()
+            if not self._page:
+                self._s.forget()  # what follows (the event) reads its own facts
+                return None
+        due, extra = self._page.pop(0)
+        self.popped += 1
+        if due.what == "release":
+            assert extra is not None
+            self._handed.append(extra)
+        elif due.what == "badge_sync":
+            self._s.synced[due.recipient] = extra
+        return due
+
+    def _first_pending(self) -> datetime:
+        """When the first pending work of the owned partitions comes due (far away: none)."""
+        return self.next_due() or datetime.max.replace(tzinfo=UTC)
+
+    def _cut(self, at: datetime) -> None:
+        """New due work at ``at``: the claimed work from ``at`` on must wait for it."""
+        if self._idle_before is not None and at < self._idle_before:
+            self._idle_before = at
+        if self._page and self._page[-1][0].at >= at:
+            self._page = [item for item in self._page if item[0].at < at]
+
+    def _fill(self, until: datetime) -> bool:
+        """Claim the next page of due work (see `pop_due`); False when nothing is due."""
         conn, mode = self._s.conn, "wait" if self._wait else "skip"
         query = "due_candidates_part" if self._part else "due_candidates"
-        params = {"until": until, "limit": _CANDIDATE_PAGE, **self._part}
+        limit = _DUE_PAGE
+        if self.budget is not None:
+            limit = min(limit, self.budget - self.popped)
+        params = {"until": until, "limit": limit, **self._part}
         while True:
             rows = self._seam.all(conn, query, params)
             if not rows:
-                return None
-            for at, recipient, thread, device, what, ident in rows:
-                due = self._claim(mode, until, _utc(at), recipient, thread, device, what, ident)
-                if due is not None:
-                    self.popped += 1
-                    self._s.forget()
-                    return due
-                if mode == "wait":
-                    break  # it went while we waited for it: look again from the start
-            else:
-                # Skip mode: the first page is held by other workers; the next round retries.
-                return None
+                return False
+            # The facts of the page are read anew (host facts may have changed meanwhile).
+            self._s.forget()
+            page = self._claim_page(mode, until, rows)
+            if mode == "wait" and len(page) < len(rows):
+                continue  # some went while we waited for them: look again from the start
+            # Skip mode: a page held by other workers leaves nothing; the next round retries.
+            self._page, self._page_until = page, until
+            if page and self.prefetch is not None:
+                self.prefetch([due for due, _extra in page])
+            return True
 
-    def _claim(
-        self,
-        mode: str,
-        until: datetime,
-        at: datetime,
-        recipient: str,
-        thread: str,
-        device: str,
-        what: str,
-        ident: int,
-    ) -> Due | None:
+    def _claim_page(
+        self, mode: str, until: datetime, rows: Sequence[tuple[Any, ...]]
+    ) -> list[tuple[Due, int | None]]:
+        """Claim the candidates (one statement per kind); return those claimed, in order."""
         conn = self._s.conn
-        if what == "flush":
-            params: dict[str, Any] = {"recipient": recipient, "thread": thread, "until": until}
-            row = self._seam.one(conn, f"claim_window_{mode}", params)
-            if row is None:
-                return None
-            return Due(at=_utc(row[0]), recipient=recipient, thread=thread, what="flush")
-        if what == "release":
-            row = self._seam.one(conn, f"claim_release_{mode}", {"id": ident, "until": until})
-            if row is None:
-                return None
-            due_at, recipient, thread, device, kind, message, message_seq, target, seq = row
-            return Due(
-                at=_utc(due_at),
-                recipient=recipient,
-                thread=thread,
-                device=device,
-                what="release",
-                kind=Kind(kind),
-                message=message,
-                message_seq=message_seq,
-                target=target,
-                seq=seq,
+        flushes = [(r[1], r[2]) for r in rows if r[4] == "flush"]
+        releases = [int(r[5]) for r in rows if r[4] == "release"]
+        syncs = [r[1] for r in rows if r[4] == "badge_sync"]
+        windows: dict[tuple[str, str], Window] = {}
+        if flushes:
+            found = self._seam.all(
+                conn,
+                f"claim_windows_{mode}",
+                {
+                    "recipients": [r for r, _t in flushes],
+                    "threads": [t for _r, t in flushes],
+                    "until": until,
+                },
             )
-        row = self._seam.one(
-            conn, f"claim_badge_sync_{mode}", {"recipient": recipient, "until": until}
-        )
-        if row is None:
-            return None
-        due_at, after_seq = row
-        self._s.synced[recipient] = after_seq
-        return Due(at=_utc(due_at), recipient=recipient, what="badge_sync", kind=Kind.SYNC)
+            windows = {(r, t): Window(end=_utc(end), collected=n) for r, t, end, n in found}
+        claimed_releases: dict[int, Due] = {}
+        if releases:
+            found = self._seam.all(
+                conn, f"claim_releases_{mode}", {"ids": releases, "until": until}
+            )
+            for ident, due_at, recipient, thread, device, kind, message, mseq, target, seq in found:
+                claimed_releases[int(ident)] = Due(
+                    at=_utc(due_at),
+                    recipient=recipient,
+                    thread=thread,
+                    device=device,
+                    what="release",
+                    kind=Kind(kind),
+                    message=message,
+                    message_seq=mseq,
+                    target=target,
+                    seq=seq,
+                )
+        claimed_syncs: dict[str, tuple[datetime, int | None]] = {}
+        if syncs:
+            found = self._seam.all(
+                conn, f"claim_badge_syncs_{mode}", {"recipients": syncs, "until": until}
+            )
+            claimed_syncs = {r: (_utc(at), after) for r, at, after in found}
+        page: list[tuple[Due, int | None]] = []
+        for _at, recipient, thread, _device, what, ident in rows:
+            if what == "flush":
+                window = windows.get((recipient, thread))
+                if window is not None:
+                    # The flush reads the window it claimed (`Pipeline._flush`).
+                    self._s.windows[(recipient, thread)] = window
+                    page.append(
+                        (Due(at=window.end, recipient=recipient, thread=thread, what="flush"), None)
+                    )
+            elif what == "release":
+                release = claimed_releases.get(int(ident))
+                if release is not None:
+                    page.append((release, int(ident)))
+            else:
+                sync = claimed_syncs.get(recipient)
+                if sync is not None:
+                    due = Due(at=sync[0], recipient=recipient, what="badge_sync", kind=Kind.SYNC)
+                    page.append((due, sync[1]))
+        return page
 
     def next_due(self) -> datetime | None:
         """Return when the first pending work (of the owned partition) comes due."""
@@ -774,6 +1039,23 @@ class PgSchedule:
             "set_badge_sync",
             {"recipient": user, "last_sync_at": last, "pending": pending, "after_seq": after},
         )
+
+
+def _thread_path(session: Session, thread: str) -> NotificationPath | None:
+    """The path of a thread whose facts the session holds (``None``: not loaded, or the thread
+    or its channel is unknown): the host's `StructurePort.notification_path` of it."""
+    info = session.threads.get(thread)
+    channel = session.channels.get(info.channel) if info is not None else None
+    if channel is None:
+        return None
+    return NotificationPath(
+        kind=TargetKind.THREAD,
+        space_id=channel.space,
+        channel_id=channel.id,
+        thread_id=thread,
+        channel_kind=channel.kind,
+        channel_default=channel.default_level,
+    )
 
 
 def _utc(value: datetime) -> datetime:

@@ -23,7 +23,7 @@ from notify_pg.seam import Conn
 
 __all__ = [
     "AccessPort",
-    "BatchReadStatePort",
+    "BatchFactsPort",
     "DevicesPort",
     "DirectoryPort",
     "HostPorts",
@@ -227,14 +227,22 @@ class ReadStatePort(Protocol):
 
 
 @runtime_checkable
-class BatchReadStatePort(Protocol):
-    """Optional: the badge's facts of many people at once (B1).
+class BatchFactsPort(Protocol):
+    """Optional: facts of many people on many threads at once (D2, B1).
 
-    A push round and a due-work round count the badges of many people; a host that implements
-    these answers each with one query for all of them, where `ReadStatePort` and
-    `PlacesPort.badge_threads` take one query per person. Without them the adapter asks per
-    person; the answers must be the same.
+    A push round counts the badges of many people and a due-work round decides for many
+    (person, thread) pairs; a host that implements these answers each with one query for all
+    of them, where `ReadStatePort`, `PlacesPort.thread_readers` and
+    `PlacesPort.badge_threads` take one query per person or thread. Without them the adapter
+    asks per person or thread; the answers must be the same.
     """
+
+    def thread_readers_of(
+        self, conn: Conn, pairs: Sequence[tuple[str, str]]
+    ) -> frozenset[tuple[str, str]]:
+        """Return the ``(person, thread)`` pairs among ``pairs`` where the person may read the
+        thread now, by the rules of `PlacesPort.thread_readers`."""
+        ...
 
     def badge_threads_of(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, Sequence[str]]:
         """Return per person what `PlacesPort.badge_threads` returns (people without any

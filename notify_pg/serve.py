@@ -33,6 +33,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+import socket
 import threading
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
@@ -353,8 +354,29 @@ def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
     """Return a threaded HTTP server for ``app`` bound to ``host:port`` (0: a free port).
 
     ``server.serve_forever()`` serves until ``server.shutdown()`` from another thread.
+
+    Raises:
+        OSError: the address cannot be bound (in use, not this machine's); the socket is
+            bound here so that the caller sees the error instead of Werkzeug's exit.
     """
-    return make_server(host, port, app, threaded=True, request_handler=_QuietHandler)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        # Werkzeug serves a duplicate of the descriptor; this one is closed on leaving.
+        server = make_server(
+            host,
+            sock.getsockname()[1],
+            app,
+            threaded=True,
+            request_handler=_QuietHandler,
+            fd=sock.fileno(),
+        )
+    # What http.server's own bind would have set (skipped for a given descriptor).
+    server.server_name = host
+    server.server_port = int(server.server_address[1])
+    return server
 
 
 def open_pool(dsn: str, *, size: int = 4) -> ConnectionPool[Any]:

@@ -4,7 +4,9 @@ One `Worker` runs three kinds of rounds, each its own transaction (or, for pushe
 
 - **consumer round** (`Worker.consume`): lock the cursor of one partition of the consumer
   (``FOR UPDATE SKIP LOCKED``, the most lagging one no other worker holds: one round per
-  partition at a time, whatever the number of workers), read the next events after it in
+  partition at a time, whatever the number of workers) and the cursors of the other free
+  partitions at the same position, up to the worker's share of the partitions (all of them
+  for a lone worker: one round decides for everybody), read the next events after it in
   ``seq`` order, run each through `notify_core.pipeline.Pipeline.handle` deciding for the
   partition's recipients only (due work of those recipients at or before the event first),
   carry out the hints (push sends, the host's sink), move the cursor, commit. A crash anywhere
@@ -59,7 +61,7 @@ from notify_core.errors import NotifyError, UsageError
 from notify_core.events import Event, EventError, parse_event
 from notify_core.instants import format_instant
 from notify_core.kinds import THREAD_KINDS, Kind, kind_code, kind_from_code
-from notify_core.partitions import Partition
+from notify_core.partitions import Partition, Partitions
 from notify_core.pipeline import Hint, Pipeline
 from notify_pg.errors import PartitionError, StorageError, translate
 from notify_pg.events import EventLog
@@ -375,7 +377,7 @@ class Worker:
         *,
         wait: bool = False,
         budget: int | None = None,
-        owns: Partition | None = None,
+        owns: Partition | Partitions | None = None,
     ) -> tuple[Pipeline, PgSchedule]:
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
         pipeline = Pipeline(
@@ -391,6 +393,9 @@ class Worker:
             schedule=schedule,
             owns=owns,
         )
+        world, prefs = pipeline.world, pipeline.prefs
+        assert isinstance(world, PgWorld) and isinstance(prefs, PgPreferences)
+        schedule.prefetch = lambda dues: world.prefetch_due(dues, prefs)
         return pipeline, schedule
 
     # --- consumer ----------------------------------------------------------------------------
@@ -404,7 +409,10 @@ class Worker:
         partitions, or a single one, always does): every event up to it is then handled for
         everybody and nothing after it for anybody, which any count can take over. The change
         waits for rounds in progress; workers still running with the old count then fail
-        with ``partition_count_changed``. `consume` calls it once per connection.
+        with ``partition_count_changed``. `consume` calls it once per connection. With more
+        than one partition the connection also counts among the consumer's workers from
+        then on (a shared advisory lock): a round takes up to the worker's share of the free
+        partitions (`consume`).
 
         Raises:
             PartitionError: ``partition_change_refused``, the cursors stand at different
@@ -413,6 +421,10 @@ class Worker:
         """
         name, parts = self.config.consumer, self.config.partitions
         with self._transaction() as conn:
+            if parts > 1:
+                # This session counts among the consumer's workers until it ends: the workers
+                # share the partitions (`_more_partitions`).
+                self._seam.one(conn, "join_consumer", {"schema": self.schema, "name": name})
             rows = self._seam.all(conn, "consumer_partitions", {"name": name})
             if not self._fits(rows, parts):
                 # Creation and change are serialized per consumer, so two workers starting at
@@ -451,8 +463,10 @@ class Worker:
         """Run one consumer round on one partition; return the number of events it handled.
 
         The round takes the most lagging partition that no other worker is running a round
-        of. 0: that partition is at the head (so all free ones are), or every partition is
-        in another worker's round.
+        of, and with it the other free partitions at the same position up to this worker's
+        share (the partitions over the consumer's workers, rounded up): they are handled
+        together, as one partition of their recipients. 0: that partition is at the head (so
+        all free ones are), or every partition is in another worker's round.
 
         Raises:
             PartitionError: ``partition_change_refused`` (see `prepare`), or
@@ -472,14 +486,19 @@ class Worker:
                 self._check_partitions(conn)
                 return 0
             part, position = int(row[0]), int(row[1])
+            taken = [part, *self._more_partitions(conn, part, position)]
             rows = self._seam.all(
                 conn, "read_events_page", {"after": position, "limit": self.config.batch_size}
             )
             if not rows:
                 return 0
             session = Session(conn)
-            # One partition owns everybody: no filter at all, the plain pipeline.
-            owns = Partition(part, parts) if parts > 1 else None
+            # All partitions own everybody: no filter at all, the plain pipeline.
+            owns: Partition | Partitions | None = None
+            if len(taken) == 1 and parts > 1:
+                owns = Partition(part, parts)
+            elif len(taken) < parts:
+                owns = Partitions(tuple(taken), parts)
             pipeline, schedule = self._pipeline(session, wait=True, owns=owns)
             for row in rows:
                 event = self._event(row)
@@ -493,7 +512,11 @@ class Worker:
                     self.on_event(conn, event)
                 position = int(row[0])
                 handled += 1
-            self._seam.run(conn, "move_cursor", {"name": name, "part": part, "position": position})
+            self._seam.run(
+                conn,
+                "move_cursors",
+                {"name": name, "part_set": taken, "position": position},
+            )
             # Events of the round (following) go last: the log's append lock is held from the
             # first append to the commit, and host writes and the other partitions' rounds
             # that append wait for it.
@@ -513,10 +536,38 @@ class Worker:
                     "position": position,
                     "part": part,
                     "parts": parts,
+                    "taken": len(taken),
                 }
             },
         )
         return handled
+
+    def _more_partitions(self, conn: Conn, part: int, position: int) -> list[int]:
+        """The other partitions this round takes: free ones at the same position, up to this
+        worker's share of the partitions (their count over the consumer's workers now), so a
+        lone worker handles all of them in one round and several workers still share them."""
+        parts = self.config.partitions
+        if parts == 1:
+            return []
+        row = self._seam.one(
+            conn, "consumer_workers", {"schema": self.schema, "name": self.config.consumer}
+        )
+        workers = max(1, int(row[0]) if row is not None else 1)
+        share = -(-parts // workers)
+        if share <= 1:
+            return []
+        rows = self._seam.all(
+            conn,
+            "lock_cursors_at",
+            {
+                "name": self.config.consumer,
+                "parts": parts,
+                "position": position,
+                "part": part,
+                "limit": share - 1,
+            },
+        )
+        return [int(r[0]) for r in rows]
 
     def _check_partitions(self, conn: Conn) -> None:
         """No free cursor of this count: every partition is busy, or the count changed."""
@@ -738,6 +789,9 @@ class Worker:
         # Facts of all recipients of the claimed sends are loaded together.
         session.batch = tuple(dict.fromkeys(c.recipient for c in batch))
         found = self._registrations.for_send_many(conn, [c.registration_id for c in batch])
+        world.prefetch_allowed(
+            list(dict.fromkeys((c.recipient, c.thread) for c in batch if c.thread is not None))
+        )
         ready: list[tuple[_Claimed, Registration, PushProvider, Kind]] = []
         finished: list[int] = []
         for claimed in batch:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from notify_core.errors import UsageError
 from notify_core.events import EventError
-from notify_core.partitions import Partition, partition_of
+from notify_core.partitions import Partition, Partitions, partition_of
 from notify_core.replay import Replay, dumps_hint, policy_from_mapping
 from notify_core.synth import SynthConfig, synth_events
 
@@ -91,3 +91,21 @@ def test_partitions_of_a_synthetic_log_give_its_hints(seed: int) -> None:
     config = SynthConfig(events=4_000, users=150, seed=seed, max_fanout=60)
     lines = [json.dumps(e) for e in synth_events(config)]
     _check_partitions_add_up(lines, "", 3)
+
+
+@given(st.text(), st.integers(min_value=1, max_value=8), st.data())
+def test_a_set_of_partitions_owns_the_recipients_of_each(
+    key: str, count: int, data: st.DataObject
+) -> None:
+    """A worker's round over several free partitions decides for the recipients of each of
+    them and of no other."""
+    indices = data.draw(st.sets(st.integers(0, count - 1), min_size=1))
+    both = Partitions(tuple(indices), count)
+    assert both(key) == any(Partition(i, count)(key) for i in indices)
+    assert both.indices == tuple(sorted(indices))
+
+
+def test_a_set_of_partitions_needs_indices_in_range() -> None:
+    for indices, count in (((), 2), ((2,), 2), ((-1, 0), 3), ((0,), 0)):
+        with pytest.raises(UsageError):
+            Partitions(indices, count)

@@ -132,8 +132,15 @@ class WikiMemory:
 
     def people(self, ids: Iterable[str]) -> Mapping[str, PersonFacts]:
         """Return the facts of the known people among ``ids``."""
+        facts = self._facts
+        if not isinstance(ids, (list, tuple, set, frozenset, dict)):
+            ids = list(ids)  # read twice below
+        # The common case, every person's facts already built: one comprehension.
+        known = {person: facts[person] for person in ids if person in facts}
+        if len(known) == len(ids):
+            return known
         out = {}
-        facts, users = self._facts, self.users
+        users = self.users
         for person in ids:
             found = facts.get(person)
             if found is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Final, NamedTuple
 
@@ -382,9 +382,11 @@ class InboxPipeline:
         site = wiki.site(page.site)
         if site is not None and not site.notifications:
             return self._site_off(event, inbox, candidates)  # N5: the emit writes nothing
-        people: set[str] = set()
-        for listed in candidates.values():
-            people.update(listed)
+        people: Collection[str]
+        if len(candidates) == 1:  # one firing category: its list, each candidate once
+            (people,) = candidates.values()
+        else:
+            people = {person for listed in candidates.values() for person in listed}
         facts = wiki.people(people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         lines = self._apply(event, inbox, page, result.entries)

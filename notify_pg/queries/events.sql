@@ -113,3 +113,34 @@ WHERE type = 'message.created' AND payload->>'kind' IN ('run', 'system')
   AND (payload->>'thread_seq')::bigint > %(after)s
   AND (payload->>'thread_seq')::bigint <= %(upto)s
   AND seq < %(before)s
+
+-- name: read_positions_before
+-- read_position_before for many (person, thread) pairs at once (B2, B3).
+SELECT w.user_id, w.thread, GREATEST(
+    coalesce(r.position, 0),
+    coalesce((SELECT max((m.payload->>'thread_seq')::bigint)
+              FROM {schema}.event_log m
+              WHERE m.type = 'message.created' AND m.payload->>'thread' = w.thread
+                AND m.payload->>'author' = w.user_id
+                AND m.payload->>'kind' NOT IN ('run', 'system')
+                AND m.seq < %(before)s AND m.seq > coalesce(r.seq, 0)), 0))
+FROM unnest(%(user_ids)s::text[], %(threads)s::text[]) AS w(user_id, thread)
+LEFT JOIN LATERAL (
+    SELECT seq, (payload->>'last_read_seq')::bigint AS position
+    FROM {schema}.event_log
+    WHERE type = 'read_state.updated' AND audience = w.user_id
+      AND payload->>'thread' = w.thread AND seq < %(before)s
+    ORDER BY seq DESC LIMIT 1
+) r ON true
+
+-- name: uncounted_between_many
+-- uncounted_between for many (thread, after, upto) ranges at once (B1a, D8).
+SELECT w.thread, w.after, w.upto, (
+    SELECT count(*)
+    FROM {schema}.event_log
+    WHERE type = 'message.created' AND payload->>'kind' IN ('run', 'system')
+      AND payload->>'thread' = w.thread
+      AND (payload->>'thread_seq')::bigint > w.after
+      AND (payload->>'thread_seq')::bigint <= w.upto
+      AND seq < %(before)s)
+FROM unnest(%(threads)s::text[], %(afters)s::bigint[], %(uptos)s::bigint[]) AS w(thread, after, upto)

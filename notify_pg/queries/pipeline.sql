@@ -49,38 +49,38 @@ SELECT min(at) FROM (
 ) d
 
 -- name: due_candidates_part
--- The first due work of one recipient partition at or before until, in replay order (a partition's consumer never runs another partition's work).
+-- The first due work of some recipient partitions at or before until, in replay order (a partition's consumer never runs another partition's work).
 SELECT at, recipient, thread, device, what, id FROM (
     (SELECT end_at AS at, recipient, thread, ''::text COLLATE "C" AS device,
             'flush'::text COLLATE "C" AS what, 0::bigint AS id
      FROM {schema}.windows
-     WHERE end_at <= %(until)s AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+     WHERE end_at <= %(until)s AND {schema}.partition_of(recipient, %(parts)s) = ANY(%(part_set)s::integer[])
      ORDER BY end_at, recipient, thread LIMIT %(limit)s)
     UNION ALL
     (SELECT due_at, recipient, thread, device, 'release'::text COLLATE "C", id
      FROM {schema}.delayed_releases
-     WHERE due_at <= %(until)s AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+     WHERE due_at <= %(until)s AND {schema}.partition_of(recipient, %(parts)s) = ANY(%(part_set)s::integer[])
      ORDER BY due_at, recipient, thread, device, id LIMIT %(limit)s)
     UNION ALL
     (SELECT due_at, recipient, ''::text COLLATE "C", ''::text COLLATE "C",
             'badge_sync'::text COLLATE "C", 0::bigint
      FROM {schema}.badge_syncs
      WHERE pending AND due_at <= %(until)s
-       AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+       AND {schema}.partition_of(recipient, %(parts)s) = ANY(%(part_set)s::integer[])
      ORDER BY due_at, recipient LIMIT %(limit)s)
 ) d
 ORDER BY at, recipient, thread, device, what, id
 LIMIT %(limit)s
 
 -- name: next_due_part
--- When the first pending work of one recipient partition comes due (NULL when none).
+-- When the first pending work of some recipient partitions comes due (NULL when none).
 SELECT min(at) FROM (
     SELECT min(end_at) AS at FROM {schema}.windows
-    WHERE {schema}.partition_of(recipient, %(parts)s) = %(part)s
+    WHERE {schema}.partition_of(recipient, %(parts)s) = ANY(%(part_set)s::integer[])
     UNION ALL SELECT min(due_at) FROM {schema}.delayed_releases
-    WHERE {schema}.partition_of(recipient, %(parts)s) = %(part)s
+    WHERE {schema}.partition_of(recipient, %(parts)s) = ANY(%(part_set)s::integer[])
     UNION ALL SELECT min(due_at) FROM {schema}.badge_syncs
-    WHERE pending AND {schema}.partition_of(recipient, %(parts)s) = %(part)s
+    WHERE pending AND {schema}.partition_of(recipient, %(parts)s) = ANY(%(part_set)s::integer[])
 ) d
 
 -- name: claim_window_skip
@@ -174,10 +174,31 @@ ORDER BY position, part
 LIMIT 1
 FOR UPDATE SKIP LOCKED
 
--- name: move_cursor
--- Move the cursor of one partition of a consumer at the end of its round.
+-- name: lock_cursors_at
+-- Take the other cursors of a consumer at one position that no other worker is running a round of (a round handles them together), at most limit, lowest first.
+SELECT part FROM {schema}.consumer_cursors
+WHERE name = %(name)s AND parts = %(parts)s AND position = %(position)s AND part <> %(part)s
+ORDER BY part
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: move_cursors
+-- Move the cursors of the partitions of one round at its end.
 UPDATE {schema}.consumer_cursors SET position = %(position)s, updated_at = now()
-WHERE name = %(name)s AND part = %(part)s
+WHERE name = %(name)s AND part = ANY(%(part_set)s::integer[])
+
+-- name: join_consumer
+-- Count this session among a consumer's workers until it ends (a shared advisory lock).
+SELECT pg_advisory_lock_shared(hashtextextended('notify.workers:' || %(schema)s || ':' || %(name)s, 0))
+
+-- name: consumer_workers
+-- How many sessions count among a consumer's workers (join_consumer).
+SELECT count(*) FROM pg_locks
+WHERE locktype = 'advisory' AND granted
+  AND objsubid = 1
+  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND ((classid::bigint << 32) | objid::bigint)
+      = hashtextextended('notify.workers:' || %(schema)s || ':' || %(name)s, 0)
 
 -- name: read_events_page
 -- Events after a position in seq order, with the raw columns.
@@ -250,3 +271,61 @@ SET failed_at = EXCLUDED.failed_at, round = EXCLUDED.round, code = EXCLUDED.code
 -- Every consumer's last failed round.
 SELECT name, failed_at, round, code, sqlstate, message, failures
 FROM {schema}.consumer_failures ORDER BY name
+
+-- name: claim_windows_skip
+-- Claim many windows that have ended (a page of due work), but those another worker holds.
+SELECT w.recipient, w.thread, w.end_at, w.collected
+FROM unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+JOIN {schema}.windows w ON w.recipient = k.recipient AND w.thread = k.thread
+WHERE w.end_at <= %(until)s
+FOR UPDATE OF w SKIP LOCKED
+
+-- name: claim_windows_wait
+-- Claim many windows that have ended, waiting for the workers that hold some (the consumer keeps the replay order).
+SELECT w.recipient, w.thread, w.end_at, w.collected
+FROM unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+JOIN {schema}.windows w ON w.recipient = k.recipient AND w.thread = k.thread
+WHERE w.end_at <= %(until)s
+FOR UPDATE OF w
+
+-- name: claim_releases_skip
+-- Claim many due releases, but those another worker holds (deleted once handed out).
+SELECT id, due_at, recipient, thread, device, kind, message, message_seq, target, seq
+FROM {schema}.delayed_releases
+WHERE id = ANY(%(ids)s::bigint[]) AND due_at <= %(until)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_releases_wait
+-- Claim many due releases, waiting for the workers that hold some.
+SELECT id, due_at, recipient, thread, device, kind, message, message_seq, target, seq
+FROM {schema}.delayed_releases
+WHERE id = ANY(%(ids)s::bigint[]) AND due_at <= %(until)s
+FOR UPDATE
+
+-- name: claim_badge_syncs_skip
+-- Claim many due badge syncs, but those another worker holds.
+SELECT recipient, due_at, after_seq FROM {schema}.badge_syncs
+WHERE recipient = ANY(%(recipients)s::text[]) AND pending AND due_at <= %(until)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_badge_syncs_wait
+-- Claim many due badge syncs, waiting for the workers that hold some.
+SELECT recipient, due_at, after_seq FROM {schema}.badge_syncs
+WHERE recipient = ANY(%(recipients)s::text[]) AND pending AND due_at <= %(until)s
+FOR UPDATE
+
+-- name: delete_releases
+-- Remove the releases handed out (claimed and run).
+DELETE FROM {schema}.delayed_releases WHERE id = ANY(%(ids)s::bigint[])
+
+-- name: close_windows
+-- Forget many windows at once (their flushes).
+DELETE FROM {schema}.windows w
+USING unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+WHERE w.recipient = k.recipient AND w.thread = k.thread
+
+-- name: windows_of_pairs
+-- The windows of many (person, thread) pairs.
+SELECT w.recipient, w.thread, w.end_at, w.collected
+FROM unnest(%(recipients)s::text[], %(threads)s::text[]) AS k(recipient, thread)
+JOIN {schema}.windows w ON w.recipient = k.recipient AND w.thread = k.thread

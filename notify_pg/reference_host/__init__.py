@@ -236,7 +236,7 @@ class ReferenceHost:
         )
         return {thread_id: int(count) for thread_id, count in rows}
 
-    # -- the optional batched reads (notify_pg.ports.BatchReadStatePort) ----------------------
+    # -- the optional batched reads (notify_pg.ports.BatchFactsPort) ----------------------------
 
     def badge_threads_of(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, list[str]]:
         """Return per person the threads with messages in the channels they can read."""
@@ -248,6 +248,19 @@ class ReferenceHost:
         ):
             out.setdefault(user_id, []).append(thread_id)
         return out
+
+    def thread_readers_of(
+        self, conn: Conn, pairs: Sequence[tuple[str, str]]
+    ) -> frozenset[tuple[str, str]]:
+        """Return the (person, thread) pairs where the active person may read the thread."""
+        if not pairs:
+            return frozenset()
+        rows = self._seam.all(
+            conn,
+            "thread_readers_of",
+            {"user_ids": [u for u, _t in pairs], "threads": [t for _u, t in pairs]},
+        )
+        return frozenset((user_id, thread_id) for user_id, thread_id in rows)
 
     def read_positions_of(
         self, conn: Conn, pairs: Sequence[tuple[str, str]]

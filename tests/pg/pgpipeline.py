@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from notify_pg.push import PushProvider
 from notify_pg.reference_host import ReferenceHost
 from notify_pg.reference_host.load import LogLoader, SettableClock
 from notify_pg.reference_host.world import WorldLoader
-from notify_pg.seam import Conn
+from notify_pg.seam import Conn, Seam
 from notify_pg.worker import Worker, WorkerConfig
 
 FAR = datetime(2100, 1, 1, tzinfo=UTC)
@@ -77,6 +78,15 @@ def assert_same_hints(got: Sequence[str], expected: Sequence[str], parts: int) -
 
     for part in range(parts):
         assert of(got, part) == of(expected, part), f"partition {part} of {parts}"
+
+
+@contextmanager
+def another_worker(dsn: str, consumer: str = "push") -> Iterator[None]:
+    """A session that counts as one more worker of the consumer while the block runs (as
+    `Worker.prepare` joins it), so a worker's rounds take only its share of the partitions."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        Seam("notify_pg", SCHEMA).one(conn, "join_consumer", {"schema": SCHEMA, "name": consumer})
+        yield
 
 
 #: A clock the test moves (the loader's clock).

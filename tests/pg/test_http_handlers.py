@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -323,3 +325,38 @@ def test_h2_bad_entry_ids_are_a_clean_400(conn: Conn) -> None:
                 "message": "an entry id is a positive integer",
                 "pointer": "/id",
             }
+
+
+def test_u3_two_clicks_at_once_change_once_and_both_get_200(
+    connect: Callable[[], Conn], token: str
+) -> None:
+    """A mail client and the person clicking at the same moment: one audit names the change."""
+    holder, watcher = connect(), connect()
+    answers: list[int] = []
+
+    def click() -> None:
+        answers.append(post(connect(), token).status)
+
+    with holder.transaction():
+        # Hold the person's unsubscribe lock so that both requests queue behind it.
+        holder.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('notify.unsubscribe:' || %s, 0))",
+            ["ana"],
+        )
+        clicks = [threading.Thread(target=click) for _ in range(2)]
+        for thread in clicks:
+            thread.start()
+        deadline = time.monotonic() + 20
+        while True:
+            waiting = watcher.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ).fetchone()
+            if waiting == (2,):
+                break
+            assert time.monotonic() < deadline, "the clicks never waited for the person's lock"
+            time.sleep(0.01)
+    for thread in clicks:
+        thread.join(20)
+    assert answers == [200, 200]
+    changed = [a.changed for a in audited_unsubscribes(watcher, "ana", schema=SCHEMA)]
+    assert sorted(changed) == [(), ("mention", "watched_page")]

@@ -668,3 +668,38 @@ def test_e5_the_worker_sleeps_until_the_next_email_falls_due_not_its_poll_interv
     assert len(handler.received) == 1
     assert time.monotonic() - started < 30  # long before the worker's 60 s poll
     assert [s[2] for s in states(conn)] == ["sent"]
+
+
+def test_e5_a_worker_process_killed_after_its_send_never_loses_the_entry(
+    conn: psycopg.Connection[Any], db_dsn: str, server: tuple[Recorder, int]
+) -> None:
+    """A real process ends (``os._exit``) right after the SMTP server accepted its mail, before
+    the mark: the row stays ``sending`` under its lease, and once the lease ends another
+    worker sends it again and marks it (at least once, never lost)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    handler, port = server
+    log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])
+    run_loader(conn)(log)
+    here = Path(__file__).resolve().parent
+    script = (
+        "import os, sys, psycopg\n"
+        f"sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]\n"
+        "from mailpg import Clock, at, drain\n"
+        f"mail = drain({port}, Clock(at('2026-11-30T10:03:00Z')), on_sent=lambda o: os._exit(9))\n"
+        f"mail.round(psycopg.connect({db_dsn!r}, autocommit=True))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, timeout=60, env=dict(os.environ)
+    )
+    assert done.returncode == 9, done.stderr.decode()
+    assert len(handler.received) == 1
+    ((_u, _c, state, lease, _e, attempts),) = states(conn)
+    assert (state, lease, attempts) == ("sending", at("2026-11-30T10:13:00Z"), 1)
+    clock = Clock(at("2026-11-30T10:13:00Z"))
+    assert drain(port, clock).round(conn) == 1
+    assert len(handler.received) == 2
+    assert [s[2:6] for s in states(conn)] == [("sent", None, at("2026-11-30T10:13:00Z"), 2)]

@@ -258,8 +258,14 @@ def test_query_files_are_named_and_described() -> None:
         queries = load_queries(package)
         assert queries
         for name, text in queries.items():
-            # Session settings name no table: the worker's timeouts, a read-write transaction.
-            sessionwide = name in {"lock_migrations", "worker_session", "read_write"}
+            # Session settings name no table: the worker's timeouts, a read-write transaction;
+            # nor does the count of a consumer's workers (their advisory locks in pg_locks).
+            sessionwide = name in {
+                "lock_migrations",
+                "worker_session",
+                "read_write",
+                "consumer_workers",
+            }
             assert "{schema}" in text or sessionwide or "pg_advisory" in text, name
             # Values are parameters: no quoted literal other than fixed kinds, levels and keys.
             for literal in re.findall(r"'([^']*)'", text):

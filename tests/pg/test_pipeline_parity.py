@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Callable
+from contextlib import nullcontext
 from datetime import timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 from click.testing import CliRunner
-from pgpipeline import PgRun, assert_same_hints
+from pgpipeline import PgRun, another_worker, assert_same_hints
 from pgworld import SCHEMA
 
 from notify_cli.main import cli
@@ -46,14 +47,19 @@ def test_replay_and_postgresql_give_the_same_hints(
     pg_template: str,
 ) -> None:
     """One pipeline, two stores; with 2 or 3 recipient partitions the consumer's rounds of
-    the partitions together give the same hints (D1-D11, S1-S5, B2 hold per recipient)."""
+    the partitions together give the same hints (D1-D11, S1-S5, B2 hold per recipient).
+    Another worker counts with the consumer then, so the worker's rounds take one partition
+    (of 2) or two together (of 3), not all of them at once as a lone worker does."""
     policy, options = policy_of(log)
     replay = CliRunner().invoke(cli, ["replay", str(log), *options, "--include-skips"])
     assert replay.exit_code == 0, replay.output
     expected = replay.stdout.splitlines()
 
     dsn = new_database(pg_template)
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    with (
+        psycopg.connect(dsn, autocommit=True) as conn,
+        another_worker(dsn) if parts > 1 else nullcontext(),
+    ):
         run = PgRun(dsn, conn, policy, config=WorkerConfig(partitions=parts))
         run.feed_lines(log.read_text().splitlines())
         run.finish()

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
-from pgpipeline import START, Log, PgRun, assert_same_hints, lines_of
+from pgpipeline import START, Log, PgRun, another_worker, assert_same_hints, lines_of
 from pgworld import SCHEMA
 from test_pipeline_crash import _policy, append_burst, replayed
 
@@ -146,6 +146,64 @@ def test_a_new_consumer_gets_one_cursor_per_partition(
     assert cursors(conn) == [("push", p, 3, 0) for p in range(3)]
 
 
+def seeded_lines() -> list[str]:
+    """The log of `seeded_run`."""
+    return lines_of(
+        Log()
+        .team()
+        .pref("sam", "thread", "t", "all")
+        .at(60)
+        .msg("m1", "owner", seq=1)
+        .at(70)
+        .msg("m2", "sam", seq=2)
+    )
+
+
+def test_a_lone_worker_takes_the_free_partitions_at_its_position_in_one_round(
+    db_dsn: str, conn: psycopg.Connection[Any]
+) -> None:
+    """With 3 partitions a lone worker's round handles the backlog for all of them at once
+    (one round decides for everybody, as with 1 partition): the hints of a replay."""
+    run = seeded_run(db_dsn, conn, 3)
+    head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
+    assert head is not None
+    assert run.worker.consume() == head[0]
+    assert cursors(conn) == [("push", p, 3, head[0]) for p in range(3)]
+    run.finish()
+    got = run.hint_lines()
+    run.worker.close()
+    assert_same_hints(got, replayed(seeded_lines()), 3)
+
+
+def test_a_worker_takes_its_share_of_the_partitions_beside_another(
+    db_dsn: str, conn: psycopg.Connection[Any], connect: Connect
+) -> None:
+    """While another worker counts with the consumer, a round takes the worker's share of
+    the 3 partitions (2), never one that another round holds; the next round the third."""
+    run = seeded_run(db_dsn, conn, 3)
+    head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
+    assert head is not None
+    with another_worker(db_dsn):
+        run.worker.prepare()  # the cursors, and the worker counts with the consumer
+        other = connect()
+        with other.transaction():
+            other.execute(f"SELECT 1 FROM {SCHEMA}.consumer_cursors WHERE part = 0 FOR UPDATE")
+            assert run.worker.consume() == head[0]
+            assert cursors(conn) == [("push", 0, 3, 0)] + [("push", p, 3, head[0]) for p in (1, 2)]
+            while run.worker.consume():  # the follow events that round appended (S5)
+                pass
+            assert cursors(conn)[0] == ("push", 0, 3, 0)  # partition 0 is busy
+        assert run.worker.consume() > 0  # partition 0 alone
+        while run.worker.consume():
+            pass
+        assert len({pos for *_, pos in cursors(conn)}) == 1
+        other.close()
+    run.finish()
+    got = run.hint_lines()
+    run.worker.close()
+    assert_same_hints(got, replayed(seeded_lines()), 3)
+
+
 def test_bad_partition_counts_are_refused() -> None:
     for bad in (0, -1, True, 1.5):
         with pytest.raises(UsageError, match="partitions"):
@@ -200,14 +258,19 @@ def test_the_count_changes_when_all_cursors_stand_at_one_position(
 
 
 def test_the_count_cannot_change_while_cursors_stand_apart(
-    db_dsn: str, conn: psycopg.Connection[Any]
+    db_dsn: str, conn: psycopg.Connection[Any], connect: Connect
 ) -> None:
     """One partition of three has handled more events than the others: another count cannot
     take over (the events between were decided for some recipients and not for others), so
     the change is refused with the positions named, in Python and on the command line
     (exit 2, one line, no traceback); the cursors stay as they were."""
     run = seeded_run(db_dsn, conn, 3, batch_size=5)
-    assert run.worker.consume() == 5  # partition 0, the most lagging one by number
+    run.worker.prepare()
+    other = connect()
+    with other.transaction():  # other workers' rounds hold partitions 1 and 2
+        other.execute(f"SELECT 1 FROM {SCHEMA}.consumer_cursors WHERE part > 0 FOR UPDATE")
+        assert run.worker.consume() == 5  # partition 0
+    other.close()
     before = cursors(conn)
     assert [c[3] for c in before] == [5, 0, 0]
     two = worker_for(run, 2)

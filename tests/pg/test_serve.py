@@ -380,3 +380,18 @@ def test_h1_entries_of_a_site_switched_off_are_hidden_and_come_back(
         httpd.server_close()
         thread.join(10)
         pool.close()
+
+
+def test_notify_serve_on_a_port_in_use_is_one_line_and_exit_2(db_dsn: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = str(taken.getsockname()[1])
+        done = subprocess.run(
+            [sys.executable, "-m", "notify_cli", "serve", "--dsn", db_dsn, "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert done.stderr == f"notify: cannot listen on 127.0.0.1:{port}: Address already in use\n"

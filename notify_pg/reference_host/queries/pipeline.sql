@@ -129,3 +129,22 @@ FROM unnest(%(user_ids)s::text[], %(threads)s::text[], %(floors)s::bigint[])
 JOIN {schema}.mentions m
   ON m.user_id = f.user_id AND m.thread_id = f.thread AND m.thread_seq > f.floor
 GROUP BY f.user_id, f.thread
+
+-- name: thread_readers_of
+-- The (person, thread) pairs among many where the person is active and may read the thread now.
+SELECT w.user_id, w.thread
+FROM unnest(%(user_ids)s::text[], %(threads)s::text[]) AS w(user_id, thread)
+JOIN {schema}.threads t ON t.id = w.thread
+JOIN {schema}.channels c ON c.id = t.channel_id
+LEFT JOIN {schema}.spaces s ON s.id = c.space_id
+JOIN {schema}.users u ON u.id = w.user_id AND u.active
+WHERE c.archived_at IS NULL AND s.archived_at IS NULL
+  AND CASE WHEN c.kind = 'dm' THEN EXISTS (
+          SELECT 1 FROM {schema}.dm_participants p
+          WHERE p.channel_id = c.id AND p.user_id = u.id)
+      ELSE u.owner OR EXISTS (
+          SELECT 1 FROM {schema}.grants g
+          WHERE g.user_id = u.id
+            AND ((g.target_kind = 'channel' AND g.target_id = c.id)
+              OR (g.target_kind = 'space' AND g.target_id = c.space_id)))
+      END
