@@ -47,6 +47,7 @@ Figures:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import multiprocessing as mp
 import os
@@ -54,6 +55,7 @@ import random
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -238,19 +240,20 @@ class SqlTimer:
 
     NAMES = ("all", "one", "run", "run_many")
 
-    def __init__(self) -> None:
+    def __init__(self, seam: type[Seam] = Seam) -> None:
         self.seconds = 0.0
         self.statements = 0
-        self._originals = {name: getattr(Seam, name) for name in self.NAMES}
+        self._seam = seam
+        self._originals = {name: getattr(seam, name) for name in self.NAMES}
 
     def __enter__(self) -> SqlTimer:
         for name, original in self._originals.items():
-            setattr(Seam, name, self._timed(original))
+            setattr(self._seam, name, self._timed(original))
         return self
 
     def __exit__(self, *exc: object) -> None:
         for name, original in self._originals.items():
-            setattr(Seam, name, original)
+            setattr(self._seam, name, original)
 
     def _timed(self, original: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(seam: Seam, *args: Any, **kwargs: Any) -> Any:
@@ -264,10 +267,43 @@ class SqlTimer:
         return wrapper
 
 
-def _work(dsn: str, partitions: int, stop: Any, out: Any) -> None:
-    worker = new_worker(dsn, partitions)
+def _library(src: str) -> tuple[Any, type[Seam]]:
+    """A worker factory and the seam class of the library in ``src`` (a baseline tree): the
+    library this process imported is dropped and imported again from there (a spawned
+    process starts with its parent's ``sys.path``, so ``PYTHONPATH`` alone would not do)."""
+    for name in list(sys.modules):
+        if name.split(".")[0] in ("notify_core", "notify_pg", "notify_cli"):
+            del sys.modules[name]
+    sys.path.insert(0, os.path.abspath(src))
+    decide = importlib.import_module("notify_core.decide")
+    worker = importlib.import_module("notify_pg.worker")
+    push = importlib.import_module("notify_pg.push")
+    host = importlib.import_module("notify_pg.reference_host")
+    seam = importlib.import_module("notify_pg.seam")
+    assert worker.__file__ is not None and worker.__file__.startswith(os.path.abspath(src))
+    policy = decide.Policy(**attrs.asdict(POLICY, recurse=False))
+    config = worker.WorkerConfig(
+        poll_interval=CONFIG.poll_interval, batch_size=CONFIG.batch_size, partitions=1
+    )
+
+    def make(dsn: str, partitions: int) -> Any:
+        return worker.Worker(
+            lambda: psycopg.connect(dsn, autocommit=True),
+            host.ReferenceHost(HOST),
+            schema=SCHEMA,
+            policy=policy,
+            config=attrs.evolve(config, partitions=partitions),
+            providers=[push.FakeProvider("apns")],
+        )
+
+    return make, seam.Seam
+
+
+def _work(dsn: str, partitions: int, stop: Any, out: Any, src: str | None = None) -> None:
+    make, seam = (new_worker, Seam) if src is None else _library(src)
+    worker = make(dsn, partitions)
     idle = 0.0
-    with SqlTimer() as sql:
+    with SqlTimer(seam) as sql:
         started = time.perf_counter()
         while not stop.is_set():
             if not worker.run_once():
@@ -335,23 +371,6 @@ def sample_waits(conn: psycopg.Connection[Any], waits: dict[str, int]) -> None:
         waits[what] = waits.get(what, 0) + 1
 
 
-@contextmanager
-def source(src: str | None) -> Iterator[None]:
-    """Processes started inside import the library from ``src`` (``None``: this tree)."""
-    if src is None:
-        yield
-        return
-    before = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.path.abspath(src)
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = before
-
-
 def run_workers(
     dsn: str,
     n: int,
@@ -362,14 +381,13 @@ def run_workers(
 ) -> dict[str, Any]:
     ctx = mp.get_context("spawn")
     stop, out = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_work, args=(dsn, partitions, stop, out)) for _ in range(n)]
+    procs = [ctx.Process(target=_work, args=(dsn, partitions, stop, out, src)) for _ in range(n)]
     waits: dict[str, int] = {}
     server_before, busy_before = server_cpu_seconds(), machine_busy_seconds()
     self_before = time.process_time()
     started = time.perf_counter()
-    with source(src):
-        for p in procs:
-            p.start()
+    for p in procs:
+        p.start()
     deadline = started + timeout
     with psycopg.connect(dsn, autocommit=True) as probe:
         while time.perf_counter() < deadline and not watch():

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
+from psycopg.types.json import Jsonb
+
 from notify_core.errors import InvalidRule
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.quiet import QuietRule, validate_time_zone
@@ -206,14 +208,13 @@ class FactsReader:
                 wanted[(user_id, "channel", path.channel_id)] = None
             if path.space_id is not None:
                 wanted[(user_id, "space", path.space_id)] = None
-        keys = list(wanted)
         rows = self._seam.all(
             conn,
             "pairs_level_rows",
             {
-                "user_ids": [k[0] for k in keys],
-                "kinds": [k[1] for k in keys],
-                "targets": [k[2] for k in keys],
+                "wanted": Jsonb(
+                    [{"user_id": u, "target_kind": k, "target_id": t} for u, k, t in wanted]
+                )
             },
         )
         own: dict[tuple[str, str, str], Preference] = {}

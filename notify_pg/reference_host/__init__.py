@@ -268,11 +268,9 @@ class ReferenceHost:
         """Return the read position of each (person, thread) pair (absent: never read)."""
         if not pairs:
             return {}
-        rows = self._seam.all(
-            conn,
-            "read_positions_of",
-            {"user_ids": [u for u, _t in pairs], "threads": [t for _u, t in pairs]},
-        )
+        # One JSON array: far cheaper to pass than two text arrays of hundreds of pairs.
+        wanted = [{"user_id": u, "thread_id": t} for u, t in pairs]
+        rows = self._seam.all(conn, "read_positions_of", {"pairs": Jsonb(wanted)})
         return {(user_id, thread_id): int(seq) for user_id, thread_id, seq in rows}
 
     def unread_mentions_of(
@@ -281,16 +279,8 @@ class ReferenceHost:
         """Return per (person, thread) the mentions of the person after the floor."""
         if not floors:
             return {}
-        keys = list(floors)
-        rows = self._seam.all(
-            conn,
-            "unread_mentions_of",
-            {
-                "user_ids": [u for u, _t in keys],
-                "threads": [t for _u, t in keys],
-                "floors": [floors[k] for k in keys],
-            },
-        )
+        wanted = [{"user_id": u, "thread": t, "floor": n} for (u, t), n in floors.items()]
+        rows = self._seam.all(conn, "unread_mentions_of", {"floors": Jsonb(wanted)})
         return {(user_id, thread_id): int(n) for user_id, thread_id, n in rows}
 
     # -- writes for tests and the demo -------------------------------------------------------
