@@ -17,6 +17,7 @@ from types import FrameType
 import click
 
 from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
+from notify_cli.signals import handling_stop_signals
 from notify_cli.worker import _logging, _metrics
 
 
@@ -153,14 +154,13 @@ def serve(
             threading.Thread(target=server.shutdown, daemon=True).start()
             done.set()
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        log.info(
-            "listening",
-            extra={"fields": {"host": host, "port": server.server_port, "schema": schema}},
-        )
-        sys.stderr.flush()
-        server.serve_forever()
+        with handling_stop_signals(on_signal):
+            log.info(
+                "listening",
+                extra={"fields": {"host": host, "port": server.server_port, "schema": schema}},
+            )
+            sys.stderr.flush()
+            server.serve_forever()
         server.server_close()
     finally:
         if metrics is not None:
