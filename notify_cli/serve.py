@@ -17,7 +17,8 @@ from types import FrameType
 import click
 
 from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
-from notify_cli.worker import _logging
+from notify_cli.signals import handling_stop_signals
+from notify_cli.worker import _logging, _metrics
 
 
 @click.command()
@@ -56,6 +57,22 @@ from notify_cli.worker import _logging
     "inbox (absent: no site is hidden).",
 )
 @click.option(
+    "--metrics-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics (the database's gauges: lag, due work, outbox, mails, "
+    "registrations) at http://HOST:PORT/metrics (0: a free port, logged); needs the metrics "
+    "extra.",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    type=Utf8Text(),
+    help="The address --metrics-port listens on (0.0.0.0: every interface).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -69,6 +86,8 @@ def serve(
     port: int,
     unsubscribe_page: str,
     host_schema: str | None,
+    metrics_port: int | None,
+    metrics_host: str,
     log_level: str,
 ) -> None:
     """Serve one-click unsubscribe and the inbox over HTTP (a reference web app).
@@ -81,11 +100,14 @@ def serve(
     PUT /notifications/read, PUT /notifications/ID/read, DELETE /notifications/ID) act for
     the person named by the X-Notify-User header: put a proxy that authenticates in front;
     with --host-schema the entries of the reference wiki's sites switched off are hidden.
-    The schema must be migrated (notify db migrate). SIGTERM or SIGINT stop it (exit 0). A
-    database that cannot be reached or an address that cannot be bound: a message on stderr
-    and exit code 2.
+    The schema must be migrated (notify db migrate). With --metrics-port the database's
+    gauges of docs/operators.md are served for Prometheus on their own port. SIGTERM or SIGINT
+    stop it (exit 0). A database that cannot be reached or an address that cannot be bound: a
+    message on stderr and exit code 2.
     """
     try:
+        import psycopg
+
         from notify_core.errors import NotifyError
         from notify_pg.reference_host.wiki import ReferenceWiki
         from notify_pg.serve import build_app, make_http_server, open_pool
@@ -106,7 +128,14 @@ def serve(
         pool = open_pool(dsn)
     except NotifyError as exc:
         raise BadInput(f"--dsn: {exc.message}") from None
+    metrics = None
     try:
+        if metrics_port is not None:
+            metrics = _metrics(metrics_port, metrics_host, service="notify-serve")
+            metrics.observe_database(
+                lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10), schema
+            )
+            log.info("metrics serving", extra={"fields": {"port": metrics.port}})
         try:
             server = make_http_server(
                 build_app(
@@ -125,14 +154,15 @@ def serve(
             threading.Thread(target=server.shutdown, daemon=True).start()
             done.set()
 
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        log.info(
-            "listening",
-            extra={"fields": {"host": host, "port": server.server_port, "schema": schema}},
-        )
-        sys.stderr.flush()
-        server.serve_forever()
+        with handling_stop_signals(on_signal):
+            log.info(
+                "listening",
+                extra={"fields": {"host": host, "port": server.server_port, "schema": schema}},
+            )
+            sys.stderr.flush()
+            server.serve_forever()
         server.server_close()
     finally:
+        if metrics is not None:
+            metrics.close()
         pool.close()

@@ -22,6 +22,7 @@ import click
 
 from notify_cli.logs import LOG_FORMATS, JsonLines, TextLines, configure
 from notify_cli.options import BadInput, Seconds, Utf8Text, dsn_option, read_policy, schema_option
+from notify_cli.signals import handling_stop_signals
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
@@ -303,37 +304,36 @@ def worker(
         log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
         stop.set()
 
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        # Cursors first: a partition count that cannot be taken now is refused before any
-        # round, with the positions named (PartitionError), not retried in the loop.
-        work.prepare()
+    with handling_stop_signals(on_signal):
+        try:
+            # Cursors first: a partition count that cannot be taken now is refused before any
+            # round, with the positions named (PartitionError), not retried in the loop.
+            work.prepare()
+            if once:
+                # A signal ends --once after the round in progress, too.
+                while not stop.is_set() and work.run_once(stop=stop):
+                    pass
+        except NotifyError as exc:
+            work.close()
+            if metrics is not None:
+                metrics.close()
+            raise BadInput(f"worker: {exc}") from None
         if once:
-            # A signal ends --once after the round in progress, too.
-            while not stop.is_set() and work.run_once(stop=stop):
-                pass
-    except NotifyError as exc:
-        work.close()
+            work.close()
+            if metrics is not None:
+                metrics.close()
+            return
+        log.info(
+            "worker started",
+            extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
+        )
+        work.run(stop)
         if metrics is not None:
             metrics.close()
-        raise BadInput(f"worker: {exc}") from None
-    if once:
-        work.close()
-        if metrics is not None:
-            metrics.close()
-        return
-    log.info(
-        "worker started",
-        extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
-    )
-    work.run(stop)
-    if metrics is not None:
-        metrics.close()
-    log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
+        log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
 
 
-def _metrics(port: int, host: str) -> Any:
+def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:
     """Start the metrics endpoint (`notify_pg.metrics.Metrics`), or exit 2 saying why not."""
     try:
         from notify_pg.metrics import Metrics
@@ -342,10 +342,11 @@ def _metrics(port: int, host: str) -> Any:
             f"--metrics-port needs the metrics extra (pip install 'notify-engine[metrics]'): {exc}"
         ) from None
     try:
-        return Metrics.start(port, host)
+        return Metrics.start(port, host, service)
     except OSError as exc:
+        command = service.removeprefix("notify-")
         raise BadInput(
-            f"worker: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
+            f"{command}: cannot serve metrics on {host}:{port}: {exc.strerror or exc}"
         ) from None
 
 

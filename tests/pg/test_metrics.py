@@ -427,3 +427,33 @@ def test_metrics_port_in_use_is_exit_2(db_dsn: str) -> None:
         "Address already in use\n"
     )
     assert "Traceback" not in result.output
+
+
+def test_notify_serve_serves_the_database_gauges(db_dsn: str) -> None:
+    """`notify serve --metrics-port 0`: the gauges of the database on their own port, under
+    the service name notify-serve; the app itself answers as before and SIGTERM exits 0."""
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.inbox_outbox (type, payload, occurred_at)"
+            " VALUES ('page.updated', '{}', now())"
+        )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notify_cli", "serve", "--port", "0", "--metrics-port", "0"],
+        env={**os.environ, "NOTIFY_DSN": db_dsn},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        first = json.loads(proc.stderr.readline())
+        assert first["msg"] == "metrics serving"
+        assert json.loads(proc.stderr.readline())["msg"] == "listening"
+        _text, samples = scrape(int(first["port"]))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert by(samples, "notify_outbox_backlog") == {(): 1}
+    assert by(samples, "target_info", "service_name") == {("notify-serve",): 1}
+    assert by(samples, "notify_hints_decided_total") == {}  # a server decides no hints

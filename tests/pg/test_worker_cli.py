@@ -53,8 +53,11 @@ def test_worker_once_consumes_and_pushes(conn: psycopg.Connection[Any], db_dsn: 
     before = runner.invoke(cli, ["db", "status", "--dsn", db_dsn])
     assert before.exit_code == 0, before.output
     assert json.loads(before.stdout)["consumers"] == []
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     result = runner.invoke(cli, ["worker", "--dsn", db_dsn, "--once", "--fake-provider", "apns"])
     assert result.exit_code == 0, result.output
+    # Run in process, the worker gives the signals back: Ctrl-C works again afterwards.
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
     lines = [json.loads(line) for line in result.stderr.splitlines()]
     assert {line["msg"] for line in lines} >= {"consumer round", "push sent"}
     assert sum(1 for line in lines if line["msg"] == "push sent") == 2  # Alex's mention, Sam's m2
