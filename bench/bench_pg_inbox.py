@@ -3,7 +3,7 @@
 Prints one JSON object. The database server is NOTIFY_BENCH_DSN (a role with CREATEDB; scratch
 databases are created and dropped) or, without it, a throwaway pgserver instance.
 
-    python bench/bench_pg_inbox.py [--watchers 10000] [--emits 2000] [--repeat 3]
+    python bench/bench_pg_inbox.py [--watchers 10000] [--emits 2000] [--mails 2000] [--repeat 3]
 
 Figures (each the median of ``repeat`` runs, every run on a fresh database):
 - ``fan_out``: one ``page.edited`` to ``watchers`` watchers (all readers, defaults, mail
@@ -17,6 +17,11 @@ Figures (each the median of ``repeat`` runs, every run on a fresh database):
   benchmark process's CPU time in the multi-row drain, ``server_cpu_s`` its server backend's
   (Linux ``/proc``), ``cpu_s`` their sum: the drain's work without the waits of a loaded
   machine (the load average and core count are printed beside).
+- ``mail_drain``: the E5 drain on PostgreSQL after one event to ``mails`` watchers (every
+  entry due, one mail each): claims, plan, compose, DKIM signing (RSA-2048) and the send to an
+  SMTP server on loopback (aiosmtpd, in this process), then the marks: mails per second with
+  one connection reused per round (``reused``) against a sender that opens a connection for
+  each mail (``connection_per_mail``, the baseline), measured in the same run.
 - ``emit``: inside the host's transaction (one per action: BEGIN, the host's INSERT, the
   emit, COMMIT), the cost of `emit` against a plain INSERT of the same values into a host
   table (``plain_insert``); ``per_call_us`` is the median of the per-call times and
@@ -29,6 +34,7 @@ import argparse
 import json
 import os
 import shutil
+import socket
 import statistics
 import tempfile
 import time
@@ -36,18 +42,23 @@ import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
+from aiosmtpd.controller import Controller
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
 from notify_pg import migrate
 from notify_pg.inbox import emit
 from notify_pg.inbox_fanout import InboxFanOut
+from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailSender
 from notify_pg.reference_host import migrate_reference_host
 from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_pg.smtp import DkimKey, Outgoing, SmtpConfig, SmtpSender
 
 SCHEMA, HOST = "notify", "host"
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -156,6 +167,83 @@ def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]
         }
 
 
+class _Sink:
+    """An aiosmtpd handler that counts what it receives."""
+
+    def __init__(self) -> None:
+        self.received = 0
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.received += 1
+        return "250 OK"
+
+
+class _ConnectionPerMail:
+    """The baseline sender: a new SMTP connection for every mail."""
+
+    def __init__(self, config: SmtpConfig, key: DkimKey) -> None:
+        self.config, self.key = config, key
+
+    def send(self, outgoing: Outgoing) -> None:
+        with SmtpSender(self.config, dkim_key=self.key) as smtp:
+            smtp.send(outgoing)
+
+    def close(self) -> None:
+        pass
+
+
+def dkim_key() -> DkimKey:
+    """A fresh RSA-2048 signing key (the size mail providers expect)."""
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = private.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return DkimKey(selector="bench", domain="wiki.example", private_key=pem)
+
+
+def drain_once(base: str, mails: int, key: DkimKey, *, reused: bool) -> dict[str, float]:
+    """One event to ``mails`` watchers, fanned out, then the mail drain timed to the end."""
+    sink = _Sink()
+    with socket.socket() as probe:  # a free port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    controller = Controller(sink, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        config = SmtpConfig.from_url(f"smtp://127.0.0.1:{port}?timeout=30")
+        with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+            wiki = world(conn, mails)
+            emit(conn, "page.edited", {"page": "p1"}, actor="bob", occurred_at=T0, schema=SCHEMA)
+            InboxFanOut(wiki, schema=SCHEMA).drain(conn)
+            conn.execute("VACUUM ANALYZE")
+
+            def sender() -> MailSender:
+                if reused:
+                    return SmtpSender(config, dkim_key=key)
+                return _ConnectionPerMail(config, key)
+
+            drain = MailDrain(
+                wiki,
+                sender,
+                secret=lambda conn: bytes(32),
+                config=MailDrainConfig(sender="notifications@wiki.example"),
+                schema=SCHEMA,
+                clock=lambda: T0 + timedelta(days=1),
+            )
+            started, cpu = time.perf_counter(), time.process_time()
+            drain.drain(conn)
+            total, cpu = time.perf_counter() - started, time.process_time() - cpu
+            sent = conn.execute(
+                "SELECT count(*) FROM notify.inbox_entries WHERE email_state = 'sent'"
+            ).fetchone()
+            assert sent == (mails,) and sink.received == mails, (sent, sink.received)
+            return {"total_s": total, "cpu_s": cpu, "per_s": mails / total}
+    finally:
+        controller.stop()
+
+
 def emit_once(base: str, emits: int) -> dict[str, float]:
     """Per-call times of emit and of a plain INSERT, each in the host's transaction."""
     with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
@@ -192,12 +280,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--watchers", type=int, default=10_000)
     parser.add_argument("--emits", type=int, default=2_000)
+    parser.add_argument("--mails", type=int, default=2_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    key = dkim_key()
     with server() as base:
         multi = [fan_out_once(base, args.watchers, 500) for _ in range(args.repeat)]
         single = [fan_out_once(base, args.watchers, 1) for _ in range(args.repeat)]
         emits = [emit_once(base, args.emits) for _ in range(args.repeat)]
+        reused, per_mail = [], []
+        for _ in range(args.repeat):  # alternating, so a burst of load hits both alike
+            reused.append(drain_once(base, args.mails, key, reused=True))
+            per_mail.append(drain_once(base, args.mails, key, reused=False))
 
     def median(runs: list[dict[str, float]], key: str) -> float:
         return statistics.median(r[key] for r in runs)
@@ -222,6 +316,15 @@ def main() -> None:
                     "write_ratio": round(s_write / m_write, 1),
                     "total_ratio": round(s_total / m_total, 1),
                     "under_1s": m_total < 1.0,
+                },
+                "mail_drain": {
+                    "mails": args.mails,
+                    "dkim": "rsa-sha256 (2048 bits)",
+                    "reused_per_s": round(median(reused, "per_s")),
+                    "reused_client_cpu_s": round(median(reused, "cpu_s"), 3),
+                    "connection_per_mail_per_s": round(median(per_mail, "per_s")),
+                    "ratio": round(median(reused, "per_s") / median(per_mail, "per_s"), 2),
+                    "goal_per_s": 200,
                 },
                 "emit": {
                     "calls": args.emits,
