@@ -102,6 +102,15 @@ dsn_option = click.option(
     type=Utf8Text(),
     help="libpq connection string or URI of the database (or the NOTIFY_DSN variable).",
 )
+#: ``--metrics-host``: where a command's ``--metrics-port`` listens (worker and serve).
+metrics_host_option = click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    type=Utf8Text(),
+    help="The address --metrics-port listens on (0.0.0.0: every interface).",
+)
 #: ``--schema``: the schema notify owns in that database.
 schema_option = click.option(
     "--schema",

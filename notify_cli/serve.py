@@ -16,7 +16,7 @@ from types import FrameType
 
 import click
 
-from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
+from notify_cli.options import BadInput, Utf8Text, dsn_option, metrics_host_option, schema_option
 from notify_cli.signals import handling_stop_signals
 from notify_cli.worker import _logging, _metrics
 
@@ -64,14 +64,7 @@ from notify_cli.worker import _logging, _metrics
     "registrations) at http://HOST:PORT/metrics (0: a free port, logged); needs the metrics "
     "extra.",
 )
-@click.option(
-    "--metrics-host",
-    default="127.0.0.1",
-    show_default=True,
-    metavar="ADDR",
-    type=Utf8Text(),
-    help="The address --metrics-port listens on (0.0.0.0: every interface).",
-)
+@metrics_host_option
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),

@@ -21,7 +21,15 @@ from typing import Any, Final
 import click
 
 from notify_cli.logs import LOG_FORMATS, JsonLines, TextLines, configure
-from notify_cli.options import BadInput, Seconds, Utf8Text, dsn_option, read_policy, schema_option
+from notify_cli.options import (
+    BadInput,
+    Seconds,
+    Utf8Text,
+    dsn_option,
+    metrics_host_option,
+    read_policy,
+    schema_option,
+)
 from notify_cli.signals import handling_stop_signals
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
@@ -174,14 +182,7 @@ def _logging(level: str, log_format: str = "json") -> None:
     help="Serve Prometheus metrics at http://HOST:PORT/metrics (0: a free port, logged); "
     "needs the metrics extra.",
 )
-@click.option(
-    "--metrics-host",
-    default="127.0.0.1",
-    show_default=True,
-    metavar="ADDR",
-    type=Utf8Text(),
-    help="The address --metrics-port listens on (0.0.0.0: every interface).",
-)
+@metrics_host_option
 def worker(
     dsn: str,
     schema: str,
