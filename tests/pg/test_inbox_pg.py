@@ -14,8 +14,9 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
-from notify_pg.inbox_fanout import InboxFanOut, InboxRound
+from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
 from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_pg.seam import load_queries
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -150,6 +151,45 @@ def test_n10_the_same_event_twice_changes_nothing(
     conn.execute("UPDATE notify.inbox_outbox SET processed_at = NULL, claimed_at = NULL")
     fanout(wiki).drain(conn)
     assert [r[3] for r in entries(conn)] == [1, 1]
+
+
+def test_n10_the_upsert_without_a_listener_is_the_returning_upsert_less_its_rows() -> None:
+    """N10: the fan-out reads its rows back only for a listener; both statements coalesce alike."""
+    queries = load_queries("notify_pg")
+    quiet, returning = queries["inbox_upsert"], queries["inbox_upsert_returning"]
+
+    def statement(text: str) -> str:
+        return "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+
+    assert statement(returning).startswith(statement(quiet))
+    assert statement(returning)[len(statement(quiet)) :].lstrip().startswith("RETURNING e.id,")
+
+
+def test_n10_entries_are_the_same_with_and_without_a_listener(
+    connect: Connect, wiki: ReferenceWiki
+) -> None:
+    """N10, N12: a listener changes what is read back, never what is written."""
+    tables = []
+    for listening in (False, True):
+        with connect() as conn:
+            conn.execute("TRUNCATE notify.inbox_entries, notify.inbox_outbox")
+            wiki.set_settings(conn, mail_configured=True)
+            heard: list[Written] = []
+            worker = fanout(wiki, write_batch=2, on_written=heard.extend if listening else None)
+            for n in range(3):
+                edit(conn, n)
+                worker.drain(conn)
+            InboxReads(SCHEMA).read(conn, "ana", at=T0 + timedelta(minutes=1))
+            edit(conn, 10, actor="cy")
+            worker.drain(conn)
+            tables.append(entries(conn))
+            assert len(heard) == (7 if listening else 0)
+    assert tables[0] == tables[1]
+    assert [(r[0], r[3], r[6], r[7] is None) for r in tables[0]] == [
+        ("ana", 3, "skipped", False),
+        ("ana", 1, "pending", True),
+        ("cy", 3, "pending", True),
+    ]
 
 
 def test_n9_a_deletion_captures_its_watchers_in_the_emit(

@@ -45,7 +45,7 @@ SELECT u.id, u.kind, u.active, u.system, u.email, u.verified,
        coalesce(array_agg(m.group_id ORDER BY m.group_id)
                 FILTER (WHERE m.group_id IS NOT NULL), ARRAY[]::text[])
 FROM {schema}.wiki_users u LEFT JOIN {schema}.wiki_memberships m ON m.user_id = u.id
-WHERE u.id = ANY(%(ids)s::text[])
+WHERE u.id = ANY(%(ids)b::text[])
 GROUP BY u.id
 
 -- name: wiki_groups
@@ -59,7 +59,7 @@ SELECT email_delay_s, retention_days, mail_configured, sections FROM {schema}.wi
 -- name: wiki_users
 -- What the cadence reads of many people.
 SELECT id, time_zone, locale, email_schedule, daily_hour FROM {schema}.wiki_users
-WHERE id = ANY(%(ids)s::text[])
+WHERE id = ANY(%(ids)b::text[])
 
 -- name: wiki_add_site
 -- Create or replace a site.
