@@ -441,25 +441,26 @@ class InboxFanOut:
             "last_event": claimed.id,
             "at": at,
         }
-        keys: dict[str, str] = {}
-        dues = self._dues(decisions, users, at, delay, site)
-        pending, none = EmailState.PENDING.value, EmailState.NONE.value
+        dues = _timestamp_literals(self._dues(decisions, users, at, delay, site))
+        # The per-person columns go as array literals built here: psycopg dumps a list element
+        # by element in Python, and most values repeat (one category, one due time).
+        quoted: dict[str, tuple[str, str]] = {}
+        for d in decisions:
+            if d.category.key not in quoted:
+                key = d.category.group_key(inbox.ids)
+                quoted[d.category.key] = (_quote(d.category.key), _quote(key))
+        pending, none = _quote(EmailState.PENDING.value), _quote(EmailState.NONE.value)
         for start in range(0, len(decisions), self.write_batch):
             chunk = decisions[start : start + self.write_batch]
-            group_keys = []
-            for d in chunk:
-                key = keys.get(d.category.key)
-                if key is None:
-                    key = keys[d.category.key] = d.category.group_key(inbox.ids)
-                group_keys.append(key)
+            pairs = [quoted[d.category.key] for d in chunk]
             params = {
                 **event_values,
-                "user_id": [d.recipient for d in chunk],
-                "category": [d.category.key for d in chunk],
-                "group_key": group_keys,
-                "in_app": [d.in_app for d in chunk],
-                "email_state": [pending if d.email else none for d in chunk],
-                "email_after": dues[start : start + self.write_batch],
+                "user_id": _array([_quote(d.recipient) for d in chunk]),
+                "category": _array([p[0] for p in pairs]),
+                "group_key": _array([p[1] for p in pairs]),
+                "in_app": _array(["t" if d.in_app else "f" for d in chunk]),
+                "email_state": _array([pending if d.email else none for d in chunk]),
+                "email_after": _array(dues[start : start + self.write_batch]),
             }
             started = time.perf_counter()
             if listening:
@@ -550,6 +551,32 @@ class InboxRound:
 
 
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
+
+
+def _quote(text: str) -> str:
+    """One element of a PostgreSQL array literal, quoted: taken as it is, whatever it holds."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _array(elements: Sequence[str]) -> str:
+    """A PostgreSQL array literal of elements already quoted (or ``NULL``)."""
+    return "{" + ",".join(elements) + "}"
+
+
+def _timestamp_literals(values: Sequence[datetime | None]) -> list[str]:
+    """Array elements of instants (``NULL`` for none), each distinct instant quoted once."""
+    seen: dict[datetime, str] = {}
+    out: list[str] = []
+    for value in values:
+        if value is None:
+            out.append("NULL")
+            continue
+        text = seen.get(value)
+        if text is None:
+            # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
+            text = seen[value] = _quote(value.isoformat())
+        out.append(text)
+    return out
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:

@@ -78,8 +78,8 @@ SELECT r.user_id, %(site_id)b::text, r.category, %(variant)b::text, r.group_key,
        %(path)b::text, %(locale)b::text, %(excerpt)b::text, ARRAY[%(variant)b::text], 1,
        %(last_event)b::bigint, r.in_app, r.email_state, r.email_after, %(at)b::timestamptz,
        %(at)b::timestamptz
-FROM unnest(%(user_id)b::text[], %(category)b::text[], %(group_key)b::text[],
-            %(in_app)b::boolean[], %(email_state)b::text[], %(email_after)b::timestamptz[])
+FROM unnest(%(user_id)s::text[], %(category)s::text[], %(group_key)s::text[],
+            %(in_app)s::boolean[], %(email_state)s::text[], %(email_after)s::timestamptz[])
     AS r (user_id, category, group_key, in_app, email_state, email_after)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
@@ -119,8 +119,8 @@ SELECT r.user_id, %(site_id)b::text, r.category, %(variant)b::text, r.group_key,
        %(path)b::text, %(locale)b::text, %(excerpt)b::text, ARRAY[%(variant)b::text], 1,
        %(last_event)b::bigint, r.in_app, r.email_state, r.email_after, %(at)b::timestamptz,
        %(at)b::timestamptz
-FROM unnest(%(user_id)b::text[], %(category)b::text[], %(group_key)b::text[],
-            %(in_app)b::boolean[], %(email_state)b::text[], %(email_after)b::timestamptz[])
+FROM unnest(%(user_id)s::text[], %(category)s::text[], %(group_key)s::text[],
+            %(in_app)s::boolean[], %(email_state)s::text[], %(email_after)s::timestamptz[])
     AS r (user_id, category, group_key, in_app, email_state, email_after)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET

@@ -165,6 +165,24 @@ def test_n10_the_upsert_without_a_listener_is_the_returning_upsert_less_its_rows
     assert statement(returning)[len(statement(quiet)) :].lstrip().startswith("RETURNING e.id,")
 
 
+def test_n10_ids_are_written_as_they_are_whatever_they_hold(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N10: the fan-out's array literals keep quotes, backslashes, commas, braces and NULL."""
+    odd = ['a"b', "c\\d", "e,f", "{g}", "NULL", " h ", "ü"]
+    with conn.transaction():
+        wiki.add_page(conn, 'p{"2\\}', "s1", "/docs/odd", title="Odd")
+        for person in odd:
+            wiki.add_user(conn, person, email="x@example.org", verified=True)
+            wiki.add_member(conn, "readers", person)
+            wiki.watch(conn, 'p{"2\\}', person)
+    emit(conn, "page.edited", {"page": 'p{"2\\}'}, actor="bob", occurred_at=T0, schema=SCHEMA)
+    assert fanout(wiki).drain(conn) == 1
+    assert [(r[0], r[2]) for r in entries(conn)] == [
+        (person, 'watched_page:p{"2\\}') for person in sorted(odd, key=str.encode)
+    ]
+
+
 def test_n10_entries_are_the_same_with_and_without_a_listener(
     connect: Connect, wiki: ReferenceWiki
 ) -> None:
