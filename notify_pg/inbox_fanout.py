@@ -26,7 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
@@ -50,6 +50,7 @@ __all__ = [
     "FanOutStats",
     "InboxFanOut",
     "InboxHostPorts",
+    "InboxPeopleAndUsers",
     "InboxRound",
     "Written",
 ]
@@ -98,6 +99,20 @@ class InboxHostPorts(Protocol):
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
+
+
+@runtime_checkable
+class InboxPeopleAndUsers(Protocol):
+    """A port a host may add: `InboxHostPorts.inbox_people` and ``inbox_users`` in one read.
+
+    The fan-out asks it, when the host has it, once per batch for every candidate (the
+    cadence then comes for people without email too), in place of the two reads.
+    """
+
+    def inbox_people_and_users(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[Mapping[str, PersonFacts], Mapping[str, WikiUser]]:
+        """Return what ``inbox_people`` and what ``inbox_users`` return for ``ids``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -261,9 +276,11 @@ class InboxFanOut:
                     raise _LostClaim
                 people_ids = sorted({p for listed in candidates.values() for p in listed})
                 if people_ids:
-                    people = self._people(conn, people_ids)
+                    people, users = self._people(conn, people_ids)
                     result = fan_out(inbox, candidates, people, groups, settings, access=access)
-                    written = self._write(conn, claimed, inbox, page, site, result.entries, delay)
+                    written = self._write(
+                        conn, claimed, inbox, page, site, result.entries, delay, users
+                    )
                     self.stats.entries += len(result.entries)
                     self.stats.skips.update(skip.reason.value for skip in result.skips)
                 if end is None:
@@ -391,8 +408,17 @@ class InboxFanOut:
             read = {key: [g for g in got if g <= bound] for key, got in read.items()}
         return read, end
 
-    def _people(self, conn: Conn, ids: Sequence[str]) -> dict[str, PersonFacts]:
-        people = dict(self.host.inbox_people(conn, ids))
+    def _people(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[dict[str, PersonFacts], Mapping[str, WikiUser] | None]:
+        """The candidates' facts with their stored choices, and their cadence when the host
+        reads both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
+        users: Mapping[str, WikiUser] | None = None
+        if isinstance(self.host, InboxPeopleAndUsers):
+            found, users = self.host.inbox_people_and_users(conn, ids)
+            people = dict(found)
+        else:
+            people = dict(self.host.inbox_people(conn, ids))
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
             conn, "inbox_prefs_of", {"ids": list(people)}
@@ -400,7 +426,7 @@ class InboxFanOut:
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, rows in stored.items():
             people[user] = attrs.evolve(people[user], prefs=InboxPrefs(rows=rows))
-        return people
+        return people, users
 
     def _write(
         self,
@@ -411,6 +437,7 @@ class InboxFanOut:
         site: SiteInfo | None,
         decisions: Sequence[EntryDecision],
         delay: timedelta,
+        users: Mapping[str, WikiUser] | None,
     ) -> list[Written]:
         """Coalesce the entries of one batch, ``write_batch`` rows per statement.
 
@@ -426,8 +453,9 @@ class InboxFanOut:
         if comment is not None and excerpt is None:
             found = self.host.inbox_comment(conn, comment)
             excerpt = found.excerpt if found is not None else None
-        mailed = [d.recipient for d in decisions if d.email]
-        users: Mapping[str, WikiUser] = self.host.inbox_users(conn, mailed) if mailed else {}
+        if users is None:
+            mailed = [d.recipient for d in decisions if d.email]
+            users = self.host.inbox_users(conn, mailed) if mailed else {}
         event_values: dict[str, Any] = {
             "site_id": page.site,
             "variant": inbox.variant,

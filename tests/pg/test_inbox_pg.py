@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,10 +13,11 @@ from click.testing import CliRunner
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
+from notify_core.inbox.fanout import PersonFacts
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
 from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.seam import load_queries
+from notify_pg.seam import Conn, load_queries
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -163,6 +164,68 @@ def test_n10_the_upsert_without_a_listener_is_the_returning_upsert_less_its_rows
 
     assert statement(returning).startswith(statement(quiet))
     assert statement(returning)[len(statement(quiet)) :].lstrip().startswith("RETURNING e.id,")
+
+
+def test_n7_people_and_users_in_one_read_equal_the_two_reads(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N7, E2: the reference host's joint read answers what its two reads answer; a subclass
+    that changes one of them is answered through it."""
+    with conn.transaction():
+        wiki.add_user(conn, "dee", kind="agent", active=False)
+        conn.execute(
+            "UPDATE host.wiki_users SET time_zone = 'Europe/Berlin', email_schedule = 'daily', "
+            "daily_hour = 8 WHERE id = 'cy'"
+        )
+    ids = ["ana", "cy", "dee", "nobody"]
+    people, users = wiki.inbox_people_and_users(conn, ids)
+    assert (people, users) == (wiki.inbox_people(conn, ids), wiki.inbox_users(conn, ids))
+    assert set(people) == {"ana", "cy", "dee"} and people["ana"].groups == {"readers"}
+    assert users["cy"].daily_hour == 8 and not people["dee"].active
+
+    class NoDee(ReferenceWiki):
+        def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
+            return {k: v for k, v in super().inbox_people(conn, ids).items() if k != "dee"}
+
+    assert set(NoDee(HOST_SCHEMA).inbox_people_and_users(conn, ids)[0]) == {"ana", "cy"}
+
+
+class _TwoReads:
+    """The reference wiki without its joint read: the fan-out asks people and users apart."""
+
+    def __init__(self, wiki: ReferenceWiki) -> None:
+        self._wiki = wiki
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inbox_people_and_users":
+            raise AttributeError(name)
+        return getattr(self._wiki, name)
+
+
+def test_n7_a_host_without_the_joint_read_fans_out_alike(
+    connect: Connect, wiki: ReferenceWiki
+) -> None:
+    """N7, E2: with or without `InboxPeopleAndUsers`, the same entries and due times."""
+    tables = []
+    for host in (wiki, _TwoReads(wiki)):
+        with connect() as conn:
+            conn.execute("TRUNCATE notify.inbox_entries, notify.inbox_outbox")
+            wiki.set_settings(conn, mail_configured=True)
+            conn.execute(
+                "UPDATE host.wiki_users SET email_schedule = 'daily', daily_hour = 8 WHERE id = 'cy'"
+            )
+            edit(conn, 1)
+            worker = InboxFanOut(host, schema=SCHEMA)  # type: ignore[arg-type]
+            assert worker.drain(conn) == 1
+            tables.append(
+                conn.execute(
+                    "SELECT user_id, email_state, email_after FROM notify.inbox_entries "
+                    "ORDER BY user_id"
+                ).fetchall()
+            )
+    assert tables[0] == tables[1]
+    assert [r[1] for r in tables[0]] == ["pending", "pending"]
+    assert tables[0][0][2] != tables[0][1][2]  # ana at once (after the delay), cy daily
 
 
 def test_n10_ids_are_written_as_they_are_whatever_they_hold(
