@@ -648,7 +648,7 @@ def test_notify_worker_bad_mail_options_are_one_line_and_exit_2(db_dsn: str, tmp
         ([*url, "--mail-from", SENDER, "--dkim-key", str(bad_key)], "--dkim-key needs"),
         (
             [*url, "--mail-from", SENDER, "--dkim-key", str(bad_key), "--dkim-selector", "s"],
-            "not a PEM private key",
+            "bad.pem: bad DKIM private key: not an unencrypted PEM private key",
         ),
         ([*url, "--mail-from", SENDER, "--dkim-selector", "s"], "need --dkim-key"),
     ]
@@ -657,6 +657,60 @@ def test_notify_worker_bad_mail_options_are_one_line_and_exit_2(db_dsn: str, tmp
         assert result.exit_code == 2, (extra, result.output)
         assert message in result.stderr, (extra, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_notify_worker_names_why_a_dkim_key_is_refused(tmp_path: Any) -> None:
+    """A refused --dkim-key says which file and what is wrong with it, on one line, exit 2
+    (the database is never reached: the options are checked first)."""
+    from click.testing import CliRunner
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from notify_cli.main import cli
+
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    keys = {
+        "garbage.pem": (b"not a key", "not an unencrypted PEM private key"),
+        "ec.pem": (
+            ec_key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            ),
+            "neither RSA nor Ed25519",
+        ),
+        "locked.pem": (
+            ec_key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.BestAvailableEncryption(b"secret"),
+            ),
+            "not an unencrypted PEM private key",
+        ),
+    }
+    for name, (pem, reason) in keys.items():
+        path = tmp_path / name
+        path.write_bytes(pem)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "worker",
+                "--dsn",
+                "postgresql://127.0.0.1:1/never",
+                "--once",
+                "--smtp-url",
+                "smtp://127.0.0.1:2525",
+                "--mail-from",
+                SENDER,
+                "--dkim-selector",
+                "s",
+                "--dkim-key",
+                str(path),
+            ],
+        )
+        assert result.exit_code == 2, (name, result.output)
+        assert result.stderr.strip() == f"notify: --dkim-key {path}: bad DKIM private key: {reason}"
+        assert "Traceback" not in result.output and "PRIVATE KEY" not in result.output
 
 
 def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
