@@ -31,6 +31,7 @@ from notify_cli.options import (
     schema_option,
 )
 from notify_cli.signals import handling_stop_signals
+from notify_core.errors import InvalidInput
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
@@ -440,6 +441,8 @@ def _dkim(
     try:
         key = DkimKey(selector=selector, domain=domain, private_key=private_key)
         key.sign(b"From: a@" + domain.encode() + b"\r\nSubject: t\r\n\r\nt\r\n")
+    except InvalidInput as exc:  # the key refused, with the reason (never the key itself)
+        raise BadInput(f"--dkim-key {key_file}: {exc.message}") from None
     except Exception:  # dkimpy raises several kinds for a key it cannot use
         raise BadInput(
             f"--dkim-key {key_file}: not a PEM private key (RSA or Ed25519) that can sign"
