@@ -20,12 +20,14 @@ from typing import Any, Final
 
 import click
 
-from notify_cli.logs import LOG_FORMATS, JsonLines, TextLines, configure
+from notify_cli.logs import JsonLines, TextLines, configure
 from notify_cli.options import (
     BadInput,
     Seconds,
     Utf8Text,
     dsn_option,
+    log_format_option,
+    log_level_option,
     metrics_host_option,
     read_policy,
     schema_option,
@@ -162,20 +164,8 @@ def _logging(level: str, log_format: str = "json") -> None:
     "notify_pg.mail_drain.MailHostPorts). Default: the reference host's wiki.",
 )
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-    help="Lowest level of the log lines on stderr.",
-)
-@click.option(
-    "--log-format",
-    type=click.Choice(LOG_FORMATS),
-    default="json",
-    show_default=True,
-    help="Log lines on stderr as JSON objects or as text (time, level, message, key=value).",
-)
+@log_level_option
+@log_format_option
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
