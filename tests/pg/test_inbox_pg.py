@@ -212,7 +212,8 @@ def test_n7_a_host_without_the_joint_read_fans_out_alike(
             conn.execute("TRUNCATE notify.inbox_entries, notify.inbox_outbox")
             wiki.set_settings(conn, mail_configured=True)
             conn.execute(
-                "UPDATE host.wiki_users SET email_schedule = 'daily', daily_hour = 8 WHERE id = 'cy'"
+                "UPDATE host.wiki_users SET email_schedule = 'daily', daily_hour = 8 "
+                "WHERE id = 'cy'"
             )
             edit(conn, 1)
             worker = InboxFanOut(host, schema=SCHEMA)  # type: ignore[arg-type]
