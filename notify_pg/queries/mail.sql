@@ -5,7 +5,7 @@
 -- sending rows whose lease lapsed become sending, with the lease as email_after (it
 -- identifies the claim: a mark applies only while it holds). A person is taken by one worker
 -- at a time (an advisory lock until the claim commits), so all the due rows of a person go
--- into one mail. The last column is the row's due time before the claim (a release puts it
+-- into one mail. The last column is the due time of the row before the claim (a release puts it
 -- back).
 WITH due_people AS MATERIALIZED (
     -- Materialized, so that the lock below (volatile) is never pushed under the sort: only
@@ -73,7 +73,7 @@ RETURNING e.id, e.email_state
 
 -- name: mail_release
 -- Claimed rows the round did not try (the SMTP server was unreachable): back to pending at
--- their due time before the claim, the claim's attempt undone (no send was attempted, E5).
+-- their due time before the claim, the attempt of the claim undone (no send was attempted, E5).
 UPDATE {schema}.inbox_entries AS e
 SET email_state = 'pending', email_after = r.due_at, email_attempts = e.email_attempts - 1
 FROM unnest(%(ids)s::bigint[], %(dues)s::timestamptz[]) AS r (id, due_at)
