@@ -5,7 +5,7 @@
 -- sending rows whose lease lapsed become sending, with the lease as email_after (it
 -- identifies the claim: a mark applies only while it holds). A person is taken by one worker
 -- at a time (an advisory lock until the claim commits), so all the due rows of a person go
--- into one mail. The last column is the due time the row had before the claim (a release puts it
+-- into one mail. The last column is the due time of the row before the claim (a release puts it
 -- back).
 WITH due_people AS MATERIALIZED (
     -- Materialized, so that the lock below (volatile) is never pushed under the sort: only
