@@ -48,6 +48,32 @@ def wide_burst() -> tuple[list[str], int]:
     return lines_of(log), head
 
 
+def two_workers(dsn: str, run: PgRun, config: WorkerConfig) -> list[Worker]:
+    """Two more workers on the run's database, each with its own connection."""
+    providers = [FakeProvider("apns"), FakeProvider("fcm")]
+    return [
+        Worker(
+            lambda: psycopg.connect(dsn, autocommit=True),
+            run.host,
+            schema=SCHEMA,
+            policy=run.worker.policy,
+            config=config,
+            clock=run.clock,
+            providers=providers,
+            sink=run.sink,
+        )
+        for _ in range(2)
+    ]
+
+
+def consumer_cursors(conn: psycopg.Connection[Any]) -> list[tuple[int, int]]:
+    """The consumer's cursors as (partition, position)."""
+    rows = conn.execute(
+        f"SELECT part, position FROM {SCHEMA}.consumer_cursors ORDER BY part"
+    ).fetchall()
+    return [(int(p), int(pos)) for p, pos in rows]
+
+
 @pytest.mark.parametrize("parts", [1, 2, 3], ids=lambda n: f"partitions{n}")
 def test_two_workers_drain_one_database(
     parts: int, new_database: Callable[[str | None], str], pg_template: str
@@ -66,20 +92,13 @@ def test_two_workers_drain_one_database(
         run.due(burst[0].occurred_at)
         append_burst(run, burst)
         run.clock.set(FAR)  # every window has ended; the pushes are long past max_age
-        providers = [FakeProvider("apns"), FakeProvider("fcm")]
-        workers = [
-            Worker(
-                lambda: psycopg.connect(dsn, autocommit=True),
-                run.host,
-                schema=SCHEMA,
-                policy=run.worker.policy,
-                config=config,
-                clock=run.clock,
-                providers=providers,
-                sink=run.sink,
-            )
-            for _ in range(2)
-        ]
+        workers = two_workers(dsn, run, config)
+        # Both count with the consumer before either runs a round: beside the run's worker a
+        # round then takes one partition (share 1), so each event is read once per partition.
+        # A round that starts before the other worker joined takes 2 of 3 partitions and reads
+        # their events once (test_a_round_before_the_other_worker_joins_reads_its_events_once).
+        for w in workers:
+            w.prepare()
         errors: list[BaseException] = []
         start = threading.Barrier(2)
 
@@ -169,3 +188,47 @@ def test_a_fan_out_costs_a_constant_number_of_statements(
         assert sends == readers  # each reader got the message at once
         counts[readers] = statements
     assert counts[5] == counts[40], counts
+
+
+def test_a_round_before_the_other_worker_joins_reads_its_events_once(
+    new_database: Callable[[str | None], str], pg_template: str
+) -> None:
+    """The interleaving that made test_two_workers_drain_one_database[partitions3] flaky, step
+    by step: beside the run's worker, the first worker's round starts before the second joined
+    (2 workers: share 2 of 3), takes two partitions at one position and reads each event once
+    for both; the second worker's round then takes the third (share 1). Every partition still
+    handles every event (the hints of a replay); the events counted are the events read."""
+    lines, head = wide_burst()
+    expected = sorted(replayed(lines))
+    dsn = new_database(pg_template)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        config = WorkerConfig(batch_size=4, due_batch=3, send_batch=5, partitions=3)
+        run = PgRun(dsn, conn, policy_from_mapping(_policy()), config=config)
+        run.feed_lines(lines[:head])
+        burst = [parse_event(json.loads(line)) for line in lines[head:]]
+        run.due(burst[0].occurred_at)
+        append_burst(run, burst)
+        run.clock.set(FAR)
+        start = consumer_cursors(conn)
+        assert len({pos for _p, pos in start}) == 1
+        position = start[0][1]
+        first, second = two_workers(dsn, run, config)
+        assert first.consume() == 4
+        assert consumer_cursors(conn) == [(0, position + 4), (1, position + 4), (2, position)]
+        assert first.stats.events == 4  # two partitions, each event read once
+        assert second.consume() == 4  # it joins: 3 workers, one partition a round
+        assert consumer_cursors(conn) == [(p, position + 4) for p in range(3)]
+        for _ in range(1_000):
+            if first.run_once(max_rounds=1) + second.run_once(max_rounds=1) == 0:
+                break
+        log_head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
+        assert log_head is not None
+        assert consumer_cursors(conn) == [(p, log_head[0]) for p in range(3)]
+        first.close()
+        second.close()
+        got = run.hint_lines()
+        run.worker.close()
+    assert sorted(got) == expected
+    assert first.stats.failures == second.stats.failures == 0
+    # Every partition handled every event; the first round read 4 of them for two partitions.
+    assert first.stats.events + second.stats.events == 3 * (len(burst) + 3) - 4
