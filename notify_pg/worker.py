@@ -133,8 +133,8 @@ class WorkerConfig:
             side by side on several workers. Every worker of a consumer must use the same
             count; changing it is allowed only while all cursors stand at one position
             (`Worker.prepare`). The default 2 lets a second worker run consumer rounds too;
-            a lone worker pays about 13 % for it (bench/bench_pg_pipeline.py,
-            docs/decisions.md).
+            a lone worker takes both partitions in each round and runs the statements of
+            one partition (bench/bench_pg_pipeline.py, docs/postgresql.md).
         batch_size: events per consumer round (``consumer.batch_size``).
         due_batch: due work per due-work transaction.
         send_batch: push sends claimed per push round.
