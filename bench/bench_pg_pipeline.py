@@ -239,15 +239,16 @@ def new_worker(dsn: str, partitions: int = 1) -> Worker:
 
 
 class SqlTimer:
-    """Times every statement of the seam (its four ways to run one) in this process."""
+    """Times every statement of the seam (each of its ways to run one) in this process."""
 
-    NAMES = ("all", "one", "run", "run_many")
+    NAMES = ("all", "one", "run", "run_many", "one_each")
 
     def __init__(self, seam: type[Seam] = Seam) -> None:
         self.seconds = 0.0
         self.statements = 0
         self._seam = seam
-        self._originals = {name: getattr(seam, name) for name in self.NAMES}
+        # A baseline tree's seam may lack the newer ways (``--baseline-src``).
+        self._originals = {name: getattr(seam, name) for name in self.NAMES if hasattr(seam, name)}
 
     def __enter__(self) -> SqlTimer:
         for name, original in self._originals.items():

@@ -424,7 +424,7 @@ def test_rounds_of_different_partitions_run_side_by_side(
 def _statement_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the seam's statements run from now on, in order."""
     names: list[str] = []
-    for method in ("all", "one", "run", "run_many"):
+    for method in ("all", "one", "run", "run_many", "one_each"):
         original = getattr(Seam, method)
 
         def wrapper(seam: Seam, conn: Any, name: str, *a: Any, _o: Any = original, **k: Any) -> Any:
