@@ -162,8 +162,10 @@ _MENTION: Final = CATEGORY_BY_KEY["mention"]
 #: Skips: by recipient, then category key (a C-level key).
 _BY_RECIPIENT_CATEGORY: Final = operator.attrgetter("recipient", "category.key")
 
-#: Entries: one per recipient, so the recipient alone orders them (a C-level key).
-_BY_RECIPIENT: Final = operator.attrgetter("recipient")
+#: Entries: one per recipient, so the recipient alone orders them (a C-level key: the field
+#: by position, without the named tuple's property). Skips of one firing category too (each
+#: candidate once, and one category key).
+_BY_RECIPIENT: Final = operator.itemgetter(0)
 
 
 def fan_out(
@@ -249,5 +251,5 @@ def fan_out(
                     reached.add(person)
                 append_entry(make(EntryDecision, (person, category, in_app, email)))
     entries.sort(key=_BY_RECIPIENT)
-    skips.sort(key=_BY_RECIPIENT_CATEGORY)
+    skips.sort(key=_BY_RECIPIENT_CATEGORY if several else _BY_RECIPIENT)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)
