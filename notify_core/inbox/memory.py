@@ -420,13 +420,15 @@ class EntryMemory:
 
     def next_ids(self, group_key: str, people: Sequence[str]) -> list[str]:
         """Return `next_id` of each person in turn, in one call (`take_ids`)."""
+        if not people:
+            return []
         by_person = self.counters.get(group_key)
         if by_person is None:
             by_person = self.counters[group_key] = {}
         get = by_person.get
         # Most people start their first entry on the key: one concatenation each.
         first, middle = f":{group_key}:1", f":{group_key}:"
-        out = []
+        out: list[str] = []
         append = out.append
         for person in people:
             n = get(person)

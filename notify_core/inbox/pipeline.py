@@ -622,7 +622,7 @@ class InboxPipeline:
             key = decisions[0].category.group_key(ids)
             people = [decision[0] for decision in decisions]
             olds = unread_all(entries, key, people)
-            fresh[key] = [person for person, old in zip(people, olds) if old is None]
+            fresh[key] = [person for person, old in zip(people, olds, strict=True) if old is None]
         else:
             unread = entries.unread
             found: list[Entry | None] = []

@@ -25,11 +25,11 @@ __all__ = [
     "EntryTarget",
     "PageInfo",
     "SiteInfo",
+    "WikiFacts",
+    "WikiUser",
     "save_all",
     "take_ids",
     "unread_all",
-    "WikiFacts",
-    "WikiUser",
 ]
 
 
@@ -238,9 +238,7 @@ def take_ids(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequen
     two successive ids). A store with a ``next_ids(group_key, people)`` method (the in-memory
     one) answers in one call; any other is asked one person at a time.
     """
-    batch: Callable[[str, Sequence[str]], Sequence[str]] | None = getattr(
-        store, "next_ids", None
-    )
+    batch: Callable[[str, Sequence[str]], Sequence[str]] | None = getattr(store, "next_ids", None)
     if batch is not None:
         return batch(group_key, people)
     next_id = store.next_id
