@@ -116,7 +116,7 @@ class Entry(NamedTuple):
     recipient, and a frozen attrs class sets each of its seven fields through
     ``object.__setattr__``, which cost more than all the rest of building an entry.
 
-    Args:
+    Attributes:
         id: ``<person>:<group_key>:<n>`` in a replay.
         person: whose entry it is.
         category: the category's key.
