@@ -523,6 +523,7 @@ class InboxPipeline:
         make = tuple.__new__
         last: Category | None = None
         key = category_key = ""
+        take_id: Callable[[], str] | None = None
         # The previous person's inputs and new state (``last_new`` is read only after a match,
         # and the first person never matches: ``last_in_app`` is no bool).
         last_state: EntryState | None = None
@@ -534,6 +535,7 @@ class InboxPipeline:
             if category is not last:
                 last, category_key = category, category.key
                 key = category.group_key(ids)
+                take_id = take.get(key)
                 if shared:
                     dues = dues_by_digest.setdefault(category.digest, {})
             if old is None:
@@ -587,7 +589,8 @@ class InboxPipeline:
                     new_state,
                 )
             if old is None:
-                entry = make(Entry, (take[key](), person, category_key, key, new_state, at, target))
+                assert take_id is not None  # the key has new entries: their ids were taken
+                entry = make(Entry, (take_id(), person, category_key, key, new_state, at, target))
                 kind = new_kind
             else:
                 entry = make(
