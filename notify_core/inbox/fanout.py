@@ -236,10 +236,10 @@ def fan_out(
                 append_skip(make(SkipDecision, (person, category, inactive)))
                 continue
             if permission is not None:
-                groups = facts.groups
-                held = allowed.get(groups)
+                person_groups = facts.groups
+                held = allowed.get(person_groups)
                 if held is None:
-                    held = allowed[groups] = access.holds(groups, permission)
+                    held = allowed[person_groups] = access.holds(person_groups, permission)
                 if not held:
                     append_skip(make(SkipDecision, (person, category, no_access)))
                     continue
