@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import click
@@ -147,12 +147,15 @@ def load(
 ) -> None:
     """Write the event log LOG into the database as a host would.
 
-    Per event, in one transaction: the event's world change in the reference host's tables
-    (--host-schema, created by `notify db migrate --reference-host NAME`) and the event in
-    --schema's event_log. Every line is checked first: a bad line is reported with file,
-    line and member, nothing is written and the exit code is 2. Progress goes to stderr, and
-    a closing line says what was loaded. `notify replay --from-pg DSN` then gives what
-    `notify replay LOG` gives (with --end-now, at the shifted times).
+    Each event's world change in the reference host's tables (--host-schema, created by
+    `notify db migrate --reference-host NAME`) and the event in --schema's event_log, in one
+    transaction: 500 events a transaction (an event refused rolls its batch back, which is
+    then loaded event by event, so the events before the bad one stay loaded), one with
+    --consume (the consumer runs between events). Every line is checked first: a bad line
+    is reported with file, line and member, nothing is written and the exit code is 2.
+    Progress goes to stderr, and a closing line says what was loaded. `notify replay
+    --from-pg DSN` then gives what `notify replay LOG` gives (with --end-now, at the shifted
+    times).
     """
     try:
         import psycopg
@@ -199,12 +202,26 @@ def load(
             loader = LogLoader(
                 conn, schema=schema, host_schema=host_schema, worker=worker, clock=clock
             )
-            step = max(1000, len(events) // 10)
+            # Progress every tenth (at least 1,000 events), at the end of a batch.
+            step = -(-max(1000, len(events) // 10) // LOAD_BATCH) * LOAD_BATCH
             try:
-                for number, event in zip(numbers, events, strict=True):  # noqa: B007 - named in an error
-                    loader.feed(event)
-                    if loader.loaded % step == 0:
-                        click.echo(f"loaded {loader.loaded:,} of {len(events):,} events", err=True)
+                if worker is None:
+                    for start in range(0, len(events), LOAD_BATCH):
+                        batch = events[start : start + LOAD_BATCH]
+                        number = numbers[start]
+                        try:
+                            loader.append_many(batch)
+                        except NotifyError:
+                            # The batch wrote nothing: again one event a transaction, so that
+                            # the events before the bad one stay loaded, as they did before
+                            # batches, and the error names the bad one's line.
+                            for number, event in zip(numbers[start:], batch, strict=False):  # noqa: B007
+                                loader.append(event)
+                        _progress(loader.loaded, len(events), step)
+                else:
+                    for number, event in zip(numbers, events, strict=True):  # noqa: B007 - named in an error
+                        loader.feed(event)
+                        _progress(loader.loaded, len(events), step)
                 number = 0
                 loader.finish()
             finally:
@@ -228,6 +245,15 @@ def load(
         closing += f"; the consumer handled them ({len(hints):,} hint decisions"
         closing += f", {written:,} written)" if hints_file else ")"
     click.echo(closing, err=True)
+
+
+#: Events `notify db load` writes per transaction without --consume.
+LOAD_BATCH: Final = 500
+
+
+def _progress(loaded: int, total: int, step: int) -> None:
+    if loaded % step == 0:
+        click.echo(f"loaded {loaded:,} of {total:,} events", err=True)
 
 
 def _read_log(path: str) -> tuple[list[dict[str, Any]], list[int]]:

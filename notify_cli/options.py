@@ -14,6 +14,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from notify_cli.logs import LOG_FORMATS
 from notify_core.decide import Policy
 from notify_core.errors import NotifyError
 from notify_core.replay import policy_from_mapping
@@ -110,6 +111,22 @@ metrics_host_option = click.option(
     metavar="ADDR",
     type=Utf8Text(),
     help="The address --metrics-port listens on (0.0.0.0: every interface).",
+)
+#: ``--log-level``: the lowest level a long-running command logs (worker and serve).
+log_level_option = click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="Lowest level of the log lines on stderr.",
+)
+#: ``--log-format``: how a long-running command writes its log lines (worker and serve).
+log_format_option = click.option(
+    "--log-format",
+    type=click.Choice(LOG_FORMATS),
+    default="json",
+    show_default=True,
+    help="Log lines on stderr as JSON objects or as text (time, level, message, key=value).",
 )
 #: ``--schema``: the schema notify owns in that database.
 schema_option = click.option(

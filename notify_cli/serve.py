@@ -2,8 +2,9 @@
 
 Serves the one-click unsubscribe routes and the inbox routes over HTTP until SIGTERM or
 SIGINT. A reference for the demo and tests: the inbox's person is the ``X-Notify-User``
-header, so a host puts its own authentication in front. Logs are JSON lines on stderr, never
-with a query string (unsubscribe tokens), a person or the secret.
+header, so a host puts its own authentication in front. Logs are JSON lines (or text) on
+stderr, one per request with its route's template, never with a path as sent, a query string
+(unsubscribe tokens), a person or the secret.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from types import FrameType
 
 import click
 
-from notify_cli.options import BadInput, Utf8Text, dsn_option, metrics_host_option, schema_option
+from notify_cli.options import (
+    BadInput,
+    Utf8Text,
+    dsn_option,
+    log_format_option,
+    log_level_option,
+    metrics_host_option,
+    schema_option,
+)
 from notify_cli.signals import handling_stop_signals
 from notify_cli.worker import _logging, _metrics
 
@@ -60,18 +69,13 @@ from notify_cli.worker import _logging, _metrics
     "--metrics-port",
     type=click.IntRange(0, 65535),
     metavar="PORT",
-    help="Serve Prometheus metrics (the database's gauges: lag, due work, outbox, mails, "
-    "registrations) at http://HOST:PORT/metrics (0: a free port, logged); needs the metrics "
-    "extra.",
+    help="Serve Prometheus metrics (requests by route and status, their durations, and the "
+    "database's gauges: lag, due work, outbox, mails, registrations) at "
+    "http://HOST:PORT/metrics (0: a free port, logged); needs the metrics extra.",
 )
 @metrics_host_option
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-    help="Lowest level of the JSON log lines on stderr.",
-)
+@log_level_option
+@log_format_option
 def serve(
     dsn: str,
     schema: str,
@@ -82,6 +86,7 @@ def serve(
     metrics_port: int | None,
     metrics_host: str,
     log_level: str,
+    log_format: str,
 ) -> None:
     """Serve one-click unsubscribe and the inbox over HTTP (a reference web app).
 
@@ -93,8 +98,10 @@ def serve(
     PUT /notifications/read, PUT /notifications/ID/read, DELETE /notifications/ID) act for
     the person named by the X-Notify-User header: put a proxy that authenticates in front;
     with --host-schema the entries of the reference wiki's sites switched off are hidden.
-    The schema must be migrated (notify db migrate). With --metrics-port the database's
-    gauges of docs/operators.md are served for Prometheus on their own port. SIGTERM or SIGINT
+    The schema must be migrated (notify db migrate). Each request logs one line (method,
+    route template, status, duration). With --metrics-port the requests (by route and
+    status, with a duration histogram) and the database's gauges of docs/operators.md are
+    served for Prometheus on their own port. SIGTERM or SIGINT
     stop it (exit 0). A database that cannot be reached or an address that cannot be bound: a
     message on stderr and exit code 2.
     """
@@ -111,9 +118,9 @@ def serve(
     if not schema or host_schema == "":
         raise BadInput("--schema and --host-schema must not be empty")
     hidden = None if host_schema is None else ReferenceWiki(host_schema).sites_off
-    _logging(log_level)
+    _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.serve")
-    # The pool's own warnings (a lost connection) go to the same JSON lines.
+    # The pool's own warnings (a lost connection) go to the same log lines.
     pool_log = logging.getLogger("psycopg.pool")
     pool_log.handlers[:] = logging.getLogger("notify_pg").handlers
     pool_log.propagate = False
@@ -122,21 +129,26 @@ def serve(
     except NotifyError as exc:
         raise BadInput(f"--dsn: {exc.message}") from None
     metrics = None
+    on_request = None
     try:
         if metrics_port is not None:
             metrics = _metrics(metrics_port, metrics_host, service="notify-serve")
+            from notify_pg.metrics import HttpMetrics  # there: _metrics checked the extra
+
             metrics.observe_database(
                 lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10), schema
             )
+            on_request = HttpMetrics(metrics.meter).request
             log.info("metrics serving", extra={"fields": {"port": metrics.port}})
+        app = build_app(
+            pool,
+            schema=schema,
+            unsubscribe_page=unsubscribe_page,
+            hidden_sites=hidden,
+            on_request=on_request,
+        )
         try:
-            server = make_http_server(
-                build_app(
-                    pool, schema=schema, unsubscribe_page=unsubscribe_page, hidden_sites=hidden
-                ),
-                host,
-                port,
-            )
+            server = make_http_server(app, host, port)
         except OSError as exc:
             raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
         done = threading.Event()

@@ -20,17 +20,20 @@ from typing import Any, Final
 
 import click
 
-from notify_cli.logs import LOG_FORMATS, JsonLines, TextLines, configure
+from notify_cli.logs import JsonLines, TextLines, configure
 from notify_cli.options import (
     BadInput,
     Seconds,
     Utf8Text,
     dsn_option,
+    log_format_option,
+    log_level_option,
     metrics_host_option,
     read_policy,
     schema_option,
 )
 from notify_cli.signals import handling_stop_signals
+from notify_core.errors import InvalidInput
 
 #: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
@@ -161,20 +164,8 @@ def _logging(level: str, log_format: str = "json") -> None:
     "notify_pg.mail_drain.MailHostPorts). Default: the reference host's wiki.",
 )
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-    help="Lowest level of the log lines on stderr.",
-)
-@click.option(
-    "--log-format",
-    type=click.Choice(LOG_FORMATS),
-    default="json",
-    show_default=True,
-    help="Log lines on stderr as JSON objects or as text (time, level, message, key=value).",
-)
+@log_level_option
+@log_format_option
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
@@ -440,6 +431,8 @@ def _dkim(
     try:
         key = DkimKey(selector=selector, domain=domain, private_key=private_key)
         key.sign(b"From: a@" + domain.encode() + b"\r\nSubject: t\r\n\r\nt\r\n")
+    except InvalidInput as exc:  # the key refused, with the reason (never the key itself)
+        raise BadInput(f"--dkim-key {key_file}: {exc.message}") from None
     except Exception:  # dkimpy raises several kinds for a key it cannot use
         raise BadInput(
             f"--dkim-key {key_file}: not a PEM private key (RSA or Ed25519) that can sign"

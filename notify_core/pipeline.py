@@ -529,8 +529,11 @@ class Pipeline:
     def _after(self, event: Event, hints: list[Hint]) -> None:
         p = event.payload
         if event.type == "message.created" and p["origin"] == "human":
+            author_id = str(p["author"])
+            if self.owns is not None and not self.owns(author_id):
+                return  # another partition's author: not even looked up
             thread = self.world.thread(str(p["thread"]))
-            author = self.world.user(str(p["author"]))
+            author = self.world.user(author_id)
             mine = author is not None and (self.owns is None or self.owns(author.id))
             if thread is not None and not thread.main and author and author.active_human and mine:
                 self.prefs.follow(author.id, thread.id)  # S5

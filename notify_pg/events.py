@@ -139,10 +139,13 @@ class EventLog:
             return seqs
         with self._seam.transaction(conn):
             self._seam.one(conn, "lock_event_log", {"schema": self.schema})
-            for event in events:
-                row = self._seam.one(conn, "append_event", _params(event))
+            if len(events) == 1:  # one statement, no pipeline to set up
+                row = self._seam.one(conn, "append_event", _params(events[0]))
                 assert row is not None
-                seqs.append(int(row[0]))
+                rows = [row]
+            else:
+                rows = self._seam.one_each(conn, "append_event", [_params(e) for e in events])
+        seqs.extend(int(row[0]) for row in rows)
         return seqs
 
 

@@ -26,7 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
 
@@ -50,6 +50,7 @@ __all__ = [
     "FanOutStats",
     "InboxFanOut",
     "InboxHostPorts",
+    "InboxPeopleAndUsers",
     "InboxRound",
     "Written",
 ]
@@ -98,6 +99,20 @@ class InboxHostPorts(Protocol):
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
+
+
+@runtime_checkable
+class InboxPeopleAndUsers(Protocol):
+    """A port a host may add: `InboxHostPorts.inbox_people` and ``inbox_users`` in one read.
+
+    The fan-out asks it, when the host has it, once per batch for every candidate (the
+    cadence then comes for people without email too), in place of the two reads.
+    """
+
+    def inbox_people_and_users(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[Mapping[str, PersonFacts], Mapping[str, WikiUser]]:
+        """Return what ``inbox_people`` and what ``inbox_users`` return for ``ids``."""
 
 
 @attrs.frozen(kw_only=True)
@@ -261,9 +276,11 @@ class InboxFanOut:
                     raise _LostClaim
                 people_ids = sorted({p for listed in candidates.values() for p in listed})
                 if people_ids:
-                    people = self._people(conn, people_ids)
+                    people, users = self._people(conn, people_ids)
                     result = fan_out(inbox, candidates, people, groups, settings, access=access)
-                    written = self._write(conn, claimed, inbox, page, site, result.entries, delay)
+                    written = self._write(
+                        conn, claimed, inbox, page, site, result.entries, delay, users
+                    )
                     self.stats.entries += len(result.entries)
                     self.stats.skips.update(skip.reason.value for skip in result.skips)
                 if end is None:
@@ -391,8 +408,17 @@ class InboxFanOut:
             read = {key: [g for g in got if g <= bound] for key, got in read.items()}
         return read, end
 
-    def _people(self, conn: Conn, ids: Sequence[str]) -> dict[str, PersonFacts]:
-        people = dict(self.host.inbox_people(conn, ids))
+    def _people(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[dict[str, PersonFacts], Mapping[str, WikiUser] | None]:
+        """The candidates' facts with their stored choices, and their cadence when the host
+        reads both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
+        users: Mapping[str, WikiUser] | None = None
+        if isinstance(self.host, InboxPeopleAndUsers):
+            found, users = self.host.inbox_people_and_users(conn, ids)
+            people = dict(found)
+        else:
+            people = dict(self.host.inbox_people(conn, ids))
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
             conn, "inbox_prefs_of", {"ids": list(people)}
@@ -400,7 +426,7 @@ class InboxFanOut:
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, rows in stored.items():
             people[user] = attrs.evolve(people[user], prefs=InboxPrefs(rows=rows))
-        return people
+        return people, users
 
     def _write(
         self,
@@ -411,9 +437,15 @@ class InboxFanOut:
         site: SiteInfo | None,
         decisions: Sequence[EntryDecision],
         delay: timedelta,
+        users: Mapping[str, WikiUser] | None,
     ) -> list[Written]:
-        """Coalesce the entries of one batch, ``write_batch`` rows per statement."""
+        """Coalesce the entries of one batch, ``write_batch`` rows per statement.
+
+        The written rows are read back only for a listener (``on_written``): without one,
+        returning ten thousand rows costs the server and this process for nothing.
+        """
         out: list[Written] = []
+        listening = self.on_written is not None
         event = claimed.event
         at = event.occurred_at
         comment = inbox.ids.get("comment")
@@ -421,8 +453,9 @@ class InboxFanOut:
         if comment is not None and excerpt is None:
             found = self.host.inbox_comment(conn, comment)
             excerpt = found.excerpt if found is not None else None
-        mailed = [d.recipient for d in decisions if d.email]
-        users: Mapping[str, WikiUser] = self.host.inbox_users(conn, mailed) if mailed else {}
+        if users is None:
+            mailed = [d.recipient for d in decisions if d.email]
+            users = self.host.inbox_users(conn, mailed) if mailed else {}
         event_values: dict[str, Any] = {
             "site_id": page.site,
             "variant": inbox.variant,
@@ -436,30 +469,34 @@ class InboxFanOut:
             "last_event": claimed.id,
             "at": at,
         }
-        keys: dict[str, str] = {}
-        dues = self._dues(decisions, users, at, delay, site)
-        pending, none = EmailState.PENDING.value, EmailState.NONE.value
+        dues = _timestamp_literals(self._dues(decisions, users, at, delay, site))
+        # The per-person columns go as array literals built here: psycopg dumps a list element
+        # by element in Python, and most values repeat (one category, one due time).
+        quoted: dict[str, tuple[str, str]] = {}
+        for d in decisions:
+            if d.category.key not in quoted:
+                key = d.category.group_key(inbox.ids)
+                quoted[d.category.key] = (_quote(d.category.key), _quote(key))
+        pending, none = _quote(EmailState.PENDING.value), _quote(EmailState.NONE.value)
         for start in range(0, len(decisions), self.write_batch):
             chunk = decisions[start : start + self.write_batch]
-            group_keys = []
-            for d in chunk:
-                key = keys.get(d.category.key)
-                if key is None:
-                    key = keys[d.category.key] = d.category.group_key(inbox.ids)
-                group_keys.append(key)
+            pairs = [quoted[d.category.key] for d in chunk]
             params = {
                 **event_values,
-                "user_id": [d.recipient for d in chunk],
-                "category": [d.category.key for d in chunk],
-                "group_key": group_keys,
-                "in_app": [d.in_app for d in chunk],
-                "email_state": [pending if d.email else none for d in chunk],
-                "email_after": dues[start : start + self.write_batch],
+                "user_id": _array([_quote(d.recipient) for d in chunk]),
+                "category": _array([p[0] for p in pairs]),
+                "group_key": _array([p[1] for p in pairs]),
+                "in_app": _array(["t" if d.in_app else "f" for d in chunk]),
+                "email_state": _array([pending if d.email else none for d in chunk]),
+                "email_after": _array(dues[start : start + self.write_batch]),
             }
             started = time.perf_counter()
-            rows = self._seam.all(conn, "inbox_upsert", params)
+            if listening:
+                rows = self._seam.all(conn, "inbox_upsert_returning", params)
+                out.extend(_written(claimed.id, r) for r in rows)
+            else:
+                self._seam.run(conn, "inbox_upsert", params)
             self.stats.write_s += time.perf_counter() - started
-            out.extend(_written(claimed.id, r) for r in rows)
         return out
 
     def _dues(
@@ -542,6 +579,32 @@ class InboxRound:
 
 
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
+
+
+def _quote(text: str) -> str:
+    """One element of a PostgreSQL array literal, quoted: taken as it is, whatever it holds."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _array(elements: Sequence[str]) -> str:
+    """A PostgreSQL array literal of elements already quoted (or ``NULL``)."""
+    return "{" + ",".join(elements) + "}"
+
+
+def _timestamp_literals(values: Sequence[datetime | None]) -> list[str]:
+    """Array elements of instants (``NULL`` for none), each distinct instant quoted once."""
+    seen: dict[datetime, str] = {}
+    out: list[str] = []
+    for value in values:
+        if value is None:
+            out.append("NULL")
+            continue
+        text = seen.get(value)
+        if text is None:
+            # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
+            text = seen[value] = _quote(value.isoformat())
+        out.append(text)
+    return out
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:

@@ -17,11 +17,14 @@
    to ``pending`` 600 s later, and after the third attempt marks them ``failed``. A mark
    applies only while the claim's lease holds (``email_after`` is the lease), so a worker whose
    lease was taken over never overwrites the new claim. One failing person never stops the
-   batch.
+   batch; an unreachable server (the connection itself failed) stops the round: that mail
+   failed (E5), and the rows not tried go back to ``pending`` at their due time before the
+   claim, the claim's attempt undone (docs/decisions.md).
 
 `MailRound` runs rounds inside `notify worker` and knows when to run again: at the next due
 ``email_after`` (or a lease's end), at the latest after ``poll`` (the safety net for entries
-other processes write), never by querying every second.
+other processes write), never by querying every second; after a round stopped by an
+unreachable server, not before a backoff (doubling from ``backoff`` up to ``poll``).
 """
 
 from __future__ import annotations
@@ -129,10 +132,13 @@ class MailDrainConfig:
 
 @attrs.define
 class MailDrainStats:
-    """What the drain did: rounds, rows claimed, mails by outcome, entries by final state."""
+    """What the drain did: rounds, rows claimed, mails by outcome, entries by final state,
+    rounds stopped by an unreachable server and the rows they released untried."""
 
     rounds: int = 0
     claimed: int = 0
+    unreachable: int = 0
+    released: int = 0
     mails: Counter[str] = attrs.field(factory=Counter)
     entries: Counter[str] = attrs.field(factory=Counter)
 
@@ -151,6 +157,8 @@ class _Claimed:
     entry: Entry
     table_id: int
     comment: str | None
+    #: The row's due time before the claim (a release puts it back).
+    due_at: datetime
 
 
 def _clock() -> datetime:
@@ -194,6 +202,8 @@ class MailDrain:
         self.on_sent = on_sent
         self.on_done = on_done
         self.stats = MailDrainStats()
+        #: Whether the last round stopped because the SMTP server was unreachable.
+        self.unreachable = False
         self._seam = Seam("notify_pg", schema)
         # The advisory lock space of this schema's drain (one per schema, all workers alike).
         self._lock = f"notify_mail:{schema}"
@@ -205,8 +215,11 @@ class MailDrain:
         """Claim, plan, send and mark one batch of people; return the rows claimed (0: none due).
 
         ``conn`` is in autocommit mode: the claim commits before any mail is sent, and each
-        mark commits on its own.
+        mark commits on its own. When the SMTP connection cannot be made, the round stops
+        after that mail (a failed attempt, E5), releases the rows of the mails it did not try
+        and sets `unreachable`.
         """
+        self.unreachable = False
         now = self.clock()
         lease_until = now + self.config.lease
         with self._seam.transaction(conn):
@@ -228,8 +241,12 @@ class MailDrain:
         plans = self._plan(conn, [c.entry for c in claimed.values()])
         sender: MailSender | None = None
         secret: bytes | None = None
+        untried: list[Entry] = []
         try:
             for plan in plans:
+                if self.unreachable and plan.skip is None:
+                    untried.extend(plan.sent)
+                    continue
                 if plan.skip is not None:
                     self._mark(conn, "mail_skipped", plan.entries, lease_until, claimed)
                     self.stats.mails[f"skip_{plan.skip.value}"] += 1
@@ -246,6 +263,9 @@ class MailDrain:
                 except MailSendError as error:
                     self._failed(conn, plan, lease_until, claimed, error.code, error.temporary)
                     self._done(now, plan, "failed")
+                    # Nothing else can go now: the other mails wait for the next round
+                    # rather than each waiting out its own connection timeout.
+                    self.unreachable = error.unreachable
                     continue
                 except NotifyError as error:  # a mail that cannot be composed fails alone
                     self._failed(conn, plan, lease_until, claimed, error.code, False)
@@ -260,23 +280,52 @@ class MailDrain:
         finally:
             if sender is not None:
                 sender.close()
+        if self.unreachable:
+            self._release(conn, untried, lease_until, claimed)
         _log.info(
             "mail round",
             extra={"fields": {"claimed": len(rows), "mails": len(plans)}},
         )
         return len(rows)
 
+    def _release(
+        self,
+        conn: Conn,
+        entries: Sequence[Entry],
+        lease_until: datetime,
+        claimed: Mapping[str, _Claimed],
+    ) -> None:
+        rows = [claimed[e.id] for e in entries]
+        released = 0
+        if rows:
+            released = self._seam.run(
+                conn,
+                "mail_release",
+                {
+                    "ids": [c.table_id for c in rows],
+                    "dues": [c.due_at for c in rows],
+                    "lease_until": lease_until,
+                },
+            )
+        self.stats.unreachable += 1
+        self.stats.released += released
+        _log.warning(
+            "mail server unreachable",
+            extra={"fields": {"released": released}},
+        )
+
     def _done(self, now: datetime, plan: MailPlan, outcome: str) -> None:
         if self.on_done is not None:
             self.on_done(now, plan, outcome)
 
     def drain(self, conn: Conn, *, max_rounds: int = 1_000) -> int:
-        """Run rounds until nothing is due; return the rows claimed."""
+        """Run rounds until nothing is due or the SMTP server is unreachable; return the rows
+        claimed."""
         total = 0
         for _ in range(max_rounds):
             done = self.round(conn)
             total += done
-            if done == 0:
+            if done == 0 or self.unreachable:
                 break
         return total
 
@@ -435,6 +484,7 @@ def _claimed(row: tuple[Any, ...]) -> _Claimed:
         read_at,
         created_at,
         updated_at,
+        due_at,
     ) = row
     state = EntryState(
         count=int(count),
@@ -465,7 +515,7 @@ def _claimed(row: tuple[Any, ...]) -> _Claimed:
             excerpt=excerpt,
         ),
     )
-    return _Claimed(entry=entry, table_id=int(id_), comment=comment)
+    return _Claimed(entry=entry, table_id=int(id_), comment=comment, due_at=due_at)
 
 
 class MailRound:
@@ -477,18 +527,27 @@ class MailRound:
         poll: the longest pause between two looks at the queue (entries written by other
             processes fall due without this worker hearing of them).
         max_rounds: drain rounds per call at most (the worker's other rounds go on).
+        backoff: the pause after a round the SMTP server was unreachable, doubled after each
+            such round in a row, ``poll`` at most.
     """
 
     #: The round's name in ``consumer_failures`` (`notify db status`).
     name: Final = "mail"
 
     def __init__(
-        self, drain: MailDrain, *, poll: timedelta = timedelta(minutes=1), max_rounds: int = 20
+        self,
+        drain: MailDrain,
+        *,
+        poll: timedelta = timedelta(minutes=1),
+        max_rounds: int = 20,
+        backoff: timedelta = timedelta(seconds=5),
     ) -> None:
         self.drain = drain
         self.poll = poll
         self.max_rounds = max_rounds
+        self.backoff = backoff
         self._wake: datetime | None = None
+        self._unreachable = 0  # rounds in a row the SMTP server was unreachable
 
     def next_wake(self) -> datetime | None:
         """When this round next has work (``None``: at once)."""
@@ -510,11 +569,17 @@ class MailRound:
         for _ in range(self.max_rounds):
             done = self.drain.round(conn)
             work += done
-            if done == 0:
+            if done == 0 or self.drain.unreachable:
                 break
         else:
             more = True
         now = self.drain.clock()
+        if self.drain.unreachable:
+            self._unreachable += 1
+            pause = self.backoff * 2 ** min(self._unreachable - 1, 30)
+            self._wake = now + min(pause, self.poll)
+            return work
+        self._unreachable = 0
         if more:
             self._wake = now
             return work

@@ -2,14 +2,16 @@
 
 Needs the ``metrics`` extra (``opentelemetry-api``, ``opentelemetry-sdk``,
 ``opentelemetry-exporter-prometheus``); nothing else in the library imports this module, and
-the core never does. Two sources feed the instruments (named after seed 001 note 15 and seed
+the core never does. Three sources feed the instruments (named after seed 001 note 15 and seed
 004 section 12.2; docs/operators.md lists them):
 
 - `OtelRecorder`, the worker's `notify_pg.recorder.Recorder`: counters and histograms of what
   the worker did (hints by kind and decision, pushes sent and skipped by reason, send
   durations, retries, deactivations, rounds);
 - `DatabaseGauges`: observable gauges read from the database when Prometheus scrapes
-  (active registrations, consumer lag per partition, due work waiting, the outbox, mails).
+  (active registrations, consumer lag per partition, due work waiting, the outbox, mails);
+- `HttpMetrics`, for ``notify serve``: requests by method, route template and status, and
+  their durations.
 
 Every label value comes from a closed vocabulary (kinds, decisions, reasons, outcomes,
 provider names, round and state names, partition numbers, the consumer's name): never a
@@ -43,7 +45,7 @@ from notify_core.kinds import kind_from_code
 from notify_core.pipeline import Hint
 from notify_pg.seam import Conn, Seam
 
-__all__ = ["DatabaseGauges", "Metrics", "OtelRecorder"]
+__all__ = ["DatabaseGauges", "HttpMetrics", "Metrics", "OtelRecorder"]
 
 _log = logging.getLogger("notify_pg.metrics")
 
@@ -177,6 +179,41 @@ class OtelRecorder:
     def round_failed(self, round_name: str) -> None:
         """Count a failed round."""
         self._failures.add(1, {"notify.round": round_name})
+
+
+#: Bucket bounds of request durations (seconds): most answers take a few milliseconds.
+REQUEST_BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class HttpMetrics:
+    """Per-request metrics of ``notify serve`` (`notify_pg.serve.ReferenceApp`'s
+    ``on_request`` hook): requests by method, route template and status, and their durations
+    by method and route. The route is the template (``/notifications/<entry>/read``, or
+    ``unmatched``), never the path as sent.
+
+    Args:
+        meter: where the instruments are created (`Metrics.meter`).
+    """
+
+    def __init__(self, meter: Meter) -> None:
+        self._requests = meter.create_counter(
+            "notify.http.requests",
+            unit="{request}",
+            description="HTTP requests answered, by method, route and status.",
+        )
+        self._duration = meter.create_histogram(
+            "notify.http.request.duration",
+            unit="s",
+            description="Duration of one HTTP request until its answer, by method and route.",
+            explicit_bucket_boundaries_advisory=REQUEST_BOUNDS,
+        )
+
+    def request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Count one answered request and record its duration."""
+        attributes: dict[str, str | int] = {"http.request.method": method, "http.route": route}
+        self._duration.record(seconds, attributes)
+        attributes["http.response.status_code"] = status
+        self._requests.add(1, attributes)
 
 
 @attrs.frozen

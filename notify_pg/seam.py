@@ -169,6 +169,22 @@ class Seam:
         with self.translated():
             return conn.execute(self.query(name), params).rowcount
 
+    def one_each(self, conn: Conn, name: str, params: Sequence[Mapping[str, Any]]) -> list[Row]:
+        """Run a named query once per parameter set, in order (pipelined by psycopg), and
+        return the first row of each."""
+        rows: list[Row] = []
+        if not params:
+            return rows
+        with self.translated(), conn.cursor() as cur:
+            cur.executemany(self.query(name), params, returning=True)
+            while True:
+                row = cur.fetchone()
+                assert row is not None, f"{name} returned no row"
+                rows.append(row)
+                if not cur.nextset():
+                    break
+        return rows
+
     def run_many(self, conn: Conn, name: str, params: Sequence[Mapping[str, Any]]) -> None:
         """Run a named statement once per parameter set, in order (pipelined by psycopg)."""
         if not params:

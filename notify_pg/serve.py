@@ -24,8 +24,13 @@ GET         /unsubscribe?t=TOKEN                 a stand-in for the host's unsub
 
 Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
 ``401`` for an inbox route without the header, ``503`` when PostgreSQL fails, ``500`` with no
-detail for a bug (logged with its type only). The access log never carries a query string
-(it holds unsubscribe tokens) nor a person.
+detail for a bug (logged with its type only).
+
+Every request logs one line, ``request``, with its method, the route's template (``PUT
+/notifications/<entry>/read``, ``unmatched`` for none), the status and the duration: never
+the path as sent (it holds entry ids), a query string (unsubscribe tokens) nor a person. The
+app's ``on_request`` hook gets the same values (``notify serve --metrics-port`` counts them,
+`notify_pg.metrics.HttpMetrics`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import json
 import logging
 import socket
 import threading
+import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -58,9 +64,11 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = [
+    "UNMATCHED",
     "USER_HEADER",
     "Handler",
     "ReferenceApp",
+    "RequestHook",
     "build_app",
     "make_http_server",
     "open_pool",
@@ -71,6 +79,16 @@ USER_HEADER: Final = "X-Notify-User"
 
 #: A route's handler: the app, the request and the URL's variables in; a response out.
 Handler = Callable[["ReferenceApp", Request, dict[str, Any]], http.Response]
+
+#: Told of every request: method, route template, status and duration in seconds.
+RequestHook = Callable[[str, str, int, float], None]
+
+#: The route of a request no route matched (404, 405): one label, whatever the path was.
+UNMATCHED: Final = "unmatched"
+
+#: Methods logged and counted by name; any other is ``other`` (a client picks the method,
+#: and a label must come from a closed vocabulary).
+_METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 
 _log = logging.getLogger("notify_pg.serve")
 
@@ -84,6 +102,8 @@ class ReferenceApp:
         unsubscribe_page: where a ``GET`` on the one-click URL redirects (the host's page).
         hidden_sites: the sites whose notifications are off, read per inbox request (N5:
             their entries stay hidden); none by default.
+        on_request: called after each request with its method, route template, status and
+            duration in seconds (metrics); it must not raise.
     """
 
     def __init__(
@@ -93,8 +113,10 @@ class ReferenceApp:
         schema: str = DEFAULT_SCHEMA,
         unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
         hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
+        on_request: RequestHook | None = None,
     ) -> None:
         self.pool = pool
+        self.on_request = on_request
         self.schema = schema
         self.unsubscribe_page = unsubscribe_page
         self.hidden_sites = hidden_sites or (lambda _conn: ())
@@ -116,32 +138,52 @@ class ReferenceApp:
             return self._secret
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        """Answer one WSGI request."""
+        """Answer one WSGI request and log it (one ``request`` line)."""
+        started = time.perf_counter()
         request = Request(environ)
-        response = self.dispatch(request)
+        route, response = self._dispatch(request)
+        seconds = time.perf_counter() - started
+        method = request.method if request.method in _METHODS else "other"
+        status = response.status_code
+        fields = {
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 1),
+        }
+        _log.info("request", extra={"fields": fields})
+        if self.on_request is not None:
+            self.on_request(method, route, status, seconds)
         return response(environ, start_response)
 
     def dispatch(self, request: Request) -> WsgiResponse:
         """Route a request to its handler and turn every failure into a clean answer."""
+        return self._dispatch(request)[1]
+
+    def _dispatch(self, request: Request) -> tuple[str, WsgiResponse]:
+        """The route's template (`UNMATCHED` for none) and the answer."""
+        route = UNMATCHED
         try:
-            endpoint, values = self.url_map.bind_to_environ(request.environ).match()
-            answer = self._handlers[endpoint](self, request, dict(values))
+            rule, values = self.url_map.bind_to_environ(request.environ).match(return_rule=True)
+            route = rule.rule
+            answer = self._handlers[str(rule.endpoint)](self, request, dict(values))
         except MethodNotAllowed as exc:
             allowed = ", ".join(sorted(exc.valid_methods or ()))
-            return _plain(405, "method not allowed", ("Allow", allowed))
+            return route, _plain(405, "method not allowed", ("Allow", allowed))
         except NotFound:
-            return _plain(404, "not found")
+            return route, _plain(404, "not found")
         except HTTPException as exc:  # e.g. a body over the size limit
-            return _plain(exc.code or 400, exc.name.lower())
+            return route, _plain(exc.code or 400, exc.name.lower())
         except (StorageError, psycopg.Error) as exc:
             _log.warning("storage failed", extra={"fields": {"error_type": type(exc).__name__}})
-            return _plain(503, "storage unavailable", ("Retry-After", "5"))
+            return route, _plain(503, "storage unavailable", ("Retry-After", "5"))
         except Exception as exc:  # a bug: answer without detail, keep serving
             _log.error("handler failed", extra={"fields": {"error_type": type(exc).__name__}})
-            return _plain(500, "internal error")
-        return WsgiResponse(
+            return route, _plain(500, "internal error")
+        response = WsgiResponse(
             answer.body, status=answer.status, headers=list(answer.headers), direct_passthrough=True
         )
+        return route, response
 
 
 def _plain(status: int, text: str, *headers: tuple[str, str]) -> WsgiResponse:
@@ -311,14 +353,19 @@ def build_app(
     schema: str = DEFAULT_SCHEMA,
     unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
     hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
+    on_request: RequestHook | None = None,
 ) -> ReferenceApp:
     """Return the reference app with its routes (see the module's table).
 
     More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
-    app this returns.
+    app this returns; ``on_request`` is `ReferenceApp`'s hook.
     """
     app = ReferenceApp(
-        pool, schema=schema, unsubscribe_page=unsubscribe_page, hidden_sites=hidden_sites
+        pool,
+        schema=schema,
+        unsubscribe_page=unsubscribe_page,
+        hidden_sites=hidden_sites,
+        on_request=on_request,
     )
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
@@ -334,16 +381,12 @@ def build_app(
 
 
 class _QuietHandler(WSGIRequestHandler):
-    """Werkzeug's request handler with an access log that leaves out the query string (it
-    carries unsubscribe tokens)."""
+    """Werkzeug's request handler without its access log: the app logs each request with
+    its route's template (`ReferenceApp.__call__`), where Werkzeug's line would carry the
+    path and query as sent (entry ids, unsubscribe tokens)."""
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
-        """Log the method, the path without its query and the status."""
-        path = self.path.split("?", 1)[0]
-        _log.info(
-            "request",
-            extra={"fields": {"method": self.command, "path": path, "status": str(code)}},
-        )
+        """Log nothing (the app did)."""
 
     def log_error(self, format: str, *args: Any) -> None:
         """Log the server's own errors (bad request lines) with no values."""

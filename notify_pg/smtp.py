@@ -124,16 +124,26 @@ DKIM_SIGNED_HEADERS: Final = (
 class MailSendError(NotifyError):
     """A mail was not sent. ``temporary``: a later attempt may succeed (4xx, lost connection).
 
+    ``unreachable``: the connection itself failed (refused, timed out, TLS or login failed):
+    the server refused no mail, and no other mail can go before it is reachable again.
+
     Codes: ``smtp_rejected`` (the server answered an error; ``smtp_code`` holds it),
     ``smtp_unavailable`` (no connection, or it was lost).
     """
 
     def __init__(
-        self, code: str, message: str, *, temporary: bool, smtp_code: int | None = None
+        self,
+        code: str,
+        message: str,
+        *,
+        temporary: bool,
+        smtp_code: int | None = None,
+        unreachable: bool = False,
     ) -> None:
         super().__init__(code, message)
         self.temporary = temporary
         self.smtp_code = smtp_code
+        self.unreachable = unreachable
 
 
 def mail_message(
@@ -567,12 +577,18 @@ class SmtpSender:
 
         Raises:
             MailSendError: the server refused it or the connection failed; ``temporary``
-                tells whether to try again later.
+                tells whether to try again later, ``unreachable`` that no connection was
+                made.
         """
         data = self._bytes(outgoing.message)
-        try:
-            if self._smtp is None:
+        if self._smtp is None:
+            try:
                 self._smtp = self._connect()
+            except (smtplib.SMTPException, OSError) as exc:
+                error = _failure(exc)
+                error.unreachable = True
+                raise error from None
+        try:
             refused = self._smtp.sendmail(outgoing.sender, list(outgoing.recipients), data)
         except smtplib.SMTPServerDisconnected as exc:
             self._smtp = None

@@ -156,7 +156,7 @@ def test_e6_a_451_is_a_temporary_typed_failure_and_the_batch_goes_on(
         with pytest.raises(MailSendError) as caught:
             smtp.send(_mail("ben"))
         assert caught.value.temporary and caught.value.smtp_code == 451
-        assert caught.value.code == "smtp_rejected"
+        assert caught.value.code == "smtp_rejected" and not caught.value.unreachable
         results = smtp.send_batch([_mail("ana"), _mail("ben"), _mail("cy"), _mail("dan")])
     assert [r.sent for r in results] == [True, False, False, True]
     assert results[1].error is not None and results[1].error.temporary
@@ -171,6 +171,7 @@ def test_e6_no_server_is_a_temporary_failure_without_a_traceback() -> None:
     with smtp, pytest.raises(MailSendError) as caught:
         smtp.send(_mail())
     assert caught.value.code == "smtp_unavailable" and caught.value.temporary
+    assert caught.value.unreachable  # no connection: the drain stops its round (E5)
 
 
 def test_smtp_urls() -> None:
@@ -232,11 +233,15 @@ def test_e6_user_and_password_from_the_url_log_in() -> None:
         anonymous = SmtpSender(SmtpConfig.from_url(f"smtp://127.0.0.1:{port}"))
         with anonymous, pytest.raises(MailSendError) as caught:
             anonymous.send(_mail("ben"))  # 530: authentication required
+        url = f"smtp://u%40x:nope@127.0.0.1:{port}?timeout=2"
+        with SmtpSender(SmtpConfig.from_url(url)) as wrong, pytest.raises(MailSendError) as login:
+            wrong.send(_mail("cy"))  # the login itself fails (aiosmtpd answers slowly, if ever)
     finally:
         controller.stop()
     assert seen[0] == (b"u@x", b"p:w") and len(handler.received) == 1
     assert caught.value.code == "smtp_rejected" and caught.value.smtp_code == 530
-    assert not caught.value.temporary
+    assert not caught.value.temporary and not caught.value.unreachable
+    assert login.value.unreachable
 
 
 TLS_DIR = Path(__file__).parent / "mail"  # a self-signed certificate for 127.0.0.1 (100 years)
@@ -287,3 +292,4 @@ def test_e6_smtps_speaks_tls_from_the_first_byte() -> None:
         controller.stop()
     assert len(handler.received) == 1
     assert caught.value.code == "smtp_unavailable" and caught.value.temporary
+    assert caught.value.unreachable

@@ -5,7 +5,8 @@
 -- sending rows whose lease lapsed become sending, with the lease as email_after (it
 -- identifies the claim: a mark applies only while it holds). A person is taken by one worker
 -- at a time (an advisory lock until the claim commits), so all the due rows of a person go
--- into one mail.
+-- into one mail. The last column is the due time of the row before the claim (a release puts it
+-- back).
 WITH due_people AS MATERIALIZED (
     -- Materialized, so that the lock below (volatile) is never pushed under the sort: only
     -- the people taken, in this order, are locked.
@@ -19,7 +20,7 @@ WITH due_people AS MATERIALIZED (
     WHERE pg_try_advisory_xact_lock(hashtext(%(lock)s), hashtext(user_id))
     LIMIT %(people)s
 ), due AS (
-    SELECT e.id FROM {schema}.inbox_entries e
+    SELECT e.id, e.email_after AS due_at FROM {schema}.inbox_entries e
     WHERE e.user_id IN (SELECT user_id FROM people)
       AND e.email_state IN ('pending', 'sending') AND e.email_after <= %(now)s
     FOR UPDATE OF e SKIP LOCKED
@@ -30,7 +31,8 @@ FROM due
 WHERE e.id = due.id
 RETURNING e.id, e.user_id, e.site_id, e.category, e.variant, e.variants, e.group_key,
           e.page_id, e.comment_id, e.actor_id, e.title, e.path, e.locale, e.excerpt, e.count,
-          e.last_event, e.in_app, e.email_attempts, e.read_at, e.created_at, e.updated_at
+          e.last_event, e.in_app, e.email_attempts, e.read_at, e.created_at, e.updated_at,
+          due.due_at
 
 -- name: mail_sent
 -- The mail went: sent with emailed_at; an email-only entry closes with it (N12).
@@ -68,6 +70,14 @@ FROM (
 ) AS n
 WHERE e.id = n.id AND e.email_state = 'sending' AND e.email_after = %(lease_until)s
 RETURNING e.id, e.email_state
+
+-- name: mail_release
+-- Claimed rows the round did not try (the SMTP server was unreachable): back to pending at
+-- their due time before the claim, the attempt of the claim undone (no send was attempted, E5).
+UPDATE {schema}.inbox_entries AS e
+SET email_state = 'pending', email_after = r.due_at, email_attempts = e.email_attempts - 1
+FROM unnest(%(ids)s::bigint[], %(dues)s::timestamptz[]) AS r (id, due_at)
+WHERE e.id = r.id AND e.email_state = 'sending' AND e.email_after = %(lease_until)s
 
 -- name: mail_next_due
 -- When the next email falls due: the due time of a pending row or the end of a lease.

@@ -35,6 +35,27 @@ def _rule(raw: Mapping[str, Any]) -> Rule:
     )
 
 
+def _facts(
+    kind: str,
+    active: bool,
+    system: bool,
+    email: str | None,
+    verified: bool,
+    groups: Sequence[str],
+    group_sets: dict[frozenset[str], frozenset[str]],
+) -> PersonFacts:
+    """One person's facts; ``group_sets`` shares one frozenset among people with equal groups."""
+    found = frozenset(groups)
+    return PersonFacts(
+        active=active,
+        human=kind == "human",
+        system=system,
+        groups=group_sets.setdefault(found, found),
+        email=email,
+        verified=verified,
+    )
+
+
 class ReferenceWiki:
     """The inbox's host ports on the reference host's wiki tables, plus writes for tests.
 
@@ -129,16 +150,44 @@ class ReferenceWiki:
         for id_, kind, active, system, email, verified, groups in self._seam.all(
             conn, "wiki_people", {"ids": list(ids)}
         ):
-            found = frozenset(groups)
-            out[id_] = PersonFacts(
-                active=active,
-                human=kind == "human",
-                system=system,
-                groups=group_sets.setdefault(found, found),
-                email=email,
-                verified=verified,
-            )
+            out[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
         return out
+
+    def inbox_people_and_users(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[Mapping[str, PersonFacts], Mapping[str, WikiUser]]:
+        """Return `inbox_people` and `inbox_users` of ``ids``, read in one query.
+
+        A subclass that overrides either of them is answered through them, so that its change
+        holds (the one query would go around it).
+        """
+        cls = type(self)
+        if cls.inbox_people is not ReferenceWiki.inbox_people or (
+            cls.inbox_users is not ReferenceWiki.inbox_users
+        ):
+            return self.inbox_people(conn, ids), self.inbox_users(conn, ids)
+        people: dict[str, PersonFacts] = {}
+        users: dict[str, WikiUser] = {}
+        group_sets: dict[frozenset[str], frozenset[str]] = {}
+        rows = self._seam.all(conn, "wiki_people_users", {"ids": list(ids)})
+        for (
+            id_,
+            kind,
+            active,
+            system,
+            email,
+            verified,
+            groups,
+            zone,
+            locale,
+            schedule,
+            hour,
+        ) in rows:
+            people[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
+            users[id_] = WikiUser(
+                id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
+            )
+        return people, users
 
     def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
         """Return every group and its rules."""

@@ -179,3 +179,50 @@ def test_a_bad_line_loads_nothing(
         result = runner.invoke(cli, args)
         assert result.exit_code == 2, (args, result.output)
         assert "Traceback" not in result.output
+
+
+def test_a_log_longer_than_a_batch_loads_as_event_by_event_and_stops_at_a_bad_event(
+    new_database: Callable[[str | None], str], pg_template: str, tmp_path: Path
+) -> None:
+    """`db load` writes 500 events a transaction: a log over three batches replays from
+    PostgreSQL exactly as from the file; an event the host's write refuses in the second
+    batch (a preference level no store takes) is named by its line, and the events before
+    it stay loaded, as they did when each event was its own transaction."""
+    from notify_cli.db import LOAD_BATCH
+
+    runner = CliRunner()
+    log = tmp_path / "synth.jsonl"
+    made = runner.invoke(cli, ["synth", "--events", "1200", "--users", "20", "--out", str(log)])
+    assert made.exit_code == 0, made.output
+    dsn = new_database(pg_template)
+    result = runner.invoke(cli, ["db", "load", str(log), "--dsn", dsn])
+    assert result.exit_code == 0, result.output
+    assert "loaded 1,200 events into notify.event_log (seq 1-1200)" in result.stderr
+    from_pg = runner.invoke(cli, ["replay", "--from-pg", dsn, "--include-skips"])
+    from_file = runner.invoke(cli, ["replay", str(log), "--include-skips"])
+    assert from_pg.exit_code == 0 and from_file.exit_code == 0
+    assert from_pg.stdout == from_file.stdout
+
+    lines = log.read_text().splitlines()
+    bad_line = LOAD_BATCH + 200
+    event = json.loads(lines[bad_line - 1])
+    lines[bad_line - 1] = json.dumps(
+        {
+            "seq": event["seq"],
+            "type": "notification_pref.updated",
+            "occurred_at": event["occurred_at"],
+            "actor": "u-01",
+            "audience": "u-01",
+            "payload": {"preference": {"target": {"kind": "thread", "id": "t"}, "level": "loud"}},
+        }
+    )
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    dsn = new_database(pg_template)
+    result = runner.invoke(cli, ["db", "load", str(bad), "--dsn", dsn])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"notify: db load: {bad}:{bad_line}: ")
+    assert "Traceback" not in result.output
+    with psycopg.connect(dsn) as conn:
+        loaded = conn.execute(f"SELECT count(*), max(seq) FROM {SCHEMA}.event_log").fetchone()
+    assert loaded == (bad_line - 1, bad_line - 1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,9 +13,11 @@ from click.testing import CliRunner
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
+from notify_core.inbox.fanout import PersonFacts
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
-from notify_pg.inbox_fanout import InboxFanOut, InboxRound
+from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
 from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_pg.seam import Conn, load_queries
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -150,6 +152,126 @@ def test_n10_the_same_event_twice_changes_nothing(
     conn.execute("UPDATE notify.inbox_outbox SET processed_at = NULL, claimed_at = NULL")
     fanout(wiki).drain(conn)
     assert [r[3] for r in entries(conn)] == [1, 1]
+
+
+def test_n10_the_upsert_without_a_listener_is_the_returning_upsert_less_its_rows() -> None:
+    """N10: the fan-out reads its rows back only for a listener; both statements coalesce alike."""
+    queries = load_queries("notify_pg")
+    quiet, returning = queries["inbox_upsert"], queries["inbox_upsert_returning"]
+
+    def statement(text: str) -> str:
+        return "\n".join(line for line in text.splitlines() if not line.startswith("--"))
+
+    assert statement(returning).startswith(statement(quiet))
+    assert statement(returning)[len(statement(quiet)) :].lstrip().startswith("RETURNING e.id,")
+
+
+def test_n7_people_and_users_in_one_read_equal_the_two_reads(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N7, E2: the reference host's joint read answers what its two reads answer; a subclass
+    that changes one of them is answered through it."""
+    with conn.transaction():
+        wiki.add_user(conn, "dee", kind="agent", active=False)
+        conn.execute(
+            "UPDATE host.wiki_users SET time_zone = 'Europe/Berlin', email_schedule = 'daily', "
+            "daily_hour = 8 WHERE id = 'cy'"
+        )
+    ids = ["ana", "cy", "dee", "nobody"]
+    people, users = wiki.inbox_people_and_users(conn, ids)
+    assert (people, users) == (wiki.inbox_people(conn, ids), wiki.inbox_users(conn, ids))
+    assert set(people) == {"ana", "cy", "dee"} and people["ana"].groups == {"readers"}
+    assert users["cy"].daily_hour == 8 and not people["dee"].active
+
+    class NoDee(ReferenceWiki):
+        def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
+            return {k: v for k, v in super().inbox_people(conn, ids).items() if k != "dee"}
+
+    assert set(NoDee(HOST_SCHEMA).inbox_people_and_users(conn, ids)[0]) == {"ana", "cy"}
+
+
+class _TwoReads:
+    """The reference wiki without its joint read: the fan-out asks people and users apart."""
+
+    def __init__(self, wiki: ReferenceWiki) -> None:
+        self._wiki = wiki
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inbox_people_and_users":
+            raise AttributeError(name)
+        return getattr(self._wiki, name)
+
+
+def test_n7_a_host_without_the_joint_read_fans_out_alike(
+    connect: Connect, wiki: ReferenceWiki
+) -> None:
+    """N7, E2: with or without `InboxPeopleAndUsers`, the same entries and due times."""
+    tables = []
+    for host in (wiki, _TwoReads(wiki)):
+        with connect() as conn:
+            conn.execute("TRUNCATE notify.inbox_entries, notify.inbox_outbox")
+            wiki.set_settings(conn, mail_configured=True)
+            conn.execute(
+                "UPDATE host.wiki_users SET email_schedule = 'daily', daily_hour = 8 "
+                "WHERE id = 'cy'"
+            )
+            edit(conn, 1)
+            worker = InboxFanOut(host, schema=SCHEMA)  # type: ignore[arg-type]
+            assert worker.drain(conn) == 1
+            tables.append(
+                conn.execute(
+                    "SELECT user_id, email_state, email_after FROM notify.inbox_entries "
+                    "ORDER BY user_id"
+                ).fetchall()
+            )
+    assert tables[0] == tables[1]
+    assert [r[1] for r in tables[0]] == ["pending", "pending"]
+    assert tables[0][0][2] != tables[0][1][2]  # ana at once (after the delay), cy daily
+
+
+def test_n10_ids_are_written_as_they_are_whatever_they_hold(
+    conn: psycopg.Connection[Any], wiki: ReferenceWiki
+) -> None:
+    """N10: the fan-out's array literals keep quotes, backslashes, commas, braces and NULL."""
+    odd = ['a"b', "c\\d", "e,f", "{g}", "NULL", " h ", "ü"]
+    with conn.transaction():
+        wiki.add_page(conn, 'p{"2\\}', "s1", "/docs/odd", title="Odd")
+        for person in odd:
+            wiki.add_user(conn, person, email="x@example.org", verified=True)
+            wiki.add_member(conn, "readers", person)
+            wiki.watch(conn, 'p{"2\\}', person)
+    emit(conn, "page.edited", {"page": 'p{"2\\}'}, actor="bob", occurred_at=T0, schema=SCHEMA)
+    assert fanout(wiki).drain(conn) == 1
+    assert [(r[0], r[2]) for r in entries(conn)] == [
+        (person, 'watched_page:p{"2\\}') for person in sorted(odd, key=str.encode)
+    ]
+
+
+def test_n10_entries_are_the_same_with_and_without_a_listener(
+    connect: Connect, wiki: ReferenceWiki
+) -> None:
+    """N10, N12: a listener changes what is read back, never what is written."""
+    tables = []
+    for listening in (False, True):
+        with connect() as conn:
+            conn.execute("TRUNCATE notify.inbox_entries, notify.inbox_outbox")
+            wiki.set_settings(conn, mail_configured=True)
+            heard: list[Written] = []
+            worker = fanout(wiki, write_batch=2, on_written=heard.extend if listening else None)
+            for n in range(3):
+                edit(conn, n)
+                worker.drain(conn)
+            InboxReads(SCHEMA).read(conn, "ana", at=T0 + timedelta(minutes=1))
+            edit(conn, 10, actor="cy")
+            worker.drain(conn)
+            tables.append(entries(conn))
+            assert len(heard) == (7 if listening else 0)
+    assert tables[0] == tables[1]
+    assert [(r[0], r[3], r[6], r[7] is None) for r in tables[0]] == [
+        ("ana", 3, "skipped", False),
+        ("ana", 1, "pending", True),
+        ("cy", 3, "pending", True),
+    ]
 
 
 def test_n9_a_deletion_captures_its_watchers_in_the_emit(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import email
 import json
+import socket
+import struct
 import threading
 import time
 from collections import Counter
@@ -19,6 +21,7 @@ from typing import Any
 import dkim
 import psycopg
 import pytest
+from aiosmtpd.controller import Controller
 from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64
 from mailpg import (
     SECRET,
@@ -29,6 +32,7 @@ from mailpg import (
     at,
     drain,
     events,
+    free_port,
     run_loader,
     smtp_server,
     states,
@@ -36,6 +40,7 @@ from mailpg import (
 
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import slot_offset, verify_unsubscribe_token
+from notify_pg.mail_drain import MailRound
 from notify_pg.smtp import DkimKey, Outgoing
 
 KEY = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
@@ -258,6 +263,112 @@ def test_e5_one_failing_person_never_stops_the_batch(
         ("bea", "pending", at("2026-11-30T10:13:00Z")),
         ("cleo", "sent", None),
     ]
+
+
+class Unreachable:
+    """A loopback port with no SMTP service, counting the connections tried on it.
+
+    ``refused``: nothing listens (the connection is refused; attempts are counted where
+    smtplib opens its socket). ``closed``: a listener accepts and resets the connection at
+    once, before any greeting (counted by the listener).
+    """
+
+    def __init__(self, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.attempts = 0
+        self._listener: socket.socket | None = None
+        if kind == "refused":
+            self.port = free_port()
+            create = socket.create_connection
+
+            def counting(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+                if address[1] == self.port:
+                    self.attempts += 1
+                return create(address, *args, **kwargs)
+
+            monkeypatch.setattr(socket, "create_connection", counting)
+            return
+        listener = self._listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        self.port = int(listener.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                client, _address = self._listener.accept()
+            except OSError:  # closed by stop()
+                return
+            self.attempts += 1
+            # Closed with a reset: no TIME_WAIT keeps the port from the server started later.
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            # shutdown() wakes the blocked accept(): close() alone leaves the port listening.
+            self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+
+
+@pytest.mark.parametrize("kind", ["refused", "closed"])
+def test_e5_an_unreachable_smtp_server_stops_the_round_after_one_connection_attempt(
+    conn: psycopg.Connection[Any], kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the server down, a round tries one connection (not one per person): that mail
+    failed (E5: 600 s later), the others go back to pending at their due time with no attempt
+    counted; the round backs off; once the server is back every entry goes exactly once."""
+    people = ["alice", "bea", "bob", "cleo", "dan"]
+    recipients = [p for p in people if p != "bob"]
+    log = events([*world(people), *(watch(p) for p in people), edit("2026-11-30T10:00:00Z")])
+    run_loader(conn)(log)
+    due = at("2026-11-30T10:03:00Z")
+    clock = Clock(due)
+    down = Unreachable(kind, monkeypatch)
+    try:
+        mail_round = MailRound(
+            drain(down.port, clock), poll=timedelta(minutes=5), backoff=timedelta(seconds=5)
+        )
+        assert mail_round(conn) == 4
+        assert down.attempts == 1
+        mail = mail_round.drain
+        assert (mail.unreachable, mail.stats.unreachable, mail.stats.released) == (True, 1, 3)
+        rows = states(conn)
+        assert [r[2] for r in rows] == ["pending"] * 4
+        tried = [r for r in rows if r[5] == 1]
+        assert [(r[3], r[5]) for r in tried] == [(at("2026-11-30T10:13:00Z"), 1)]
+        assert sorted((r[3], r[5]) for r in rows if r not in tried) == [(due, 0)] * 3
+        # The backoff doubles while the server stays down, one connection attempt a round.
+        assert mail_round.next_wake() == due + timedelta(seconds=5)
+        clock.now = due + timedelta(seconds=4)
+        assert mail_round(conn) == 0
+        assert down.attempts == 1
+        clock.now = due + timedelta(seconds=5)
+        assert mail_round(conn) == 3
+        assert down.attempts == 2
+        assert mail_round.next_wake() == clock.now + timedelta(seconds=10)
+        assert sum(1 for r in states(conn) if r[5] == 1) == 2
+        # drain() stops too: one attempt, not a round per released row.
+        clock.now = due + timedelta(seconds=15)
+        assert mail.drain(conn) == 2
+        assert down.attempts == 3
+    finally:
+        down.stop()
+    # The server is back on that port: every entry goes once, none is lost.
+    handler = Recorder()
+    controller = Controller(handler, hostname="127.0.0.1", port=down.port)
+    controller.start()
+    try:
+        clock.now = at("2026-11-30T11:00:00Z")
+        mail_round.drain.drain(conn)
+    finally:
+        controller.stop()
+    assert sorted(to for _f, (to,), _c in handler.received) == [
+        f"{p}@example.org" for p in recipients
+    ]
+    assert [r[2] for r in states(conn)] == ["sent"] * 4
+    assert sorted(r[5] for r in states(conn)) == [1, 2, 2, 2]
 
 
 class Crash(Exception):
@@ -537,7 +648,7 @@ def test_notify_worker_bad_mail_options_are_one_line_and_exit_2(db_dsn: str, tmp
         ([*url, "--mail-from", SENDER, "--dkim-key", str(bad_key)], "--dkim-key needs"),
         (
             [*url, "--mail-from", SENDER, "--dkim-key", str(bad_key), "--dkim-selector", "s"],
-            "not a PEM private key",
+            "bad.pem: bad DKIM private key: not an unencrypted PEM private key",
         ),
         ([*url, "--mail-from", SENDER, "--dkim-selector", "s"], "need --dkim-key"),
     ]
@@ -546,6 +657,60 @@ def test_notify_worker_bad_mail_options_are_one_line_and_exit_2(db_dsn: str, tmp
         assert result.exit_code == 2, (extra, result.output)
         assert message in result.stderr, (extra, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_notify_worker_names_why_a_dkim_key_is_refused(tmp_path: Any) -> None:
+    """A refused --dkim-key says which file and what is wrong with it, on one line, exit 2
+    (the database is never reached: the options are checked first)."""
+    from click.testing import CliRunner
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from notify_cli.main import cli
+
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    keys = {
+        "garbage.pem": (b"not a key", "not an unencrypted PEM private key"),
+        "ec.pem": (
+            ec_key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            ),
+            "neither RSA nor Ed25519",
+        ),
+        "locked.pem": (
+            ec_key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.BestAvailableEncryption(b"secret"),
+            ),
+            "not an unencrypted PEM private key",
+        ),
+    }
+    for name, (pem, reason) in keys.items():
+        path = tmp_path / name
+        path.write_bytes(pem)
+        result = CliRunner().invoke(
+            cli,
+            [
+                "worker",
+                "--dsn",
+                "postgresql://127.0.0.1:1/never",
+                "--once",
+                "--smtp-url",
+                "smtp://127.0.0.1:2525",
+                "--mail-from",
+                SENDER,
+                "--dkim-selector",
+                "s",
+                "--dkim-key",
+                str(path),
+            ],
+        )
+        assert result.exit_code == 2, (name, result.output)
+        assert result.stderr.strip() == f"notify: --dkim-key {path}: bad DKIM private key: {reason}"
+        assert "Traceback" not in result.output and "PRIVATE KEY" not in result.output
 
 
 def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(

@@ -13,7 +13,6 @@ import subprocess
 import sys
 import time
 import tomllib
-import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
@@ -25,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 from pgpipeline import POLICY, START, Log, PgRun, lines_of
 from pgworld import SCHEMA
-from prometheus_client.parser import text_string_to_metric_families
+from scrape import Samples, by, scrape
 
 from notify_cli.main import cli
 from notify_core.decide import METRIC_REASONS, SkipReason
@@ -40,31 +39,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # note 10) and decides as the replay of a log whose devices never connect.
 LOG = ROOT / "tests" / "replay" / "ten_messages_read_before_end.jsonl"
 ID_KEYS = {"user", "actor", "audience", "author", "device", "registration", "mention_ids"}
-
-Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
-
-
-def scrape(port: int) -> tuple[str, Samples]:
-    """GET /metrics over HTTP; the text and its samples parsed by prometheus_client."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
-        assert response.status == 200
-        assert response.headers["Content-Type"].startswith("text/plain")
-        text = response.read().decode()
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[sample.name, frozenset(sample.labels.items())] = sample.value
-    return text, samples
-
-
-def by(samples: Samples, name: str, *labels: str) -> dict[tuple[str, ...], float]:
-    """The samples of one metric keyed by the values of ``labels``."""
-    out = {}
-    for (sample, attrs), value in samples.items():
-        if sample == name:
-            got = dict(attrs)
-            out[tuple(got[label] for label in labels)] = value
-    return out
 
 
 def ids_of(lines: Iterable[str]) -> set[str]:

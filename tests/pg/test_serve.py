@@ -23,6 +23,7 @@ import psycopg
 import pytest
 from aiosmtpd.controller import Controller
 from pgworld import HOST_SCHEMA, SCHEMA
+from scrape import by, scrape
 
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
 from notify_pg.inbox import InboxPreferences, emit
@@ -334,13 +335,97 @@ def test_u3_notify_serve_answers_and_stops_on_sigterm(db_dsn: str) -> None:
         assert (answer.status, answer.body) == (200, b"")
         access = json.loads(proc.stderr.readline())
         # The access log names the route, never the token.
-        assert access["path"] == "/notifications/unsubscribe" and token not in str(access)
+        assert access["route"] == "/notifications/unsubscribe" and token not in str(access)
+        assert (access["method"], access["status"]) == ("POST", 200)
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     with psycopg.connect(db_dsn, autocommit=True) as conn:
         assert email_choices(conn, "ana") == {("mention", "email"): False}
+
+
+def test_notify_serve_logs_each_request_as_text_and_counts_it_in_its_metrics(
+    db_dsn: str,
+) -> None:
+    """`notify serve --log-format text --metrics-port 0`: one line per request with its
+    method, route template, status and duration (no entry id, person or token), and the
+    requests by route and status with their durations on /metrics, over real HTTP."""
+    with psycopg.connect(db_dsn, autocommit=True) as conn:
+        token = unsubscribe_token(unsubscribe_secret(conn, schema=SCHEMA), "ana", ["mention"])
+    args = ["serve", "--schema", SCHEMA, "--port", "0", "--log-format", "text"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notify_cli", *args, "--metrics-port", "0"],
+        env={**os.environ, "NOTIFY_DSN": db_dsn},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        ports: dict[str, int] = {}
+        while "listening" not in ports:
+            line = proc.stderr.readline()
+            assert line, "notify serve ended before listening"
+            seen.append(line)
+            fields = dict(w.split("=", 1) for w in line.split() if "=" in w)
+            if " metrics serving " in line or " listening " in line:
+                ports["listening" if " listening " in line else "metrics"] = int(fields["port"])
+        base = ("127.0.0.1", ports["listening"])
+        ana = {USER_HEADER: "ana"}
+        requests = [
+            ("POST", f"/notifications/unsubscribe?t={token}", b"List-Unsubscribe=One-Click", 200),
+            ("PUT", "/notifications/4242/read", b"", 200),
+            ("PUT", "/notifications/4343/read", b"", 200),
+            ("DELETE", "/notifications/4444", None, 404),
+            ("GET", "/nowhere/4545", None, 404),
+        ]
+        for method, target, body, status in requests:
+            answer = call(base, method, target, body, {**ana, **ONE_CLICK})
+            assert answer.status == status, (method, target, answer.body)
+        _text, samples = scrape(ports["metrics"])
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    lines = [*seen, *err.splitlines()]
+    logged = [line for line in lines if " request " in line]
+    assert len(logged) == len(requests)
+    routes = []
+    for line in logged:
+        fields = dict(w.split("=", 1) for w in line.split()[3:])
+        assert set(fields) == {"method", "route", "status", "duration_ms"}, line
+        assert float(fields["duration_ms"]) >= 0
+        routes.append((fields["method"], fields["route"], int(fields["status"])))
+    assert routes == [
+        ("POST", "/notifications/unsubscribe", 200),
+        ("PUT", "/notifications/<entry>/read", 200),
+        ("PUT", "/notifications/<entry>/read", 200),
+        ("DELETE", "/notifications/<entry>", 404),
+        ("GET", "unmatched", 404),
+    ]
+    for secret in (token, "ana", "4242", "4343", "4444", "4545"):
+        assert not any(secret in line for line in lines), secret
+    counted = by(
+        samples,
+        "notify_http_requests_total",
+        "http_request_method",
+        "http_route",
+        "http_response_status_code",
+    )
+    assert counted == {
+        ("POST", "/notifications/unsubscribe", "200"): 1,
+        ("PUT", "/notifications/<entry>/read", "200"): 2,
+        ("DELETE", "/notifications/<entry>", "404"): 1,
+        ("GET", "unmatched", "404"): 1,
+    }
+    durations = by(
+        samples, "notify_http_request_duration_seconds_count", "http_request_method", "http_route"
+    )
+    assert durations[("PUT", "/notifications/<entry>/read")] == 2
+    assert sum(durations.values()) == len(requests)
+    assert not any(secret in str(samples) for secret in (token, "ana", "4242"))
 
 
 def test_notify_serve_without_a_database_is_one_line_and_exit_2(tmp_path: Any) -> None:
