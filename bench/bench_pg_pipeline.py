@@ -56,14 +56,11 @@ import multiprocessing as mp
 import os
 import random
 import resource
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -72,6 +69,7 @@ from typing import Any
 import attrs
 import psycopg
 from psycopg.conninfo import make_conninfo
+from scratch_pg import process_cpu_seconds, server
 
 from notify_core.decide import Policy
 from notify_core.events import Event, parse_event
@@ -89,29 +87,6 @@ POLICY = Policy(
     badge_sync_min_interval=timedelta(seconds=1),
 )
 CONFIG = WorkerConfig(poll_interval=timedelta(milliseconds=20), batch_size=200)
-
-
-@contextmanager
-def server() -> Iterator[str]:
-    dsn = os.environ.get("NOTIFY_BENCH_DSN")
-    if dsn:
-        yield dsn
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-    tmp = tempfile.mkdtemp(prefix="notify-bench-")
-    srv = pgserver.get_server(os.path.join(tmp, "data"), cleanup_mode="delete")
-    uri = str(srv.get_uri())
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute("ALTER SYSTEM SET fsync = off")
-        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-        conn.execute("SELECT pg_reload_conf()")
-    try:
-        yield uri
-    finally:
-        srv.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager
@@ -301,18 +276,6 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
         )
 
     return make, seam.Seam
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """CPU time (user and system) of one process of this machine so far (Linux /proc); 0
-    when it has ended."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            text = handle.read()
-    except OSError:
-        return 0.0
-    fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _backend_pid(worker: Any) -> int | None:
