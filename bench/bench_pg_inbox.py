@@ -33,13 +33,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import socket
 import statistics
-import tempfile
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -51,6 +48,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
+from scratch_pg import process_cpu_seconds, server
 
 from notify_pg import migrate
 from notify_pg.inbox import emit
@@ -62,30 +60,6 @@ from notify_pg.smtp import DkimKey, Outgoing, SmtpConfig, SmtpSender
 
 SCHEMA, HOST = "notify", "host"
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-
-
-@contextmanager
-def server() -> Iterator[str]:
-    """The benchmark's server: NOTIFY_BENCH_DSN, else a throwaway pgserver."""
-    dsn = os.environ.get("NOTIFY_BENCH_DSN")
-    if dsn:
-        yield dsn
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-    tmp = tempfile.mkdtemp(prefix="notify-bench-")
-    srv = pgserver.get_server(os.path.join(tmp, "data"), cleanup_mode="delete")
-    uri = str(srv.get_uri())
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute("ALTER SYSTEM SET fsync = off")
-        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-        conn.execute("SELECT pg_reload_conf()")
-    try:
-        yield uri
-    finally:
-        srv.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager
@@ -133,17 +107,6 @@ def world(conn: psycopg.Connection[Any], watchers: int) -> ReferenceWiki:
     return wiki
 
 
-def backend_cpu_seconds(pid: int) -> float:
-    """CPU time (user and system) of one server backend so far (Linux; 0 where unreadable)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-            text = handle.read()
-    except OSError:
-        return 0.0
-    fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]:
     """One event to ``watchers`` watchers on a fresh database; the drain's times."""
     with database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
@@ -152,18 +115,18 @@ def fan_out_once(base: str, watchers: int, write_batch: int) -> dict[str, float]
         conn.execute("VACUUM ANALYZE")
         worker = InboxFanOut(wiki, schema=SCHEMA, write_batch=write_batch)
         backend = conn.info.backend_pid
-        server = backend_cpu_seconds(backend)
+        server_cpu = process_cpu_seconds(backend)
         started, cpu = time.perf_counter(), time.process_time()
         worker.drain(conn)
         total, cpu = time.perf_counter() - started, time.process_time() - cpu
-        server = backend_cpu_seconds(backend) - server
+        server_cpu = process_cpu_seconds(backend) - server_cpu
         written = conn.execute("SELECT count(*) FROM notify.inbox_entries").fetchone()
         assert written == (watchers,), written
         return {
             "total_s": total,
             "write_s": worker.stats.write_s,
             "client_cpu_s": cpu,
-            "server_cpu_s": server,
+            "server_cpu_s": server_cpu,
         }
 
 

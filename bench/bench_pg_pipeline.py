@@ -5,7 +5,7 @@ databases are created and dropped) or, without it, a throwaway pgserver instance
 
     python bench/bench_pg_pipeline.py [--people 200] [--messages 1000] [--partitions 2]
                                       [--rate 40] [--duration 10] [--repeat 1]
-                                      [--baseline-src DIR] [--quiet-wait 1800]
+                                      [--baseline-src DIR] [--quiet-wait 0]
 
 Workload: one space with one channel and ``threads`` threads; ``people`` humans, each with a
 phone and a push registration (provider ``apns``, answered by a `FakeProvider` that accepts
@@ -28,17 +28,20 @@ Figures:
   With ``--repeat`` each configuration runs several times (one database each, round-robin
   over the configurations) and the median run by hint decisions per second is reported,
   with all rates listed. The machine's CPU time is split into ``cpu``: the workers, the
-  PostgreSQL server, this script and ``other_s``, the rest of the machine. Before each run
-  the script waits until the machine is idle, and a run that other jobs disturbed (over 5 %
-  of the cores) is repeated, up to three times (``disturbed`` marks the last one). Linux only
+  PostgreSQL server, this script and ``other_s``, the rest of the machine.
+  ``cpu_ms_per_event`` does not depend on the machine's load: the CPU time of the workers'
+  loops (``process_time``, start-up apart) and of their own backends (``/proc``), over the
+  events of the log. With ``--quiet-wait S`` the script waits up to S seconds for an idle
+  machine before each run, and a run that other jobs disturbed (over 5 % of the cores) is
+  repeated, up to three times (``disturbed`` marks the last one). Linux only
   (``/proc``). ``active_backend_samples`` counts what the workers' backends were doing when
   sampled every 50 ms (``cpu``, or a wait event such as ``Lock:transactionid``).
   ``--baseline-src DIR`` adds the configuration 1 worker with 1 partition run on another
   source tree of the library (for example ``git archive`` of an older commit unpacked in DIR:
   its worker processes import ``notify_core`` and ``notify_pg`` from there), alternating with
   the others, and ``baseline`` compares the two: hint decisions per second (best run of each)
-  and statements per event. ``--quiet-wait 0`` neither waits for an idle machine nor repeats
-  disturbed runs (a machine that is never idle).
+  and statements per event. ``--quiet-wait 0`` (the default: a shared machine may never be
+  idle) neither waits nor repeats disturbed runs.
 - ``steady_stream``: a producer appends ``rate`` messages a second for ``duration`` seconds
   while one worker runs; the consumer's lag (events behind the head, and the age of the oldest
   unhandled event) sampled every 0.25 s (median, 99th percentile, maximum).
@@ -53,14 +56,11 @@ import multiprocessing as mp
 import os
 import random
 import resource
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -69,6 +69,7 @@ from typing import Any
 import attrs
 import psycopg
 from psycopg.conninfo import make_conninfo
+from scratch_pg import process_cpu_seconds, server
 
 from notify_core.decide import Policy
 from notify_core.events import Event, parse_event
@@ -86,29 +87,6 @@ POLICY = Policy(
     badge_sync_min_interval=timedelta(seconds=1),
 )
 CONFIG = WorkerConfig(poll_interval=timedelta(milliseconds=20), batch_size=200)
-
-
-@contextmanager
-def server() -> Iterator[str]:
-    dsn = os.environ.get("NOTIFY_BENCH_DSN")
-    if dsn:
-        yield dsn
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-    tmp = tempfile.mkdtemp(prefix="notify-bench-")
-    srv = pgserver.get_server(os.path.join(tmp, "data"), cleanup_mode="delete")
-    uri = str(srv.get_uri())
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute("ALTER SYSTEM SET fsync = off")
-        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
-        conn.execute("SELECT pg_reload_conf()")
-    try:
-        yield uri
-    finally:
-        srv.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 @contextmanager
@@ -236,15 +214,16 @@ def new_worker(dsn: str, partitions: int = 1) -> Worker:
 
 
 class SqlTimer:
-    """Times every statement of the seam (its four ways to run one) in this process."""
+    """Times every statement of the seam (each of its ways to run one) in this process."""
 
-    NAMES = ("all", "one", "run", "run_many")
+    NAMES = ("all", "one", "run", "run_many", "one_each")
 
     def __init__(self, seam: type[Seam] = Seam) -> None:
         self.seconds = 0.0
         self.statements = 0
         self._seam = seam
-        self._originals = {name: getattr(seam, name) for name in self.NAMES}
+        # A baseline tree's seam may lack the newer ways (``--baseline-src``).
+        self._originals = {name: getattr(seam, name) for name in self.NAMES if hasattr(seam, name)}
 
     def __enter__(self) -> SqlTimer:
         for name, original in self._originals.items():
@@ -299,24 +278,42 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
     return make, seam.Seam
 
 
+def _backend_pid(worker: Any) -> int | None:
+    conn = getattr(worker, "_conn", None)
+    if conn is None or conn.closed:
+        return None
+    return int(conn.info.backend_pid)
+
+
 def _work(dsn: str, partitions: int, stop: Any, out: Any, src: str | None = None) -> None:
     make, seam = (new_worker, Seam) if src is None else _library(src)
     worker = make(dsn, partitions)
     idle = 0.0
+    # CPU of the worker's loop (the process's threads, start-up and imports apart) and of its
+    # own backend (the server's work for it, from /proc: no other database's load counts).
+    backends: dict[int, float] = {}
     with SqlTimer(seam) as sql:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         while not stop.is_set():
+            pid = _backend_pid(worker)
             if not worker.run_once():
                 pause = time.perf_counter()
                 stop.wait(CONFIG.poll_interval.total_seconds())
                 idle += time.perf_counter() - pause
+            now = _backend_pid(worker)
+            for ident in {pid, now} - {None}:
+                assert ident is not None
+                backends[ident] = max(backends.get(ident, 0.0), process_cpu_seconds(ident))
         total = time.perf_counter() - started
+        loop_cpu = time.process_time() - cpu_started
     worker.close()
     s = worker.stats
     usage = resource.getrusage(resource.RUSAGE_SELF)
     out.put(
         {
             "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            "loop_cpu_seconds": loop_cpu,
+            "backend_cpu_seconds": sum(backends.values()),
             "events": s.events,
             "due": s.due,
             "decisions": dict(s.decisions),
@@ -403,7 +400,14 @@ def run_workers(
     workers_cpu = sum(r["cpu_seconds"] for r in results)
     mine = time.process_time() - self_before
     sums = ("events", "due", "push_sends", "statements")
-    times = ("seconds", "idle_seconds", "sql_seconds", "provider_seconds")
+    times = (
+        "seconds",
+        "idle_seconds",
+        "sql_seconds",
+        "provider_seconds",
+        "loop_cpu_seconds",
+        "backend_cpu_seconds",
+    )
     total: dict[str, Any] = {key: 0 for key in (*sums, *times)}
     total.update(decisions={}, sent={})
     for r in results:
@@ -441,7 +445,7 @@ def backlog(base: str, people: int, threads: int, messages: int) -> Iterator[str
 
 
 #: The longest `wait_for_quiet` waits (``--quiet-wait``); 0: no wait, no repeated runs.
-QUIET_WAIT = [1800.0]
+QUIET_WAIT = [0.0]
 
 
 def wait_for_quiet(limit: float | None = None) -> float:
@@ -496,6 +500,17 @@ def end_to_end(
         "sql_share": round(result["sql_seconds"] / busy, 3) if busy else 0.0,
         "python_share": round(python / busy, 3) if busy else 0.0,
         "worker_busy_seconds": round(busy, 3),
+        # Load-independent: CPU per event of the log, the workers' loops and their backends.
+        "cpu_ms_per_event": {
+            "worker": round(1000 * result["loop_cpu_seconds"] / max(1, log_events), 3),
+            "backend": round(1000 * result["backend_cpu_seconds"] / max(1, log_events), 3),
+            "total": round(
+                1000
+                * (result["loop_cpu_seconds"] + result["backend_cpu_seconds"])
+                / max(1, log_events),
+                3,
+            ),
+        },
         "cpu": result["cpu"],
         "active_backend_samples": result["waits"],
         "waited_for_quiet_s": waited,
@@ -707,8 +722,9 @@ def main() -> None:
     parser.add_argument(
         "--quiet-wait",
         type=float,
-        default=1800.0,
-        help="the longest wait for an idle machine per run; 0: no wait, no repeated runs",
+        default=0.0,
+        help="the longest wait for an idle machine per run (seconds; on a shared machine it"
+        " may never be idle); 0, the default: no wait, no repeated runs",
     )
     parser.add_argument("--no-steady", action="store_true", help="skip the steady stream")
     parser.add_argument(

@@ -71,6 +71,38 @@ def parse_instant(text: object, pointer: str = "") -> datetime:
         >>> parse_instant("2026-10-23T23:30:00+02:00")
         datetime.datetime(2026, 10, 23, 21, 30, tzinfo=datetime.timezone.utc)
     """
+    if type(text) is str and _canonical(text):
+        # Every instant the formats write (and most a log holds) is UTC with ``Z`` and up to
+        # six digits of fraction: `datetime.fromisoformat` reads that form alike, 5x faster.
+        try:
+            parsed = datetime.fromisoformat(text)
+        except ValueError:
+            pass  # the general path below says what is wrong
+        else:
+            if EARLIEST <= parsed < LATEST:
+                return parsed
+    return _parse_instant(text, pointer)
+
+
+def _canonical(text: str) -> bool:
+    """Whether ``text`` has the shape ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z`` (digits unchecked:
+    `datetime.fromisoformat` refuses others) and an hour that is not 24."""
+    size = len(text)
+    return (
+        (size == 20 or (22 <= size <= 27 and text[19] == "." and text[20:-1].isdigit()))
+        and text[-1] == "Z"
+        and text[10] == "T"
+        and text[4] == "-"
+        and text[7] == "-"
+        and text[13] == ":"
+        and text[16] == ":"
+        and text[11:13] != "24"
+        and text.isascii()
+    )
+
+
+def _parse_instant(text: object, pointer: str) -> datetime:
+    """`parse_instant` for any form RFC 3339 allows (and the errors)."""
     if not isinstance(text, str):
         raise InvalidInput("invalid_instant", "an instant must be an RFC 3339 string", pointer)
     m = _RFC3339.fullmatch(text)

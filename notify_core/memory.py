@@ -737,8 +737,14 @@ class MemoryStore:
         thread_id, seq = str(p["thread"]), int(p["thread_seq"])  # type: ignore[call-overload]
         info = self.threads.get(thread_id)
         if info is not None and seq >= info.last_message_seq and p["kind"] not in ("run", "system"):
-            self.threads[thread_id] = attrs.evolve(
-                info, last_message_seq=seq, newest_message=str(p["message"])
+            # Built directly (`attrs.evolve` looks the fields up again): once per message.
+            self.threads[thread_id] = ThreadInfo(
+                id=info.id,
+                channel=info.channel,
+                main=info.main,
+                last_message_seq=seq,
+                unread_floor_seq=info.unread_floor_seq,
+                newest_message=str(p["message"]),
             )
         author = str(p["author"])
         if p["kind"] in ("run", "system"):

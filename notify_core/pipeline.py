@@ -90,22 +90,37 @@ _RUN_KIND: Final = {
 _RUN_ENDS: Final = frozenset({RunState.COMPLETED, RunState.FAILED, RunState.CANCELLED})
 
 
+#: Who may be a candidate; ``None``: everyone (a partition narrows it to its recipients).
+Owns = Callable[[str], bool] | None
+
+
 def classify(event: Event, world: WorldFacts) -> list[Candidate]:
     """Map a source event to its candidates and kinds (S1-S4), by the facts before it.
 
     One hint per person and event: precedence dm, mention, message. Only active humans are
     candidates; the author never is.
     """
+    return _classify(event, world, world.readers, None)
+
+
+def _classify(
+    event: Event, world: WorldFacts, readers: Callable[[str], Sequence[str]], owns: Owns
+) -> list[Candidate]:
+    """`classify`, with the candidates narrowed to those ``owns`` owns (none left: no
+    candidate) and a channel's readers answered by ``readers`` (already narrowed by it)."""
     p = event.payload
-    if event.type == "message.created":
-        return _classify_message(event, world)
-    if event.type == "run.state_changed":
-        return _classify_run(event, world)
-    if event.type in ("access.expiring", "device.pending"):
+    kind = event.type
+    if kind == "message.created":
+        return _classify_message(event, world, readers, owns)
+    if kind == "run.state_changed":
+        return _classify_run(event, world, readers, owns)
+    if kind in ("access.expiring", "device.pending"):
         person = world.user(event.audience or "")
         if person is None or not person.active_human:
             return []
-        if event.type == "access.expiring":
+        if owns is not None and not owns(person.id):
+            return []
+        if kind == "access.expiring":
             return [Candidate(kind=Kind.ADMIN, recipients=(person.id,), target=str(p["target"]))]
         device = str(p["device"])
         return [
@@ -116,14 +131,17 @@ def classify(event: Event, world: WorldFacts) -> list[Candidate]:
     return []
 
 
-def _humans(world: WorldFacts, people: Sequence[str], but: set[str]) -> tuple[str, ...]:
-    """The active humans among ``people`` but ``but``, ascending and each once."""
+def _humans(world: WorldFacts, people: Sequence[str], but: set[str], owns: Owns) -> tuple[str, ...]:
+    """The active humans among ``people`` (those ``owns`` owns) but ``but``, ascending and
+    each once."""
     user = world.user
     out = {
         person
         for person in people
         if person not in but and (info := user(person)) is not None and info.active_human
     }
+    if owns is not None:
+        return tuple(sorted(filter(owns, out)))
     return tuple(sorted(out))
 
 
@@ -138,7 +156,9 @@ def _without(readers: Sequence[str], but: set[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _classify_message(event: Event, world: WorldFacts) -> list[Candidate]:
+def _classify_message(
+    event: Event, world: WorldFacts, readers_of: Callable[[str], Sequence[str]], owns: Owns
+) -> list[Candidate]:
     p = event.payload
     if p.get("silent") or p["origin"] in ("import", "system") or p["kind"] in ("run", "system"):
         return []
@@ -147,29 +167,57 @@ def _classify_message(event: Event, world: WorldFacts) -> list[Candidate]:
     channel = world.channel(thread.channel) if thread is not None else None
     if thread is None or channel is None:
         return []
-    base = Candidate(
-        kind=Kind.MESSAGE,
-        recipients=(),
-        thread=thread_id,
-        message=str(p["message"]),
-        message_seq=int(p["thread_seq"]),  # type: ignore[call-overload]
-    )
+    message, message_seq = str(p["message"]), int(p["thread_seq"])  # type: ignore[call-overload]
     if channel.direct:
-        dm = _humans(world, channel.participants, {author})
-        return [attrs.evolve(base, kind=Kind.DM, recipients=dm)] if dm else []
-    mentioned = _humans(world, [str(m) for m in p.get("mention_ids", [])], {author})  # type: ignore[attr-defined]
+        dm = _humans(world, channel.participants, {author}, owns)
+        if not dm:
+            return []
+        return [
+            Candidate(
+                kind=Kind.DM,
+                recipients=dm,
+                thread=thread_id,
+                message=message,
+                message_seq=message_seq,
+            )
+        ]
+    mention_ids = p.get("mention_ids")
+    # ``but`` takes every mentioned person, owned or not: the readers are owned ones already.
+    but = {author}
     out = []
-    if mentioned:
-        out.append(attrs.evolve(base, kind=Kind.MENTION, recipients=mentioned))
+    if mention_ids:
+        named = [str(m) for m in mention_ids]  # type: ignore[attr-defined]
+        but.update(named)
+        mentioned = _humans(world, named, {author}, owns)
+        if mentioned:
+            out.append(
+                Candidate(
+                    kind=Kind.MENTION,
+                    recipients=mentioned,
+                    thread=thread_id,
+                    message=message,
+                    message_seq=message_seq,
+                )
+            )
     if p["origin"] == "agent" and world.during_run(thread_id, author):
         return out  # S2: no message hints during a run; its end gives one
-    readers = _without(world.readers(channel.id), {author, *mentioned})
+    readers = _without(readers_of(channel.id), but)
     if readers:
-        out.append(attrs.evolve(base, recipients=readers))
+        out.append(
+            Candidate(
+                kind=Kind.MESSAGE,
+                recipients=readers,
+                thread=thread_id,
+                message=message,
+                message_seq=message_seq,
+            )
+        )
     return out
 
 
-def _classify_run(event: Event, world: WorldFacts) -> list[Candidate]:
+def _classify_run(
+    event: Event, world: WorldFacts, readers_of: Callable[[str], Sequence[str]], owns: Owns
+) -> list[Candidate]:
     p = event.payload
     state = RunState(str(p["state"]))
     run, thread, starter = str(p["run"]), str(p["thread"]), str(p["triggered_by"])
@@ -178,7 +226,12 @@ def _classify_run(event: Event, world: WorldFacts) -> list[Candidate]:
     out = []
     kind = _RUN_KIND.get(state)
     starter_info = world.user(starter)
-    if kind is not None and starter_info is not None and starter_info.active_human:
+    if (
+        kind is not None
+        and starter_info is not None
+        and starter_info.active_human
+        and (owns is None or owns(starter))
+    ):
         out.append(
             Candidate(
                 kind=kind,
@@ -191,7 +244,7 @@ def _classify_run(event: Event, world: WorldFacts) -> list[Candidate]:
         )
     if state in _RUN_ENDS and message is not None:
         but = {str(p["agent"])} | ({starter} if state is not RunState.CANCELLED else set())
-        readers = _without(world.readers(str(p["channel"])), but)
+        readers = _without(readers_of(str(p["channel"])), but)
         if readers:
             out.append(
                 Candidate(
@@ -226,6 +279,10 @@ class Pipeline:
     prefs: PreferenceFacts
     schedule: Schedule
     owns: Callable[[str], bool] | None = None
+    #: Per channel: the world's readers tuple last seen and the owned ones among them.
+    _owned_readers: dict[str, tuple[Sequence[str], tuple[str, ...]]] = attrs.field(
+        init=False, factory=dict, repr=False
+    )
 
     def handle(self, event: Event) -> list[Hint]:
         """Run due work up to the event's time, then the event itself; return the hints.
@@ -260,14 +317,11 @@ class Pipeline:
         hints: list[Hint] = []
         seq, at = event.seq, event.occurred_at
         owns = self.owns
-        for candidate in classify(event, self.world):
+        # With ``owns`` the candidates hold owned recipients only, so that no work per
+        # recipient (not even asking ``owns``) is done for other partitions' people.
+        readers = self.world.readers if owns is None else self._readers_owned
+        for candidate in _classify(event, self.world, readers, owns):
             people = candidate.recipients
-            if owns is not None:
-                # Only ``recipients`` is narrowed (no new candidate: one per partition and
-                # fan-out otherwise); the rest of the candidate is the same for everyone.
-                people = tuple(filter(owns, people))
-                if not people:
-                    continue
             facts = self._event_facts(at, candidate)
             decisions = self._decide_fan_out(facts, candidate, people)
             kind, thread = candidate.kind, candidate.thread
@@ -289,6 +343,19 @@ class Pipeline:
                     )
                 )
         return hints
+
+    def _readers_owned(self, channel: str) -> tuple[str, ...]:
+        """The owned ones among a channel's readers (`WorldFacts.readers`), kept until the
+        world answers another value: a store that caches its answers (the in-memory one) costs
+        one filter per change of a channel's readers, not one per message."""
+        readers = self.world.readers(channel)
+        seen = self._owned_readers.get(channel)
+        if seen is not None and seen[0] is readers:
+            return seen[1]
+        assert self.owns is not None
+        owned = tuple(filter(self.owns, readers))
+        self._owned_readers[channel] = (readers, owned)
+        return owned
 
     def explain(self, event: Event, recipient: str) -> Explanation | None:
         """Explain the decision of ``event`` for ``recipient`` (D11); ``None`` if not a candidate.
@@ -462,8 +529,11 @@ class Pipeline:
     def _after(self, event: Event, hints: list[Hint]) -> None:
         p = event.payload
         if event.type == "message.created" and p["origin"] == "human":
+            author_id = str(p["author"])
+            if self.owns is not None and not self.owns(author_id):
+                return  # another partition's author: not even looked up
             thread = self.world.thread(str(p["thread"]))
-            author = self.world.user(str(p["author"]))
+            author = self.world.user(author_id)
             mine = author is not None and (self.owns is None or self.owns(author.id))
             if thread is not None and not thread.main and author and author.active_human and mine:
                 self.prefs.follow(author.id, thread.id)  # S5

@@ -236,18 +236,34 @@ class FactsReader:
                 "%d stored personal default level(s) are not a level; counted as unset",
                 unknown_defaults,
             )
-        return {
-            (user_id, thread): LevelFacts(
-                thread=own.get((user_id, "thread", thread)),
-                channel=own.get((user_id, "channel", path.channel_id or "")),
-                space=own.get((user_id, "space", path.space_id or "")),
-                channel_default=path.channel_default,
-                direct_message=path.direct_message,
-                personal_default=personal[user_id],
-                instance_default=self._config.instance_default_level,
+        # Most pairs have the same inputs (no own rows, one channel): equal facts are built
+        # once and shared (frozen values; a badge of a push round asks for every thread).
+        shared: dict[tuple[object, ...], LevelFacts] = {}
+        out: dict[tuple[str, str], LevelFacts] = {}
+        instance = self._config.instance_default_level
+        for key, path in paths.items():
+            user_id, thread = key
+            values = (
+                own.get((user_id, "thread", thread)),
+                own.get((user_id, "channel", path.channel_id or "")),
+                own.get((user_id, "space", path.space_id or "")),
+                path.channel_default,
+                path.direct_message,
+                personal[user_id],
             )
-            for (user_id, thread), path in paths.items()
-        }
+            facts = shared.get(values)
+            if facts is None:
+                facts = shared[values] = LevelFacts(
+                    thread=values[0],
+                    channel=values[1],
+                    space=values[2],
+                    channel_default=values[3],
+                    direct_message=values[4],
+                    personal_default=values[5],
+                    instance_default=instance,
+                )
+            out[key] = facts
+        return out
 
     def quiet_rules(
         self, conn: Conn, user_ids: Sequence[str], *, zones: bool = True

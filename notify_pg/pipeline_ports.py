@@ -89,6 +89,8 @@ class Session:
     switches: dict[str, Switches | None] = attrs.field(factory=dict)
     registered: dict[str, frozenset[str]] = attrs.field(factory=dict)
     uncounted: dict[tuple[str, int, int], int] = attrs.field(factory=dict)
+    #: Per loaded thread, its notification path (`_thread_path`; a badge asks per person).
+    paths: dict[str, NotificationPath | None] = attrs.field(factory=dict)
     #: The log's head + 1 (the position due work outside an event reads the log before).
     head: int | None = None
     #: Events the pipeline appends (following), appended at the end of the round.
@@ -121,6 +123,7 @@ class Session:
             self.switches,
             self.registered,
             self.uncounted,
+            self.paths,
         ):
             cache.clear()
 
@@ -141,6 +144,9 @@ class PgWorld:
             that, live routes fail closed: nobody's connections are read, so no device counts
             as live, nobody as active in a thread (D4), and every active device gets ``push``
             (D5), as with no gateway at all (seed 001 note 10).
+        owns: the recipients of a partitioned consumer round (the pipeline's ``owns``):
+            `readers` answers only those, so a round of one partition does not load the
+            people of the others (the pipeline would drop them from the fan-out anyway).
     """
 
     def __init__(
@@ -151,12 +157,14 @@ class PgWorld:
         facts: FactsReader | None = None,
         *,
         live: bool = True,
+        owns: Callable[[str], bool] | None = None,
     ) -> None:
         self._s = session
         self._host = host
         self._seam = Seam("notify_pg", schema)
         self._facts = facts
         self._live = live
+        self._owns = owns
 
     # --- people, places ----------------------------------------------------------------------
 
@@ -190,12 +198,15 @@ class PgWorld:
         return s.channels[channel]
 
     def readers(self, channel: str) -> Sequence[str]:
-        """Return the active humans who can read a channel, ascending by code point.
+        """Return the active humans who can read a channel, ascending by code point (of the
+        owned recipients only, with ``owns``).
 
         Their facts are loaded in one go. Sorted here, not by SQL: a database collation may
         order ids otherwise than the in-memory store, and hints of one event go by recipient.
         """
         readers = self._host.channel_readers(self._s.conn, channel)
+        if self._owns is not None:
+            readers = list(filter(self._owns, readers))
         self._load_users(readers)
         users = self._s.users
         return sorted(
@@ -1043,12 +1054,16 @@ class PgSchedule:
 
 def _thread_path(session: Session, thread: str) -> NotificationPath | None:
     """The path of a thread whose facts the session holds (``None``: not loaded, or the thread
-    or its channel is unknown): the host's `StructurePort.notification_path` of it."""
+    or its channel is unknown): the host's `StructurePort.notification_path` of it. Kept per
+    thread while the thread is loaded (the badges of a push round ask once per person)."""
+    paths = session.paths
+    if thread in paths:
+        return paths[thread]
     info = session.threads.get(thread)
     channel = session.channels.get(info.channel) if info is not None else None
     if channel is None:
         return None
-    return NotificationPath(
+    path = paths[thread] = NotificationPath(
         kind=TargetKind.THREAD,
         space_id=channel.space,
         channel_id=channel.id,
@@ -1056,6 +1071,7 @@ def _thread_path(session: Session, thread: str) -> NotificationPath | None:
         channel_kind=channel.kind,
         channel_default=channel.default_level,
     )
+    return path
 
 
 def _utc(value: datetime) -> datetime:

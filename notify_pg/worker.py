@@ -133,8 +133,8 @@ class WorkerConfig:
             side by side on several workers. Every worker of a consumer must use the same
             count; changing it is allowed only while all cursors stand at one position
             (`Worker.prepare`). The default 2 lets a second worker run consumer rounds too;
-            a lone worker pays about 13 % for it (bench/bench_pg_pipeline.py,
-            docs/decisions.md).
+            a lone worker takes both partitions in each round and runs the statements of
+            one partition (bench/bench_pg_pipeline.py, docs/postgresql.md).
         batch_size: events per consumer round (``consumer.batch_size``).
         due_batch: due work per due-work transaction.
         send_batch: push sends claimed per push round.
@@ -232,6 +232,23 @@ def _claimed(row: tuple[Any, ...]) -> _Claimed:
         due_at.astimezone(UTC),
         attempt,
     )
+
+
+class _Owned:
+    """Whether a recipient belongs to some partitions, remembered per person (the partition
+    is a hash: a round tests every reader of every fan-out)."""
+
+    __slots__ = ("_memo", "_owns")
+
+    def __init__(self, owns: Partition | Partitions) -> None:
+        self._owns = owns
+        self._memo: dict[str, bool] = {}
+
+    def __call__(self, recipient: str) -> bool:
+        known = self._memo.get(recipient)
+        if known is None:
+            known = self._memo[recipient] = self._owns(recipient)
+        return known
 
 
 @attrs.frozen
@@ -380,9 +397,18 @@ class Worker:
         owns: Partition | Partitions | None = None,
     ) -> tuple[Pipeline, PgSchedule]:
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
+        # One partition test per person and round (a fan-out asks for every reader per event).
+        owned = None if owns is None else _Owned(owns)
         pipeline = Pipeline(
             policy=self.policy,
-            world=PgWorld(session, self.host, self.schema, self._facts, live=self.sink is not None),
+            world=PgWorld(
+                session,
+                self.host,
+                self.schema,
+                self._facts,
+                live=self.sink is not None,
+                owns=owned,
+            ),
             prefs=PgPreferences(
                 session,
                 self.host,
@@ -391,7 +417,7 @@ class Worker:
                 self.policy.instance_default_level,
             ),
             schedule=schedule,
-            owns=owns,
+            owns=owned,
         )
         world, prefs = pipeline.world, pipeline.prefs
         assert isinstance(world, PgWorld) and isinstance(prefs, PgPreferences)
@@ -486,12 +512,14 @@ class Worker:
                 self._check_partitions(conn)
                 return 0
             part, position = int(row[0]), int(row[1])
-            taken = [part, *self._more_partitions(conn, part, position)]
             rows = self._seam.all(
                 conn, "read_events_page", {"after": position, "limit": self.config.batch_size}
             )
             if not rows:
                 return 0
+            # Only a round with events takes the other free partitions (a poll at the head
+            # would count the workers and lock cursors for nothing).
+            taken = [part, *self._more_partitions(conn, part, position)]
             session = Session(conn)
             # All partitions own everybody: no filter at all, the plain pipeline.
             owns: Partition | Partitions | None = None

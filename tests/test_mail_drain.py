@@ -240,7 +240,7 @@ def test_e4_the_drain_touches_no_entry_that_is_not_due(
     for n, (after, email, person) in enumerate(rows):
         e = entry(f"e{n}", person=person)
         due_at = T0 + timedelta(seconds=after) if email in (EmailState.PENDING,) else None
-        store.save(attrs.evolve(e, state=attrs.evolve(e.state, email=email, email_after=due_at)))
+        store.save(e._replace(state=attrs.evolve(e.state, email=email, email_after=due_at)))
     before = dict(store.entries)
     at = T0 + timedelta(seconds=at_s)
     wiki = WikiMemory()

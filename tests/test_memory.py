@@ -128,3 +128,16 @@ def test_badge_candidates_give_the_badge_of_every_readable_thread(seed: int) -> 
                 checked += 1
                 counted += len(narrow)
     assert checked > 0 and counted > 0  # the log gives badges to check
+
+
+def test_a_message_keeps_every_field_of_its_thread() -> None:
+    # MemoryStore._on_message_created builds the new ThreadInfo field by field (no evolve):
+    # a new field must be copied there too.
+    assert [field.name for field in attrs.fields(ThreadInfo)] == [
+        "id",
+        "channel",
+        "main",
+        "last_message_seq",
+        "unread_floor_seq",
+        "newest_message",
+    ]

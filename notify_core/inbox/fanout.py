@@ -162,8 +162,10 @@ _MENTION: Final = CATEGORY_BY_KEY["mention"]
 #: Skips: by recipient, then category key (a C-level key).
 _BY_RECIPIENT_CATEGORY: Final = operator.attrgetter("recipient", "category.key")
 
-#: Entries: one per recipient, so the recipient alone orders them (a C-level key).
-_BY_RECIPIENT: Final = operator.attrgetter("recipient")
+#: Entries: one per recipient, so the recipient alone orders them (a C-level key: the field
+#: by position, without the named tuple's property). Skips of one firing category too (each
+#: candidate once, and one category key).
+_BY_RECIPIENT: Final = operator.itemgetter(0)
 
 
 def fan_out(
@@ -204,50 +206,63 @@ def fan_out(
     fired = firing(event)
     # One firing category: each candidate comes once, so nobody is reached twice.
     several = len(fired) > 1
+    # The reasons as locals: a fan-out reads one per skipped candidate.
+    actor_skip, inactive, no_access, section_off, preference, lower_priority = (
+        InboxSkip.ACTOR,
+        InboxSkip.INACTIVE,
+        InboxSkip.NO_ACCESS,
+        InboxSkip.SECTION_OFF,
+        InboxSkip.PREFERENCE,
+        InboxSkip.LOWER_PRIORITY,
+    )
     for category in fired:
         listed = candidates.get(category.key, ())
         if category is _MENTION and event.previous_mentions:
             listed = [p for p in listed if p not in event.previous_mentions]
         delivery = settings.delivery(category.section)
+        section_is_off = delivery is Delivery.OFF
         permission = category.access
         default_in_app, default_email = category.defaults.in_app, category.defaults.email
-        email_allowed = mail and delivery is Delivery.EMAIL
+        # Whether the defaults send an email to a person with a verified address.
+        email_by_default = default_email and mail and delivery is Delivery.EMAIL
         # Access by group set for this category's permission: a dict lookup per person.
         allowed: dict[frozenset[str], bool] = {}
         for person in dict.fromkeys(listed):  # each candidate once, in order
             if person == actor:
-                append_skip(make(SkipDecision, (person, category, InboxSkip.ACTOR)))
+                append_skip(make(SkipDecision, (person, category, actor_skip)))
                 continue
             facts = person_of(person)
             if facts is None or not (facts.active and facts.human) or facts.system:
-                append_skip(make(SkipDecision, (person, category, InboxSkip.INACTIVE)))
+                append_skip(make(SkipDecision, (person, category, inactive)))
                 continue
             if permission is not None:
-                held = allowed.get(facts.groups)
+                person_groups = facts.groups
+                held = allowed.get(person_groups)
                 if held is None:
-                    held = allowed[facts.groups] = access.holds(facts.groups, permission)
+                    held = allowed[person_groups] = access.holds(person_groups, permission)
                 if not held:
-                    append_skip(make(SkipDecision, (person, category, InboxSkip.NO_ACCESS)))
+                    append_skip(make(SkipDecision, (person, category, no_access)))
                     continue
-            if delivery is Delivery.OFF:
-                append_skip(make(SkipDecision, (person, category, InboxSkip.SECTION_OFF)))
+            if section_is_off:
+                append_skip(make(SkipDecision, (person, category, section_off)))
                 continue
-            if facts.prefs.rows:
+            prefs = facts.prefs
+            if prefs.rows:
                 choice = channels_for(
-                    category, facts.prefs, delivery, mail and facts.verified and bool(facts.email)
+                    category, prefs, delivery, mail and facts.verified and bool(facts.email)
                 )
                 in_app, email = choice.in_app, choice.email
             else:  # the defaults: the common case, without building a value
                 in_app = default_in_app
-                email = default_email and email_allowed and facts.verified and bool(facts.email)
+                email = email_by_default and facts.verified and bool(facts.email)
             if not (in_app or email):
-                append_skip(make(SkipDecision, (person, category, InboxSkip.PREFERENCE)))
+                append_skip(make(SkipDecision, (person, category, preference)))
             elif several and person in reached:
-                append_skip(make(SkipDecision, (person, category, InboxSkip.LOWER_PRIORITY)))
+                append_skip(make(SkipDecision, (person, category, lower_priority)))
             else:
                 if several:
                     reached.add(person)
                 append_entry(make(EntryDecision, (person, category, in_app, email)))
     entries.sort(key=_BY_RECIPIENT)
-    skips.sort(key=_BY_RECIPIENT_CATEGORY)
+    skips.sort(key=_BY_RECIPIENT_CATEGORY if several else _BY_RECIPIENT)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import Final
 
 import attrs
@@ -23,6 +24,8 @@ from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSetting
 __all__ = ["EntryMemory", "WikiMemory", "page_after", "strings"]
 
 _DEFAULT_DELAY: Final = timedelta(seconds=180)
+#: The unread entries of a person who has none (read only).
+_NO_ENTRIES: Final[Mapping[str, Entry]] = MappingProxyType({})
 
 
 def strings(value: object) -> frozenset[str]:
@@ -135,10 +138,10 @@ class WikiMemory:
         facts = self._facts
         if not isinstance(ids, (list, tuple, set, frozenset, dict)):
             ids = list(ids)  # read twice below
-        # The common case, every person's facts already built: one comprehension.
-        known = {person: facts[person] for person in ids if person in facts}
-        if len(known) == len(ids):
-            return known
+        try:  # the common case, every person's facts already built: one comprehension
+            return {person: facts[person] for person in ids}
+        except KeyError:
+            pass
         out = {}
         users = self.users
         for person in ids:
@@ -390,7 +393,9 @@ class EntryMemory:
     entries: dict[str, Entry] = attrs.field(factory=dict)
     #: The unread entries themselves (not their ids): a fan-out looks one up per recipient.
     unread_keys: dict[str, dict[str, Entry]] = attrs.field(factory=dict)
-    counters: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    #: The last entry number of each person on each key: group key -> person -> n (a fan-out
+    #: numbers the entries of one key at once).
+    counters: dict[str, dict[str, int]] = attrs.field(factory=dict)
     # (email_after, entry id) of pending emails; an item whose entry moved on is dropped
     # when it comes up.
     _due: list[tuple[datetime, str]] = attrs.field(factory=list, init=False, repr=False)
@@ -400,27 +405,78 @@ class EntryMemory:
         found = self.unread_keys.get(person)
         return None if found is None else found.get(group_key)
 
+    def unread_many(self, group_key: str, people: Sequence[str]) -> list[Entry | None]:
+        """Return `unread` of each person in turn, in one call (`unread_all`)."""
+        get, nothing = self.unread_keys.get, _NO_ENTRIES
+        return [get(person, nothing).get(group_key) for person in people]
+
     def next_id(self, person: str, group_key: str) -> str:
         """Return the id of the person's next entry on a key: ``<person>:<key>:<n>``."""
-        pair = (person, group_key)
-        n = self.counters[pair] = self.counters.get(pair, 0) + 1
+        by_person = self.counters.get(group_key)
+        if by_person is None:
+            by_person = self.counters[group_key] = {}
+        n = by_person[person] = by_person.get(person, 0) + 1
         return f"{person}:{group_key}:{n}"
+
+    def next_ids(self, group_key: str, people: Sequence[str]) -> list[str]:
+        """Return `next_id` of each person in turn, in one call (`take_ids`)."""
+        if not people:
+            return []
+        by_person = self.counters.get(group_key)
+        if by_person is None:
+            by_person = self.counters[group_key] = {}
+        get = by_person.get
+        # Most people start their first entry on the key: one concatenation each.
+        first, middle = f":{group_key}:1", f":{group_key}:"
+        out: list[str] = []
+        append = out.append
+        for person in people:
+            n = get(person)
+            if n is None:
+                by_person[person] = 1
+                append(person + first)
+            else:
+                n = by_person[person] = n + 1
+                append(f"{person}{middle}{n}")
+        return out
 
     def save(self, entry: Entry) -> None:
         """Insert or replace an entry; a read one gives up its key."""
-        self.entries[entry.id] = entry
-        state = entry.state
-        if state.email is EmailState.PENDING and state.email_after is not None:
-            heapq.heappush(self._due, (state.email_after, entry.id))
-        keys = self.unread_keys.get(entry.person)
-        if keys is None:
-            keys = self.unread_keys[entry.person] = {}
-        if state.read:
-            held = keys.get(entry.group_key)
-            if held is not None and held.id == entry.id:
-                del keys[entry.group_key]
-        else:
-            keys[entry.group_key] = entry
+        self.save_many((entry,))
+
+    def save_many(self, entries: Sequence[Entry]) -> None:
+        """`save` each entry in turn, in one call (`save_all`)."""
+        by_id, unread_keys, pending = self.entries, self.unread_keys, EmailState.PENDING
+        # The due items of the batch; pushed one by one into a large heap, or heapified with
+        # it when they outnumber it (a fan-out's new entries into an empty heap).
+        dues = []
+        for entry in entries:
+            # Unpacked: a named tuple's fields by name are slower to read than by position.
+            entry_id, person, _, group_key, state, _, _ = entry
+            by_id[entry_id] = entry
+            if state.email is pending and state.email_after is not None:
+                dues.append((state.email_after, entry_id))
+            keys = unread_keys.get(person)
+            if state.read:
+                if keys is None:
+                    unread_keys[person] = {}
+                else:
+                    held = keys.get(group_key)
+                    if held is not None and held.id == entry_id:
+                        del keys[group_key]
+            elif keys is None:
+                unread_keys[person] = {group_key: entry}
+            else:
+                keys[group_key] = entry
+        if dues:
+            heap = self._due
+            if len(dues) > len(heap):
+                heap.extend(dues)
+                heapq.heapify(heap)
+            else:
+                push = heapq.heappush
+                for item in dues:
+                    push(heap, item)
 
     def unread_of(self, person: str) -> Sequence[Entry]:
         """Return a person's unread entries."""

@@ -52,6 +52,9 @@ from notify_core.inbox.ports import (
     SiteInfo,
     WikiFacts,
     WikiUser,
+    save_all,
+    take_ids,
+    unread_all,
 )
 from notify_core.instants import format_instant_cached, require_instant
 from notify_core.mail import EmailSchedule, QueuedEmail, Schedule, email_after_for, reschedule
@@ -295,7 +298,7 @@ class InboxPipeline:
         for entry in pending:
             due = moved.get(entry.id)
             if due is not None:
-                entries.save(attrs.evolve(entry, state=attrs.evolve(entry.state, email_after=due)))
+                entries.save(entry._replace(state=attrs.evolve(entry.state, email_after=due)))
 
     # --- fan-out ----------------------------------------------------------------------------
 
@@ -389,7 +392,7 @@ class InboxPipeline:
             people = {person for listed in candidates.values() for person in listed}
         facts = wiki.people(people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
-        lines = self._apply(event, inbox, page, result.entries)
+        lines = self._apply(event, inbox, page, result.entries, len(candidates) == 1)
         if result.skips:
             lines.extend(self._skip_lines(event, inbox, result.skips))
             # Entries and skips each come by recipient (then category); one firing category
@@ -452,7 +455,12 @@ class InboxPipeline:
         )
 
     def _apply(
-        self, event: Event, inbox: InboxEvent, page: PageInfo, decisions: Sequence[EntryDecision]
+        self,
+        event: Event,
+        inbox: InboxEvent,
+        page: PageInfo,
+        decisions: Sequence[EntryDecision],
+        one_category: bool = False,
     ) -> list[InboxLine]:
         """Coalesce each entry decision into the person's unread entry of its key (N10-N12).
 
@@ -461,7 +469,9 @@ class InboxPipeline:
         and the person's channels, so people whose states and channels agree share one new
         state (a value), and a due time that does not depend on the person (``immediate``, a
         category without digest) is computed once per schedule: a fan-out to thousands of
-        watchers builds a handful of states and due times, not one each.
+        watchers builds a handful of states and due times, not one each. The store is read
+        and written in batches (`unread_all`, `take_ids`, `save_all`); ``one_category``: every
+        decision is of one category.
         """
         wiki, entries = self.wiki, self.entries
         at, seq, actor, variant, event_id = (
@@ -471,7 +481,8 @@ class InboxPipeline:
             inbox.variant,
             inbox.id,
         )
-        comment_id = inbox.ids.get("comment")
+        ids = inbox.ids
+        comment_id = ids.get("comment")
         comment = wiki.comment(comment_id) if comment_id is not None else None
         excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
         target = EntryTarget(
@@ -486,17 +497,18 @@ class InboxPipeline:
         delay = wiki.email_delay()
         site_info = wiki.site(page.site)
         email_after, user = self.email_after, wiki.user
-        # Due times shared by every person of a (schedule, daily hour, digest): only the
-        # default cadence is known to depend on nothing else for them (E2).
-        shared_dues: dict[tuple[str, int | None, bool], datetime] | None = (
-            {} if email_after is scheduled_email_after else None
-        )
+        # Due times shared by every person of a schedule (keyed by the schedule alone, or by
+        # the pair with a daily hour), one table per ``digest``: only the default cadence is
+        # known to depend on nothing else for them (E2).
+        shared = email_after is scheduled_email_after
+        dues_by_digest: dict[bool, dict[str | tuple[str, int], datetime]] = {}
+        dues: dict[str | tuple[str, int], datetime] | None = None
         # (id of the old state, in_app, email, due) -> (old state, new state); the old state
         # is held so that its id cannot be reused by another object during the event.
         states: dict[
             tuple[int, bool, bool, datetime | None], tuple[EntryState | None, EntryState]
         ] = {}
-        unread, save, next_id = entries.unread, entries.save, entries.next_id
+        olds, take = self._open(decisions, ids, one_category)
         none, new_kind, coalesce_kind = (
             EmailState.NONE,
             EntryDecisionKind.NEW,
@@ -505,12 +517,13 @@ class InboxPipeline:
         site = page.site
         lines: list[InboxLine] = []
         append = lines.append
-        make_line = tuple.__new__  # InboxLine without its Python-level __new__ (all 10 fields)
-        # `Entry(...)` with keywords goes through type.__call__, which packs them into a dict;
-        # calling the attrs-generated __init__ directly passes them as they are (same checks).
-        new_object, init_entry = object.__new__, Entry.__init__
+        written: list[Entry] = []
+        write = written.append
+        # Entries and lines without the named tuples' Python-level __new__ (all fields given).
+        make = tuple.__new__
         last: Category | None = None
         key = category_key = ""
+        take_id: Callable[[], str] | None = None
         # The previous person's inputs and new state (``last_new`` is read only after a match,
         # and the first person never matches: ``last_in_app`` is no bool).
         last_state: EntryState | None = None
@@ -518,28 +531,40 @@ class InboxPipeline:
         last_email: bool | None = None
         last_due: datetime | None = None
         last_new: EntryState | None = None
-        for person, category, in_app, email in decisions:
+        for (person, category, in_app, email), old in zip(decisions, olds, strict=True):
             if category is not last:
                 last, category_key = category, category.key
-                key = category.group_key(inbox.ids)
-            old = unread(person, key)
-            state = None if old is None else old.state
+                key = category.group_key(ids)
+                take_id = take.get(key)
+                if shared:
+                    dues = dues_by_digest.setdefault(category.digest, {})
+            if old is None:
+                state = None
+            else:  # by position: a named tuple's fields by name are slower to read
+                old_id, _, _, _, state, created_at, _ = old
             due = None
             if email and (state is None or state.email is none):  # an email starts (E1)
                 found_user = user(person)
-                if shared_dues is None or found_user is None or type(person) is not str:
+                if dues is None or found_user is None or type(person) is not str:
                     due = email_after(found_user, category, at, delay, site_info)
                 else:
                     schedule, hour = found_user.email_schedule, found_user.daily_hour
-                    if type(schedule) is str and (hour is None or type(hour) is int):
-                        shared = (schedule, hour, category.digest)
-                        due = shared_dues.get(shared)
+                    # Only values `email_schedule` caches share a due time: an exact str and
+                    # None or an exact int (so equal keys mean equal values).
+                    shared_key: str | tuple[str, int] | None = None
+                    if type(schedule) is str:
+                        if hour is None:
+                            shared_key = schedule
+                        elif type(hour) is int:
+                            shared_key = (schedule, hour)
+                    if shared_key is None:
+                        due = email_after(found_user, category, at, delay, site_info)
+                    else:
+                        due = dues.get(shared_key)
                         if due is None:
                             due = email_after(found_user, category, at, delay, site_info)
                             if due_is_shared(found_user, category):
-                                shared_dues[shared] = due
-                    else:  # not a value `email_schedule` caches: no sharing
-                        due = email_after(found_user, category, at, delay, site_info)
+                                dues[shared_key] = due
             if (
                 state is last_state
                 and in_app is last_in_app
@@ -563,39 +588,65 @@ class InboxPipeline:
                     due,
                     new_state,
                 )
-            entry = new_object(Entry)
             if old is None:
-                init_entry(
-                    entry,
-                    id=next_id(person, key),
-                    person=person,
-                    category=category_key,
-                    group_key=key,
-                    state=new_state,
-                    created_at=at,
-                    target=target,
-                )
+                assert take_id is not None  # the key has new entries: their ids were taken
+                entry = make(Entry, (take_id(), person, category_key, key, new_state, at, target))
                 kind = new_kind
             else:
-                init_entry(
-                    entry,
-                    id=old.id,
-                    person=person,
-                    category=category_key,
-                    group_key=key,
-                    state=new_state,
-                    created_at=old.created_at,
-                    target=target,
+                entry = make(
+                    Entry, (old_id, person, category_key, key, new_state, created_at, target)
                 )
                 kind = coalesce_kind
-            save(entry)
+            write(entry)
             append(
-                make_line(
+                make(
                     InboxLine,
                     (seq, at, person, category_key, variant, key, kind, site, entry, None),
                 )
             )
+        save_all(entries, written)
         return lines
+
+    def _open(
+        self, decisions: Sequence[EntryDecision], ids: Mapping[str, str], one_category: bool
+    ) -> tuple[Sequence[Entry | None], dict[str, Callable[[], str]]]:
+        """The unread entry of each decision, and per key the taker of the new entries' ids.
+
+        A person has one entry decision per event (`fan_out` reaches each person once), so
+        no decision's entry is another's unread one: the store is read before any write, and
+        the ids of the new entries are taken in one call per key (`take_ids`).
+        """
+        entries = self.entries
+        if not decisions:
+            return [], {}
+        olds: Sequence[Entry | None]
+        fresh: dict[str, list[str]] = {}
+        if one_category:
+            key = decisions[0].category.group_key(ids)
+            people = [decision[0] for decision in decisions]
+            olds = unread_all(entries, key, people)
+            fresh[key] = [person for person, old in zip(people, olds, strict=True) if old is None]
+        else:
+            unread = entries.unread
+            found: list[Entry | None] = []
+            remember = found.append
+            last: Category | None = None
+            starting: list[str] = []
+            for person, category, _, _ in decisions:
+                if category is not last:
+                    last, key = category, category.group_key(ids)
+                    starting = fresh.setdefault(key, [])
+                old = unread(person, key)
+                remember(old)
+                if old is None:
+                    starting.append(person)
+            olds = found
+        take = {
+            key: iter(take_ids(entries, key, people)).__next__
+            for key, people in fresh.items()
+            if people
+        }
+        return olds, take
 
     # --- the mail drain (E4) ----------------------------------------------------------------
 
@@ -629,7 +680,7 @@ class InboxPipeline:
         for plan in plans:
             sent = plan.skip is None
             for entry in plan.sent if sent else plan.entries:
-                entries.save(attrs.evolve(entry, state=mail_done(entry.state, sent)))
+                entries.save(entry._replace(state=mail_done(entry.state, sent)))
             lines.append(
                 MailLine(
                     at,
@@ -673,7 +724,7 @@ class InboxPipeline:
             ]
         for entry in chosen:
             if entry.state.in_app:  # an email-only entry is in no inbox: it closes by its email
-                entries.save(attrs.evolve(entry, state=read(entry.state)))
+                entries.save(entry._replace(state=read(entry.state)))
 
 
 def _variant(event: Event) -> str:

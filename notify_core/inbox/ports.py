@@ -6,9 +6,9 @@ adapter implements the same protocols. The inbox path never knows which one it t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import attrs
 
@@ -27,6 +27,9 @@ __all__ = [
     "SiteInfo",
     "WikiFacts",
     "WikiUser",
+    "save_all",
+    "take_ids",
+    "unread_all",
 ]
 
 
@@ -106,11 +109,14 @@ class EntryTarget:
     excerpt: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class Entry:
-    """One inbox entry of one person.
+class Entry(NamedTuple):
+    """One inbox entry of one person: an immutable value, changed with ``_replace``.
 
-    Args:
+    A named tuple rather than an attrs value (unlike the other facts): a fan-out makes one per
+    recipient, and a frozen attrs class sets each of its seven fields through
+    ``object.__setattr__``, which cost more than all the rest of building an entry.
+
+    Attributes:
         id: ``<person>:<group_key>:<n>`` in a replay.
         person: whose entry it is.
         category: the category's key.
@@ -207,3 +213,48 @@ class EntryStore(Protocol):
 
     def due(self, until: datetime) -> Sequence[Entry]:
         """Return the ``pending`` entries due at or before ``until`` (E4)."""
+
+
+def unread_all(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[Entry | None]:
+    """Return each person's unread entry of a key (``None``: none), in order.
+
+    The same as `EntryStore.unread` of each person in turn. A store with an
+    ``unread_many(group_key, people)`` method (the in-memory one) answers in one call; any
+    other is asked one person at a time.
+    """
+    batch: Callable[[str, Sequence[str]], Sequence[Entry | None]] | None = getattr(
+        store, "unread_many", None
+    )
+    if batch is not None:
+        return batch(group_key, people)
+    unread = store.unread
+    return [unread(person, group_key) for person in people]
+
+
+def take_ids(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[str]:
+    """Return the ids of the next entries on a key of each person, in order.
+
+    The same ids as `EntryStore.next_id` of each person in turn (a person listed twice gets
+    two successive ids). A store with a ``next_ids(group_key, people)`` method (the in-memory
+    one) answers in one call; any other is asked one person at a time.
+    """
+    batch: Callable[[str, Sequence[str]], Sequence[str]] | None = getattr(store, "next_ids", None)
+    if batch is not None:
+        return batch(group_key, people)
+    next_id = store.next_id
+    return [next_id(person, group_key) for person in people]
+
+
+def save_all(store: EntryStore, entries: Sequence[Entry]) -> None:
+    """Save the entries in order: the same as `EntryStore.save` of each one in turn.
+
+    A store with a ``save_many(entries)`` method (the in-memory one) takes them in one call;
+    any other is handed one entry at a time.
+    """
+    batch: Callable[[Sequence[Entry]], None] | None = getattr(store, "save_many", None)
+    if batch is not None:
+        batch(entries)
+        return
+    save = store.save
+    for entry in entries:
+        save(entry)

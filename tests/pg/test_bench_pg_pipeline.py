@@ -26,6 +26,12 @@ def test_two_workers_with_two_partitions_drain_a_small_backlog(
     assert run["per_worker_events"] and sum(run["per_worker_events"]) > 0
     assert 0 < run["sql_share"] < 1 and run["statements_per_event"] > 0
     assert set(run["cpu"]) == {"workers_s", "server_s", "bench_s", "other_s", "cores_busy"}
+    # CPU per event of the log: the workers' loops and their own backends (0 when remote).
+    per_event = run["cpu_ms_per_event"]
+    assert per_event["worker"] > 0 and per_event["backend"] >= 0
+    assert per_event["total"] == pytest.approx(
+        per_event["worker"] + per_event["backend"], abs=0.002
+    )
 
 
 def test_steady_stream_with_two_workers_reports_the_lowest_cursors_lag(

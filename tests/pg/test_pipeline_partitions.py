@@ -23,10 +23,12 @@ from test_pipeline_crash import _policy, append_burst, replayed
 from notify_cli.main import cli
 from notify_core.errors import UsageError
 from notify_core.events import Event, parse_event
-from notify_core.partitions import partition_of
+from notify_core.partitions import Partition, partition_of
 from notify_core.replay import policy_from_mapping
 from notify_pg import migrate, migrations
 from notify_pg.errors import PartitionError
+from notify_pg.pipeline_ports import PgWorld, Session
+from notify_pg.seam import Seam
 from notify_pg.worker import Worker, WorkerConfig
 
 Connect = Callable[[], psycopg.Connection[Any]]
@@ -417,3 +419,50 @@ def test_rounds_of_different_partitions_run_side_by_side(
     assert head is not None
     # Each partition's round handled the log up to the head it saw: both moved.
     assert all(position > 0 for _n, _p, _ps, position in cursors(conn))
+
+
+def _statement_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names of the seam's statements run from now on, in order."""
+    names: list[str] = []
+    for method in ("all", "one", "run", "run_many", "one_each"):
+        original = getattr(Seam, method)
+
+        def wrapper(seam: Seam, conn: Any, name: str, *a: Any, _o: Any = original, **k: Any) -> Any:
+            names.append(name)
+            return _o(seam, conn, name, *a, **k)
+
+        monkeypatch.setattr(Seam, method, wrapper)
+    return names
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+def test_a_poll_at_the_head_costs_the_same_with_any_partition_count(
+    parts: int, db_dsn: str, conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone worker polling at the head runs two statements (its cursor, an empty page),
+    whatever the count: the other partitions are taken only by a round with events."""
+    run = seeded_run(db_dsn, conn, parts)
+    while run.worker.consume():
+        pass
+    names = _statement_names(monkeypatch)
+    assert run.worker.consume() == 0
+    run.worker.close()
+    assert names == ["lock_cursor", "read_events_page"]
+
+
+def test_a_partitions_round_reads_only_its_own_readers(
+    db_dsn: str, conn: psycopg.Connection[Any]
+) -> None:
+    """`PgWorld.readers` of a partitioned round answers the partition's people only (the
+    fan-out keeps only them), in the same order: the other partitions' people are not
+    loaded."""
+    run = seeded_run(db_dsn, conn, 2)
+    run.worker.close()
+    everyone = list(PgWorld(Session(conn), run.host, SCHEMA).readers("c"))
+    assert len(everyone) >= 3
+    for part in (0, 1):
+        session = Session(conn)
+        mine = PgWorld(session, run.host, SCHEMA, owns=Partition(part, 2)).readers("c")
+        assert list(mine) == [p for p in everyone if partition_of(p, 2) == part]
+        assert set(mine) <= set(session.users)
+        assert all(partition_of(p, 2) == part for p in session.users)

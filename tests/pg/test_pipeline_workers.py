@@ -6,6 +6,7 @@ every push send once, nothing left behind."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -48,39 +49,17 @@ def wide_burst() -> tuple[list[str], int]:
     return lines_of(log), head
 
 
-def two_workers(dsn: str, run: PgRun, config: WorkerConfig) -> list[Worker]:
-    """Two more workers on the run's database, each with its own connection."""
-    providers = [FakeProvider("apns"), FakeProvider("fcm")]
-    return [
-        Worker(
-            lambda: psycopg.connect(dsn, autocommit=True),
-            run.host,
-            schema=SCHEMA,
-            policy=run.worker.policy,
-            config=config,
-            clock=run.clock,
-            providers=providers,
-            sink=run.sink,
-        )
-        for _ in range(2)
-    ]
-
-
-def consumer_cursors(conn: psycopg.Connection[Any]) -> list[tuple[int, int]]:
-    """The consumer's cursors as (partition, position)."""
-    rows = conn.execute(
-        f"SELECT part, position FROM {SCHEMA}.consumer_cursors ORDER BY part"
-    ).fetchall()
-    return [(int(p), int(pos)) for p, pos in rows]
-
-
 @pytest.mark.parametrize("parts", [1, 2, 3], ids=lambda n: f"partitions{n}")
 def test_two_workers_drain_one_database(
-    parts: int, new_database: Callable[[str | None], str], pg_template: str
+    parts: int,
+    new_database: Callable[[str | None], str],
+    pg_template: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Two workers (threads with their own connections) drain one database at once: exactly
     the hints of one consumer (a replay), compared as sorted lists of hint lines; with
     partitions their consumer rounds run side by side."""
+    caplog.set_level(logging.INFO, logger="notify_pg.worker")
     lines, head = wide_burst()
     expected = sorted(replayed(lines))
     dsn = new_database(pg_template)
@@ -92,13 +71,20 @@ def test_two_workers_drain_one_database(
         run.due(burst[0].occurred_at)
         append_burst(run, burst)
         run.clock.set(FAR)  # every window has ended; the pushes are long past max_age
-        workers = two_workers(dsn, run, config)
-        # Both count with the consumer before either runs a round: beside the run's worker a
-        # round then takes one partition (share 1), so each event is read once per partition.
-        # A round that starts before the other worker joined takes 2 of 3 partitions and reads
-        # their events once (test_a_round_before_the_other_worker_joins_reads_its_events_once).
-        for w in workers:
-            w.prepare()
+        providers = [FakeProvider("apns"), FakeProvider("fcm")]
+        workers = [
+            Worker(
+                lambda: psycopg.connect(dsn, autocommit=True),
+                run.host,
+                schema=SCHEMA,
+                policy=run.worker.policy,
+                config=config,
+                clock=run.clock,
+                providers=providers,
+                sink=run.sink,
+            )
+            for _ in range(2)
+        ]
         errors: list[BaseException] = []
         start = threading.Barrier(2)
 
@@ -142,52 +128,41 @@ def test_two_workers_drain_one_database(
     assert left == (0,)
     assert len(ids) == len(set(ids))
     # The burst and the follow events the consumer appended for Alex, the Owner and reader0,
-    # handled once by each partition.
-    assert sum(w.stats.events for w in workers) == parts * (len(burst) + 3)
+    # handled once by each partition: a round that took several free partitions at one
+    # position (3 partitions: a worker's share is 2) handled its events for each of them.
+    rounds = [
+        r.fields  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.getMessage() == "consumer round" and r.threadName != threading.main_thread().name
+    ]
+    assert sum(f["events"] * f["taken"] for f in rounds) == parts * (len(burst) + 3)
+    assert sum(f["events"] for f in rounds) == sum(w.stats.events for w in workers)
 
 
-def test_a_fan_out_costs_a_constant_number_of_statements(
-    new_database: Callable[[str | None], str],
-    pg_template: str,
-    monkeypatch: Any,
-) -> None:
-    """Seed 001 TestGather_OneCallPerPortPerEvent: the facts of all candidates of an event are
-    read in batches, so a message to 40 readers costs as many statements as one to 5."""
-    from notify_pg.seam import Seam
+def two_workers(dsn: str, run: PgRun, config: WorkerConfig) -> list[Worker]:
+    """Two more workers on the run's database, each with its own connection."""
+    providers = [FakeProvider("apns"), FakeProvider("fcm")]
+    return [
+        Worker(
+            lambda: psycopg.connect(dsn, autocommit=True),
+            run.host,
+            schema=SCHEMA,
+            policy=run.worker.policy,
+            config=config,
+            clock=run.clock,
+            providers=providers,
+            sink=run.sink,
+        )
+        for _ in range(2)
+    ]
 
-    counts: dict[int, int] = {}
-    for readers in (5, 40):
-        log = Log().team()
-        for i in range(readers):
-            add_reader(log, f"reader{i:02d}", f"r-reader{i:02d}")
-        log.at(10).msg("m1", "owner", seq=1)
-        lines = lines_of(log)
-        dsn = new_database(pg_template)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            # One partition: one round decides the message for every reader.
-            one = WorkerConfig(partitions=1)
-            run = PgRun(dsn, conn, policy_from_mapping(_policy()), config=one)
-            run.feed_lines(lines[:-1])
-            event = parse_event(json.loads(lines[-1]))
-            run.due(event.occurred_at)
-            append_burst(run, [event])
-            statements = 0
-            for name in ("all", "one", "run", "run_many"):
-                original = getattr(Seam, name)
 
-                def counted(self: Seam, *args: Any, _original: Any = original, **kw: Any) -> Any:
-                    nonlocal statements
-                    statements += 1
-                    return _original(self, *args, **kw)
-
-                monkeypatch.setattr(Seam, name, counted)
-            assert run.worker.consume() == 1
-            monkeypatch.undo()
-            sends = len(run.push_sends())
-            run.worker.close()
-        assert sends == readers  # each reader got the message at once
-        counts[readers] = statements
-    assert counts[5] == counts[40], counts
+def consumer_cursors(conn: psycopg.Connection[Any]) -> list[tuple[int, int]]:
+    """The consumer's cursors as (partition, position)."""
+    rows = conn.execute(
+        f"SELECT part, position FROM {SCHEMA}.consumer_cursors ORDER BY part"
+    ).fetchall()
+    return [(int(p), int(pos)) for p, pos in rows]
 
 
 def test_a_round_before_the_other_worker_joins_reads_its_events_once(
@@ -232,3 +207,47 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
     assert first.stats.failures == second.stats.failures == 0
     # Every partition handled every event; the first round read 4 of them for two partitions.
     assert first.stats.events + second.stats.events == 3 * (len(burst) + 3) - 4
+
+
+def test_a_fan_out_costs_a_constant_number_of_statements(
+    new_database: Callable[[str | None], str],
+    pg_template: str,
+    monkeypatch: Any,
+) -> None:
+    """Seed 001 TestGather_OneCallPerPortPerEvent: the facts of all candidates of an event are
+    read in batches, so a message to 40 readers costs as many statements as one to 5."""
+    from notify_pg.seam import Seam
+
+    counts: dict[int, int] = {}
+    for readers in (5, 40):
+        log = Log().team()
+        for i in range(readers):
+            add_reader(log, f"reader{i:02d}", f"r-reader{i:02d}")
+        log.at(10).msg("m1", "owner", seq=1)
+        lines = lines_of(log)
+        dsn = new_database(pg_template)
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            # One partition: one round decides the message for every reader.
+            one = WorkerConfig(partitions=1)
+            run = PgRun(dsn, conn, policy_from_mapping(_policy()), config=one)
+            run.feed_lines(lines[:-1])
+            event = parse_event(json.loads(lines[-1]))
+            run.due(event.occurred_at)
+            append_burst(run, [event])
+            statements = 0
+            for name in ("all", "one", "run", "run_many"):
+                original = getattr(Seam, name)
+
+                def counted(self: Seam, *args: Any, _original: Any = original, **kw: Any) -> Any:
+                    nonlocal statements
+                    statements += 1
+                    return _original(self, *args, **kw)
+
+                monkeypatch.setattr(Seam, name, counted)
+            assert run.worker.consume() == 1
+            monkeypatch.undo()
+            sends = len(run.push_sends())
+            run.worker.close()
+        assert sends == readers  # each reader got the message at once
+        counts[readers] = statements
+    assert counts[5] == counts[40], counts

@@ -35,7 +35,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter[str]]:
     """Counts every statement of the seam by the round (the worker's method) that runs it."""
     counts: Counter[str] = Counter()
     current = ["other"]
-    for name in ("all", "one", "run", "run_many"):
+    for name in ("all", "one", "run", "run_many", "one_each"):
         original = getattr(Seam, name)
 
         def wrapper(seam: Seam, *args: Any, _original: Any = original, **kw: Any) -> Any:

@@ -1,0 +1,54 @@
+"""What the PostgreSQL benchmarks share: a scratch server and the CPU time of a process.
+
+Imported by ``bench_pg_pipeline.py`` and ``bench_pg_inbox.py`` (they run with ``bench/`` on
+``sys.path``, as a script or from the smoke tests).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import psycopg
+
+
+@contextmanager
+def server() -> Iterator[str]:
+    """The benchmark's server: ``NOTIFY_BENCH_DSN`` if set, else a throwaway pgserver
+    instance with fsync and synchronous commit off (a benchmark measures the library, not the
+    disk), removed on exit."""
+    dsn = os.environ.get("NOTIFY_BENCH_DSN")
+    if dsn:
+        yield dsn
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    tmp = tempfile.mkdtemp(prefix="notify-bench-")
+    srv = pgserver.get_server(os.path.join(tmp, "data"), cleanup_mode="delete")
+    uri = str(srv.get_uri())
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET fsync = off")
+        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+        conn.execute("SELECT pg_reload_conf()")
+    try:
+        yield uri
+    finally:
+        srv.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) of one process of this machine so far, a server backend or
+    a worker (Linux ``/proc``); 0 when it has ended or cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            text = handle.read()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
