@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import statistics
-import tempfile
 import time
 import uuid
-import warnings
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import make_conninfo
+from scratch_pg import server
 
 from notify_core.levels import LevelFacts, Preference, Target, TargetKind
 from notify_pg import DEFAULT_LEVEL_KEY, NotifyStore, migrate
@@ -36,24 +32,6 @@ from notify_pg.reference_host import ReferenceHost, migrate_reference_host
 from notify_pg.seam import Seam
 
 THREAD, CHANNEL, SPACE = "t-bench", "c-bench", "s-bench"
-
-
-@contextmanager
-def server() -> Iterator[str]:
-    dsn = os.environ.get("NOTIFY_BENCH_DSN")
-    if dsn:
-        yield dsn
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-    tmp = tempfile.mkdtemp(prefix="notify-bench-")
-    srv = pgserver.get_server(os.path.join(tmp, "data"), cleanup_mode="delete")
-    try:
-        yield str(srv.get_uri())
-    finally:
-        srv.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def populate(
