@@ -1,7 +1,7 @@
 """``notify replay --engine dask``: one recipient partition per task on a Dask cluster.
 
 Each task replays the whole log deciding for one partition (`notify_core.partitioned`) and
-sends its lines grouped by log line, as zlib-compressed chunks (`Spool`), through a
+sends its lines grouped by log line, as compressed chunks (`Spool`: LZ4, else zlib), through a
 `distributed.Queue` of its own as it makes them; this process merges the chunks while the
 tasks run (one chunk per partition decompressed at a time, a log line written once every
 partition has passed it) into the single replay's output, and the tasks' summaries into its
@@ -56,6 +56,7 @@ __all__ = [
     "SpooledRun",
     "StreamedRuns",
     "check_options",
+    "decompress",
     "replay_dask",
     "replay_partition",
     "run_dask_replay",
@@ -67,7 +68,7 @@ __all__ = [
 INSTALL = "--engine dask needs the Dask extra: pip install 'notify-engine[dask]'"
 
 
-#: Lines per compressed chunk: big enough for zlib to find the lines' repetitions, small
+#: Lines per compressed chunk: big enough for the codec to find the lines' repetitions, small
 #: enough that the merge holds little decompressed (one chunk per partition).
 CHUNK_LINES: Final = 20_000
 
@@ -77,8 +78,44 @@ CHUNK_LINES: Final = 20_000
 FAILED: Final = -1
 
 
+#: The first bytes of an LZ4 frame (a zlib stream begins with 0x78).
+LZ4_MAGIC: Final = b"\x04\x22\x4d\x18"
+
+
+def _zlib_compress(data: bytes) -> bytes:
+    return zlib.compress(data, 1)
+
+
+def _codec() -> Callable[[bytes], bytes]:
+    try:
+        import lz4.frame
+    except ImportError:
+        return _zlib_compress
+    compress: Callable[[bytes], bytes] = lz4.frame.compress
+    return compress
+
+
+_compress: Final = _codec()
+
+
+def decompress(chunk: bytes) -> bytes:
+    """Decompress a `Spool` chunk, LZ4 or zlib (whichever made it)."""
+    if chunk[:4] == LZ4_MAGIC:
+        try:
+            import lz4.frame
+        except ImportError:
+            raise BadInput(f"the Dask workers send LZ4 chunks: {INSTALL}") from None
+        data: bytes = lz4.frame.decompress(chunk)
+        return data
+    return zlib.decompress(chunk)
+
+
 class Spool:
-    """A partition's groups as zlib-compressed pickles of about `CHUNK_LINES` lines each.
+    """A partition's groups as compressed pickles of about `CHUNK_LINES` lines each.
+
+    The codec is LZ4's frame format when the ``lz4`` package is there (the ``dask`` extra
+    installs it: it compresses 4x faster than zlib's fastest level, decompresses 2x faster,
+    for chunks about 30 % larger), zlib otherwise; `decompress` tells them by their header.
 
     A task's lines are kept compressed (bytes, which the collector never walks) and travel
     to the merging process as they are, a tenth of their text's size.
@@ -112,7 +149,7 @@ class Spool:
 
     def _flush(self) -> None:
         data = pickle.dumps(self._buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        chunk = zlib.compress(data, 1)
+        chunk = _compress(data)
         self.size += len(chunk)
         if self._send is None:
             self.chunks.append(chunk)
@@ -128,7 +165,7 @@ def unspool(chunks: list[bytes]) -> Iterator[Group]:
     from ``chunks`` once read, so that memory falls as the merge goes on."""
     for index, chunk in enumerate(chunks):
         chunks[index] = b""
-        groups: list[Group] = pickle.loads(zlib.decompress(chunk))
+        groups: list[Group] = pickle.loads(decompress(chunk))
         del chunk
         yield from groups
 
@@ -282,7 +319,7 @@ def _streamed(queue: Any, futures: list[Any], ended: list[float], index: int) ->
             ended[index] = time.perf_counter()
             return
         expected += 1
-        groups: list[Group] = pickle.loads(zlib.decompress(chunk))
+        groups: list[Group] = pickle.loads(decompress(chunk))
         del chunk
         yield from groups
 
@@ -325,13 +362,15 @@ def run_partitions(
         future.add_done_callback(wake)
     ended = [0.0] * count
     parts = [_streamed(queues[index], futures, ended, index) for index in range(count)]
-    if write is None:
-        for _ in merge_groups(parts):
-            pass
-    else:
-        for texts in merge_groups(parts):
-            write("\n".join(texts))
-            write("\n")
+    # Unpickling makes a key tuple per line: the default thresholds collect every 700.
+    with batch_gc():
+        if write is None:
+            for _ in merge_groups(parts):
+                pass
+        else:
+            for texts in merge_groups(parts):
+                write("\n".join(texts))
+                write("\n")
     runs = [_result(future) for future in futures]
     for queue in queues:
         queue.close()  # type: ignore[no-untyped-call]

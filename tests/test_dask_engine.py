@@ -163,3 +163,17 @@ def test_a_task_run_again_sends_its_chunks_again_and_the_merge_reads_them_once()
     ended = [0.0]
     assert list(_streamed(queue, [], ended, 0)) == groups
     assert ended[0] > 0
+
+
+def test_chunks_of_either_codec_are_read() -> None:
+    import pickle
+    import zlib
+
+    import lz4.frame
+
+    from notify_cli.dask_engine import LZ4_MAGIC, decompress
+
+    data = pickle.dumps([(1, [(3,)], ["line"])])
+    assert lz4.frame.compress(data)[:4] == LZ4_MAGIC
+    assert decompress(lz4.frame.compress(data)) == data
+    assert decompress(zlib.compress(data, 1)) == data
