@@ -15,12 +15,13 @@ Stages, each reported in the JSON object:
   ``notify replay --engine dask`` runs: one `notify_cli.dask_engine.replay_partition` task
   per partition, each sending its chunks through a queue as it makes them, merged into a
   file while the tasks run. ``tasks_s``: until the merge has read every task's last chunk
-  (``task_wall_s``: each task's); ``merge_s``: the rest of the merge after that (the tail);
-  ``close_s``: closing the cluster and writing the summary; ``replay_s`` is all three;
-  ``wall_s`` adds the cluster's start, what ``notify replay --engine dask`` pays. Each task
-  reports its worker's peak resident memory (``worker_peak_mib``) and CPU time
-  (``task_cpu_s``); ``merger_peak_mib`` is the merging process's (the scheduler's too, on a
-  local cluster), ``chunks_mib`` the compressed lines it received.
+  (``task_wall_s``: until each task had ended); ``merge_s``: the rest of the merge after
+  that (the tail); ``close_s``: closing the cluster and writing the summary; ``replay_s``
+  is all three; ``wall_s`` adds the cluster's start, what ``notify replay --engine dask``
+  pays. Each task reports its worker's peak resident memory (``worker_peak_mib``) and CPU time
+  (``task_cpu_s``); ``merger_peak_mib`` and ``merger_cpu_s`` (from the tasks' submission to
+  the merge's end) are the merging process's (the scheduler's too, on a local cluster),
+  ``chunks_mib`` the compressed lines it received.
 - The two alternate ``--rounds`` times in the same run; ``best`` takes each one's fastest,
   ``speedup`` is single wall time over the dask wall time (goal >= 1.7 with 2 workers on 2
   cores) and ``cpu_bound`` the single replay's CPU time over the slowest task's: the speedup
@@ -123,12 +124,12 @@ def dask(
             silence_logs=logging.ERROR,
         )
     client = Client(cluster or scheduler)  # type: ignore[no-untyped-call]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     progress("dask.cluster_started", seconds=round(started - start, 2))
     try:
         with out.open("w", encoding="utf-8") as handle:
             streamed = run_partitions(client, str(log), Policy(), False, partitions, handle.write)
-        merged_at = time.perf_counter()
+        merged_at, merge_cpu = time.perf_counter(), time.process_time() - cpu
         runs = streamed.runs
         gathered = max(streamed.ended)
         progress(
@@ -152,10 +153,11 @@ def dask(
         "close_s": round(done - merged_at, 2),
         "replay_s": round(done - started, 2),
         "wall_s": round(done - start, 2),
-        "task_wall_s": [round(end - started, 2) for end in streamed.ended],
+        "task_wall_s": [round(end - started, 2) for end in streamed.finished],
         "lines": sum(run.lines for run in runs),
         "chunks_mib": _mib(sum(run.chunk_bytes for run in runs) / 1024),
         "task_cpu_s": [round(run.cpu_s, 2) for run in runs],
+        "merger_cpu_s": round(merge_cpu, 2),
         "worker_peak_mib": [_mib(run.peak_kib) for run in runs],
         "merger_peak_mib": _mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss),
     }

@@ -273,11 +273,14 @@ class StreamedRuns:
 
     Attributes:
         runs: the tasks' runs, in partition order (their chunks empty: they were streamed).
-        ended: `time.perf_counter` when the merge read each task's last chunk.
+        ended: `time.perf_counter` when the merge read each task's last chunk (for all but
+            the slowest task, when the merge caught up with it: it waits for the slowest).
+        finished: `time.perf_counter` when this process learnt each task had ended.
     """
 
     runs: list[SpooledRun]
     ended: list[float]
+    finished: list[float]
 
 
 def _failed(futures: list[Any]) -> None:
@@ -352,7 +355,10 @@ def run_partitions(
         for index in range(count)
     ]
 
+    finished = [0.0] * count
+
     def wake(future: Any) -> None:
+        finished[futures.index(future)] = time.perf_counter()
         if future.status != "finished":
             with contextlib.suppress(Exception):  # only a wake-up: the merge finds the cause
                 for queue in queues:
@@ -374,7 +380,7 @@ def run_partitions(
     runs = [_result(future) for future in futures]
     for queue in queues:
         queue.close()  # type: ignore[no-untyped-call]
-    return StreamedRuns(runs, ended)
+    return StreamedRuns(runs, ended, finished)
 
 
 def replay_dask(
