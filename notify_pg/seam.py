@@ -14,7 +14,10 @@ Query files hold blocks of this shape::
     -- The rows of one person, in key order.
     SELECT ... FROM {schema}.notification_preferences WHERE user_id = %(user_id)s ...;
 
-``{schema}`` is the only placeholder that is not a parameter.
+``{schema}`` is the only placeholder that is not a parameter. A block whose description is
+followed by ``-- extends: OTHER`` is the text of ``OTHER`` (an earlier block of the same file)
+with its own body appended: one statement held once, in two forms (``inbox_upsert`` and the
+same statement with a ``RETURNING`` clause).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ Conn = psycopg.Connection[Any]
 Row = tuple[Any, ...]
 
 _NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$")
+_EXTENDS = re.compile(r"^-- extends: ([a-z_][a-z0-9_]*)\s*$")
 
 
 def trusted_sql(text: str) -> LiteralString:
@@ -53,11 +57,14 @@ def trusted_sql(text: str) -> LiteralString:
 def parse_queries(text: str, origin: str = "<sql>") -> dict[str, str]:
     """Split a query file into its named blocks.
 
-    Each block starts with ``-- name: NAME``, followed by one comment line describing it.
+    Each block starts with ``-- name: NAME``, followed by one comment line describing it. A
+    ``-- extends: BASE`` line after the description makes the block BASE's text (a block
+    defined earlier in the file) followed by the block's own body.
 
     Raises:
-        ValueError: a block without description or body, a repeated name, or text before the
-            first block (a packaging mistake, caught by the tests).
+        ValueError: a block without description or body, a repeated name, an extended block
+            not defined before, or text before the first block (a packaging mistake, caught by
+            the tests).
     """
     out: dict[str, str] = {}
     name: str | None = None
@@ -70,7 +77,16 @@ def parse_queries(text: str, origin: str = "<sql>") -> dict[str, str]:
             raise ValueError(f"{origin}: query {name!r} needs a one-line description and a body")
         if name in out:
             raise ValueError(f"{origin}: query {name!r} is defined twice")
-        out[name] = "\n".join(body[1:]).strip().rstrip(";")
+        extends = _EXTENDS.match(body[1])
+        if extends is None:
+            out[name] = "\n".join(body[1:]).strip().rstrip(";")
+            return
+        base, own = extends[1], "\n".join(body[2:]).strip().rstrip(";")
+        if base not in out:
+            raise ValueError(f"{origin}: query {name!r} extends {base!r}, not defined before it")
+        if not own:
+            raise ValueError(f"{origin}: query {name!r} needs a body after its extends line")
+        out[name] = f"{out[base]}\n{own}"
 
     for line in text.splitlines():
         m = _NAME.match(line)
