@@ -41,7 +41,7 @@ from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.inbox import purge
 from notify_pg.migrate import DEFAULT_SCHEMA
-from notify_pg.seam import Conn, Seam
+from notify_pg.seam import Conn, Seam, array_element, text_array
 
 __all__ = [
     "CANDIDATE_BATCH",
@@ -421,11 +421,11 @@ class InboxFanOut:
             people = dict(self.host.inbox_people(conn, ids))
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": list(people)}
+            conn, "inbox_prefs_of", {"ids": text_array(list(people))}
         ):
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, rows in stored.items():
-            people[user] = attrs.evolve(people[user], prefs=InboxPrefs(rows=rows))
+            people[user] = people[user]._replace(prefs=InboxPrefs(rows=rows))
         return people, users
 
     def _write(
@@ -476,14 +476,17 @@ class InboxFanOut:
         for d in decisions:
             if d.category.key not in quoted:
                 key = d.category.group_key(inbox.ids)
-                quoted[d.category.key] = (_quote(d.category.key), _quote(key))
-        pending, none = _quote(EmailState.PENDING.value), _quote(EmailState.NONE.value)
+                quoted[d.category.key] = (array_element(d.category.key), array_element(key))
+        pending, none = (
+            array_element(EmailState.PENDING.value),
+            array_element(EmailState.NONE.value),
+        )
         for start in range(0, len(decisions), self.write_batch):
             chunk = decisions[start : start + self.write_batch]
             pairs = [quoted[d.category.key] for d in chunk]
             params = {
                 **event_values,
-                "user_id": _array([_quote(d.recipient) for d in chunk]),
+                "user_id": _array([array_element(d.recipient) for d in chunk]),
                 "category": _array([p[0] for p in pairs]),
                 "group_key": _array([p[1] for p in pairs]),
                 "in_app": _array(["t" if d.in_app else "f" for d in chunk]),
@@ -581,11 +584,6 @@ class InboxRound:
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
 
 
-def _quote(text: str) -> str:
-    """One element of a PostgreSQL array literal, quoted: taken as it is, whatever it holds."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _array(elements: Sequence[str]) -> str:
     """A PostgreSQL array literal of elements already quoted (or ``NULL``)."""
     return "{" + ",".join(elements) + "}"
@@ -602,7 +600,7 @@ def _timestamp_literals(values: Sequence[datetime | None]) -> list[str]:
         text = seen.get(value)
         if text is None:
             # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
-            text = seen[value] = _quote(value.isoformat())
+            text = seen[value] = array_element(value.isoformat())
         out.append(text)
     return out
 

@@ -50,7 +50,7 @@ LIMIT %(limit)s;
 -- name: inbox_prefs_of
 -- The stored inbox choices of many people.
 SELECT user_id, category, channel, enabled FROM {schema}.inbox_preferences
-WHERE user_id = ANY(%(ids)b::text[]);
+WHERE user_id = ANY(%(ids)s::text[]);
 
 -- name: inbox_pref_put
 -- Store a choice that differs from the category's default.
