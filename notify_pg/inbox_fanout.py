@@ -471,27 +471,31 @@ class InboxFanOut:
         }
         dues = _timestamp_literals(self._dues(decisions, users, at, delay, site))
         # The per-person columns go as array literals built here: psycopg dumps a list element
-        # by element in Python, and most values repeat (one category, one due time).
-        quoted: dict[str, tuple[str, str]] = {}
-        for d in decisions:
-            if d.category.key not in quoted:
-                key = d.category.group_key(inbox.ids)
-                quoted[d.category.key] = (array_element(d.category.key), array_element(key))
-        pending, none = (
-            array_element(EmailState.PENDING.value),
-            array_element(EmailState.NONE.value),
-        )
+        # by element in Python. What repeats (category, group key, in_app, email state) goes
+        # once per kind, and each row names its kind by number (from 1).
+        group_keys: dict[str, str] = {}
+        pending, none = EmailState.PENDING.value, EmailState.NONE.value
         for start in range(0, len(decisions), self.write_batch):
             chunk = decisions[start : start + self.write_batch]
-            pairs = [quoted[d.category.key] for d in chunk]
+            kinds: dict[tuple[str, bool, bool], str] = {}
+            numbers: list[str] = []
+            for d in chunk:
+                kind = (d.category.key, d.in_app, d.email)
+                number = kinds.get(kind)
+                if number is None:
+                    number = kinds[kind] = str(len(kinds) + 1)
+                    if kind[0] not in group_keys:
+                        group_keys[kind[0]] = d.category.group_key(inbox.ids)
+                numbers.append(number)
             params = {
                 **event_values,
-                "user_id": _array([array_element(d.recipient) for d in chunk]),
-                "category": _array([p[0] for p in pairs]),
-                "group_key": _array([p[1] for p in pairs]),
-                "in_app": _array(["t" if d.in_app else "f" for d in chunk]),
-                "email_state": _array([pending if d.email else none for d in chunk]),
+                "user_id": text_array([d.recipient for d in chunk]),
+                "kind": _array(numbers),
                 "email_after": _array(dues[start : start + self.write_batch]),
+                "category": text_array([k[0] for k in kinds]),
+                "group_key": text_array([group_keys[k[0]] for k in kinds]),
+                "in_app": _array(["t" if k[1] else "f" for k in kinds]),
+                "email_state": text_array([pending if k[2] else none for k in kinds]),
             }
             started = time.perf_counter()
             if listening:
