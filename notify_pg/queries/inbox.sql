@@ -67,7 +67,7 @@ WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)
 -- name: inbox_upsert
 -- Coalesce up to 500 entry decisions of one event in one statement (N10-N12, E1). What is the
 -- same for every row of the event (its page, actor, time) is one value; the arrays carry only
--- what differs by person: the person, the due time, and the number (from 1) of the row's kind
+-- what differs by person: the person, the due time, and the number (from 1) of the kind of row
 -- in the short arrays of the kinds (category, group key, in_app, email state), of which an
 -- event has a few. Nothing is read back: inbox_upsert_returning extends this statement with
 -- the written rows returned.
