@@ -34,7 +34,16 @@ from psycopg import sql
 
 from notify_pg.errors import translate
 
-__all__ = ["Conn", "Row", "Seam", "load_queries", "parse_queries", "trusted_sql"]
+__all__ = [
+    "Conn",
+    "Row",
+    "Seam",
+    "array_element",
+    "load_queries",
+    "parse_queries",
+    "text_array",
+    "trusted_sql",
+]
 
 #: The connection type every public function takes.
 Conn = psycopg.Connection[Any]
@@ -43,6 +52,20 @@ Row = tuple[Any, ...]
 
 _NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$")
 _EXTENDS = re.compile(r"^-- extends: ([a-z_][a-z0-9_]*)\s*$")
+
+
+def array_element(text: str) -> str:
+    """One element of a PostgreSQL array literal, quoted: read back as it is, whatever it holds."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def text_array(items: Sequence[str]) -> str:
+    """A PostgreSQL array literal of strings, for a ``%(name)s::text[]`` parameter.
+
+    psycopg dumps a list element by element in Python; one string built here costs about half
+    as much, and the server reads it as fast.
+    """
+    return "{" + ",".join([array_element(t) for t in items]) + "}"
 
 
 def trusted_sql(text: str) -> LiteralString:

@@ -50,7 +50,7 @@ LIMIT %(limit)s;
 -- name: inbox_prefs_of
 -- The stored inbox choices of many people.
 SELECT user_id, category, channel, enabled FROM {schema}.inbox_preferences
-WHERE user_id = ANY(%(ids)b::text[]);
+WHERE user_id = ANY(%(ids)s::text[]);
 
 -- name: inbox_pref_put
 -- Store a choice that differs from the category's default.
@@ -67,20 +67,22 @@ WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)
 -- name: inbox_upsert
 -- Coalesce up to 500 entry decisions of one event in one statement (N10-N12, E1). What is the
 -- same for every row of the event (its page, actor, time) is one value; the arrays carry only
--- what differs by person. Nothing is read back: inbox_upsert_returning extends this statement
--- with the written rows returned.
+-- what differs by person: the person, the due time, and the number (from 1) of the kind of row
+-- in the short arrays of the kinds (category, group key, in_app, email state), of which an
+-- event has a few. Nothing is read back: inbox_upsert_returning extends this statement with
+-- the written rows returned.
 INSERT INTO {schema}.inbox_entries AS e (
     user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
     path, locale, excerpt, variants, count, last_event, in_app, email_state, email_after,
     created_at, updated_at)
-SELECT r.user_id, %(site_id)b::text, r.category, %(variant)b::text, r.group_key,
-       %(page_id)b::text, %(comment_id)b::text, %(actor_id)b::text, %(title)b::text,
-       %(path)b::text, %(locale)b::text, %(excerpt)b::text, ARRAY[%(variant)b::text], 1,
-       %(last_event)b::bigint, r.in_app, r.email_state, r.email_after, %(at)b::timestamptz,
-       %(at)b::timestamptz
-FROM unnest(%(user_id)s::text[], %(category)s::text[], %(group_key)s::text[],
-            %(in_app)s::boolean[], %(email_state)s::text[], %(email_after)s::timestamptz[])
-    AS r (user_id, category, group_key, in_app, email_state, email_after)
+SELECT r.user_id, %(site_id)b::text, (%(category)s::text[])[r.kind], %(variant)b::text,
+       (%(group_key)s::text[])[r.kind], %(page_id)b::text, %(comment_id)b::text,
+       %(actor_id)b::text, %(title)b::text, %(path)b::text, %(locale)b::text,
+       %(excerpt)b::text, ARRAY[%(variant)b::text], 1, %(last_event)b::bigint,
+       (%(in_app)s::boolean[])[r.kind], (%(email_state)s::text[])[r.kind], r.email_after,
+       %(at)b::timestamptz, %(at)b::timestamptz
+FROM unnest(%(user_id)s::text[], %(kind)s::integer[], %(email_after)s::timestamptz[])
+    AS r (user_id, kind, email_after)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
     count = e.count + 1,
