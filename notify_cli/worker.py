@@ -496,6 +496,7 @@ def work_counts(work: Any) -> dict[str, Any]:
     stats = work.stats
     return {
         "events": stats.events,
+        "partition_events": stats.partition_events,
         "due": stats.due,
         "push_sends": stats.push_sends,
         "decisions": dict(stats.decisions),

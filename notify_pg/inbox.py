@@ -27,7 +27,7 @@ from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, categories_for
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_pg.migrate import DEFAULT_SCHEMA
-from notify_pg.seam import Conn, Seam, load_queries, trusted_sql
+from notify_pg.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = [
     "PAGE_SIZE",
@@ -345,7 +345,7 @@ class InboxPreferences:
         """Return the stored choices of many people."""
         out: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": list(user_ids)}
+            conn, "inbox_prefs_of", {"ids": text_array(list(user_ids))}
         ):
             out.setdefault(user, {})[(category, channel)] = bool(enabled)
         return out

@@ -21,6 +21,7 @@ slow worker is never worked by two at once.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections import Counter
@@ -41,7 +42,7 @@ from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.inbox import purge
 from notify_pg.migrate import DEFAULT_SCHEMA
-from notify_pg.seam import Conn, Seam
+from notify_pg.seam import Conn, Seam, array_element, text_array
 
 __all__ = [
     "CANDIDATE_BATCH",
@@ -166,6 +167,39 @@ class _Claimed:
     cursor: str | None
 
 
+@attrs.frozen
+class _EventFacts:
+    """What every batch of one event's fan-out shares."""
+
+    inbox: InboxEvent
+    page: PageInfo
+    site: SiteInfo | None
+    groups: Mapping[str, Group]
+    settings: InboxSettings
+    delay: timedelta
+    access: AccessCache
+    values: dict[str, Any]
+
+
+@attrs.frozen
+class _Facts:
+    """A batch's candidates (``ids``, sorted) and their facts; ``users``: ``None`` when the
+    host reads the cadence apart (asked of the mailed, after the decisions)."""
+
+    ids: tuple[str, ...]
+    people: Mapping[str, PersonFacts]
+    users: Mapping[str, WikiUser] | None
+
+
+@attrs.frozen
+class _Plan:
+    """A batch decided: its write statements' parameters, entries and skips (by reason)."""
+
+    statements: tuple[dict[str, Any], ...]
+    entries: int
+    skips: tuple[str, ...]
+
+
 class _LostClaim(Exception):
     """The event's claim went to another worker (ours was older than the timeout)."""
 
@@ -262,10 +296,22 @@ class InboxFanOut:
         delay = host.inbox_email_delay(conn)
         access = AccessCache(groups, inbox.page)
         sources = [(c, c.candidates) for c in firing(inbox)]
-        cursor = claimed.cursor or ""
+        the_event = _EventFacts(
+            inbox=inbox,
+            page=page,
+            site=site,
+            groups=groups,
+            settings=settings,
+            delay=delay,
+            access=access,
+            values=self._event_values(conn, claimed, inbox, page),
+        )
+        candidates, end = self._batch(
+            conn, claimed, event, inbox, page, sources, claimed.cursor or ""
+        )
+        plan: _Plan | None = None
         while True:
             written: list[Written] = []
-            candidates, end = self._batch(conn, claimed, event, inbox, page, sources, cursor)
             with self._seam.transaction(conn):
                 if (
                     self._seam.one(
@@ -274,34 +320,79 @@ class InboxFanOut:
                     is None
                 ):
                     raise _LostClaim
-                people_ids = sorted({p for listed in candidates.values() for p in listed})
-                if people_ids:
-                    people, users = self._people(conn, people_ids)
-                    result = fan_out(inbox, candidates, people, groups, settings, access=access)
-                    written = self._write(
-                        conn, claimed, inbox, page, site, result.entries, delay, users
-                    )
-                    self.stats.entries += len(result.entries)
-                    self.stats.skips.update(skip.reason.value for skip in result.skips)
-                if end is None:
-                    self._seam.run(
-                        conn, "inbox_processed", {"id": claimed.id, "worker": self.worker}
-                    )
-                else:
-                    self._seam.run(
-                        conn,
-                        "inbox_set_cursor",
-                        {"id": claimed.id, "worker": self.worker, "cursor": end},
-                    )
+                if plan is None:
+                    plan = self._plan(conn, the_event, candidates, self._facts(conn, candidates))
+                for params in plan.statements[:-1]:
+                    written.extend(self._send(conn, claimed, params))
+                # The next batch is read now, before this batch's last statement: the server
+                # then runs that statement, the cursor and the commit while this process
+                # decides the next batch (a pipeline). Nothing of it is written before the
+                # next batch holds the claim again; a lost claim drops it unwritten.
+                ahead: tuple[dict[str, list[str]], str | None] | None = None
+                next_plan: _Plan | None = None
+                plan_next: Callable[[], _Plan] | None = None
+                if end is not None:
+                    following, after = self._batch(conn, claimed, event, inbox, page, sources, end)
+                    ahead = (following, after)
+                    facts = self._facts(conn, following)
+                    if facts.users is None:  # the host reads the cadence after the decisions
+                        next_plan = self._plan(conn, the_event, following, facts)
+                    else:  # pure: run while the server works
+                        plan_next = functools.partial(self._plan, conn, the_event, following, facts)
+                last_written, planned = self._finish_batch(conn, claimed, plan, end, plan_next)
+                written.extend(last_written)
+                if planned is not None:
+                    next_plan = planned
+                self.stats.entries += plan.entries
+                self.stats.skips.update(plan.skips)
             self.stats.batches += 1
             self.stats.access_evaluations = access.evaluations
             if self.on_written is not None and written:
                 self.on_written(written)
             if self.on_batch is not None:
                 self.on_batch(claimed.id)
-            if end is None:
+            if ahead is None:
                 return
-            cursor = end
+            candidates, end = ahead
+            plan = next_plan
+
+    def _finish_batch(
+        self,
+        conn: Conn,
+        claimed: _Claimed,
+        plan: _Plan,
+        end: str | None,
+        plan_next: Callable[[], _Plan] | None,
+    ) -> tuple[list[Written], _Plan | None]:
+        """Send the batch's last statement and its cursor (or the event done) in a pipeline,
+        run ``plan_next`` (the next batch's decisions) while the server runs them, and return
+        what the last statement wrote (read back only for a listener) and the next plan."""
+        listening = self.on_written is not None
+        planned: _Plan | None = None
+        last = None
+        with self._seam.translated(), conn.pipeline() as pipeline:
+            started = time.perf_counter()
+            if plan.statements:
+                name = "inbox_upsert_returning" if listening else "inbox_upsert"
+                last = conn.execute(self._seam.query(name), plan.statements[-1])
+            if end is None:
+                conn.execute(
+                    self._seam.query("inbox_processed"), {"id": claimed.id, "worker": self.worker}
+                )
+            else:
+                conn.execute(
+                    self._seam.query("inbox_set_cursor"),
+                    {"id": claimed.id, "worker": self.worker, "cursor": end},
+                )
+            sending = time.perf_counter() - started
+            if plan_next is not None:
+                planned = plan_next()
+            started = time.perf_counter()
+            pipeline.sync()
+            if last is not None:
+                self.stats.write_s += sending + time.perf_counter() - started
+            rows = last.fetchall() if last is not None and listening else []
+        return [_written(claimed.id, r) for r in rows], planned
 
     def _finish(self, conn: Conn, event_id: int) -> None:
         with self._seam.transaction(conn):
@@ -421,42 +512,24 @@ class InboxFanOut:
             people = dict(self.host.inbox_people(conn, ids))
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": list(people)}
+            conn, "inbox_prefs_of", {"ids": text_array(list(people))}
         ):
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, rows in stored.items():
-            people[user] = attrs.evolve(people[user], prefs=InboxPrefs(rows=rows))
+            people[user] = people[user]._replace(prefs=InboxPrefs(rows=rows))
         return people, users
 
-    def _write(
-        self,
-        conn: Conn,
-        claimed: _Claimed,
-        inbox: InboxEvent,
-        page: PageInfo,
-        site: SiteInfo | None,
-        decisions: Sequence[EntryDecision],
-        delay: timedelta,
-        users: Mapping[str, WikiUser] | None,
-    ) -> list[Written]:
-        """Coalesce the entries of one batch, ``write_batch`` rows per statement.
-
-        The written rows are read back only for a listener (``on_written``): without one,
-        returning ten thousand rows costs the server and this process for nothing.
-        """
-        out: list[Written] = []
-        listening = self.on_written is not None
+    def _event_values(
+        self, conn: Conn, claimed: _Claimed, inbox: InboxEvent, page: PageInfo
+    ) -> dict[str, Any]:
+        """The columns every entry of the event shares (its page, actor, time: N11)."""
         event = claimed.event
-        at = event.occurred_at
         comment = inbox.ids.get("comment")
         excerpt = event.payload.get("excerpt")
         if comment is not None and excerpt is None:
             found = self.host.inbox_comment(conn, comment)
             excerpt = found.excerpt if found is not None else None
-        if users is None:
-            mailed = [d.recipient for d in decisions if d.email]
-            users = self.host.inbox_users(conn, mailed) if mailed else {}
-        event_values: dict[str, Any] = {
+        return {
             "site_id": page.site,
             "variant": inbox.variant,
             "page_id": page.id,
@@ -467,36 +540,104 @@ class InboxFanOut:
             "locale": page.locale,
             "excerpt": None if excerpt is None else str(excerpt),
             "last_event": claimed.id,
-            "at": at,
+            "at": event.occurred_at,
         }
-        dues = _timestamp_literals(self._dues(decisions, users, at, delay, site))
+
+    def _facts(self, conn: Conn, candidates: Mapping[str, Sequence[str]]) -> _Facts:
+        """Read the facts of a batch's candidates (`_people`)."""
+        ids = sorted({p for listed in candidates.values() for p in listed})
+        if not ids:
+            return _Facts(ids=(), people={}, users={})
+        people, users = self._people(conn, ids)
+        return _Facts(ids=tuple(ids), people=people, users=users)
+
+    def _plan(
+        self,
+        conn: Conn,
+        the_event: _EventFacts,
+        candidates: Mapping[str, Sequence[str]],
+        facts: _Facts,
+    ) -> _Plan:
+        """Decide a batch (the core's `fan_out`) and build its write statements' parameters.
+
+        Pure when ``facts.users`` is known; otherwise the host is asked the cadence of the
+        mailed people first.
+        """
+        if not facts.ids:
+            return _Plan(statements=(), entries=0, skips=())
+        result = fan_out(
+            the_event.inbox,
+            candidates,
+            facts.people,
+            the_event.groups,
+            the_event.settings,
+            access=the_event.access,
+        )
+        users = facts.users
+        if users is None:
+            mailed = [d.recipient for d in result.entries if d.email]
+            users = self.host.inbox_users(conn, mailed) if mailed else {}
+        return _Plan(
+            statements=self._statements(the_event, result.entries, users),
+            entries=len(result.entries),
+            skips=tuple(skip.reason.value for skip in result.skips),
+        )
+
+    def _statements(
+        self,
+        the_event: _EventFacts,
+        decisions: Sequence[EntryDecision],
+        users: Mapping[str, WikiUser],
+    ) -> tuple[dict[str, Any], ...]:
+        """The parameters of the statements coalescing a batch, ``write_batch`` rows each."""
+        inbox, values = the_event.inbox, the_event.values
+        dues = _timestamp_literals(
+            self._dues(decisions, users, values["at"], the_event.delay, the_event.site)
+        )
         # The per-person columns go as array literals built here: psycopg dumps a list element
-        # by element in Python, and most values repeat (one category, one due time).
-        quoted: dict[str, tuple[str, str]] = {}
-        for d in decisions:
-            if d.category.key not in quoted:
-                key = d.category.group_key(inbox.ids)
-                quoted[d.category.key] = (_quote(d.category.key), _quote(key))
-        pending, none = _quote(EmailState.PENDING.value), _quote(EmailState.NONE.value)
+        # by element in Python. What repeats (category, group key, in_app, email state) goes
+        # once per kind, and each row names its kind by number (from 1).
+        group_keys: dict[str, str] = {}
+        pending, none = EmailState.PENDING.value, EmailState.NONE.value
+        out: list[dict[str, Any]] = []
         for start in range(0, len(decisions), self.write_batch):
             chunk = decisions[start : start + self.write_batch]
-            pairs = [quoted[d.category.key] for d in chunk]
-            params = {
-                **event_values,
-                "user_id": _array([_quote(d.recipient) for d in chunk]),
-                "category": _array([p[0] for p in pairs]),
-                "group_key": _array([p[1] for p in pairs]),
-                "in_app": _array(["t" if d.in_app else "f" for d in chunk]),
-                "email_state": _array([pending if d.email else none for d in chunk]),
-                "email_after": _array(dues[start : start + self.write_batch]),
-            }
-            started = time.perf_counter()
-            if listening:
-                rows = self._seam.all(conn, "inbox_upsert_returning", params)
-                out.extend(_written(claimed.id, r) for r in rows)
-            else:
-                self._seam.run(conn, "inbox_upsert", params)
-            self.stats.write_s += time.perf_counter() - started
+            kinds: dict[tuple[str, bool, bool], str] = {}
+            numbers: list[str] = []
+            for d in chunk:
+                kind = (d.category.key, d.in_app, d.email)
+                number = kinds.get(kind)
+                if number is None:
+                    number = kinds[kind] = str(len(kinds) + 1)
+                    if kind[0] not in group_keys:
+                        group_keys[kind[0]] = d.category.group_key(inbox.ids)
+                numbers.append(number)
+            out.append(
+                {
+                    **values,
+                    "user_id": text_array([d.recipient for d in chunk]),
+                    "kind": _array(numbers),
+                    "email_after": _array(dues[start : start + self.write_batch]),
+                    "category": text_array([k[0] for k in kinds]),
+                    "group_key": text_array([group_keys[k[0]] for k in kinds]),
+                    "in_app": _array(["t" if k[1] else "f" for k in kinds]),
+                    "email_state": text_array([pending if k[2] else none for k in kinds]),
+                }
+            )
+        return tuple(out)
+
+    def _send(self, conn: Conn, claimed: _Claimed, params: Mapping[str, Any]) -> list[Written]:
+        """Run one write statement; the rows it wrote are read back only for a listener
+        (``on_written``): without one, returning ten thousand rows costs both sides for
+        nothing."""
+        started = time.perf_counter()
+        out: list[Written] = []
+        if self.on_written is not None:
+            rows = self._seam.all(conn, "inbox_upsert_returning", params)
+            out = [_written(claimed.id, r) for r in rows]
+        else:
+            self._seam.run(conn, "inbox_upsert", params)
+        self.stats.write_s += time.perf_counter() - started
         return out
 
     def _dues(
@@ -581,11 +722,6 @@ class InboxRound:
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
 
 
-def _quote(text: str) -> str:
-    """One element of a PostgreSQL array literal, quoted: taken as it is, whatever it holds."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def _array(elements: Sequence[str]) -> str:
     """A PostgreSQL array literal of elements already quoted (or ``NULL``)."""
     return "{" + ",".join(elements) + "}"
@@ -602,7 +738,7 @@ def _timestamp_literals(values: Sequence[datetime | None]) -> list[str]:
         text = seen.get(value)
         if text is None:
             # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
-            text = seen[value] = _quote(value.isoformat())
+            text = seen[value] = array_element(value.isoformat())
         out.append(text)
     return out
 

@@ -54,7 +54,7 @@ from notify_core.mail import (
     unsubscribe_token,
 )
 from notify_pg.migrate import DEFAULT_SCHEMA
-from notify_pg.seam import Conn, Seam
+from notify_pg.seam import Conn, Seam, text_array
 from notify_pg.smtp import MailSendError, Outgoing, mail_message
 
 __all__ = [
@@ -342,11 +342,11 @@ class MailDrain:
         people = dict(host.inbox_people(conn, ids))
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": list(people)}
+            conn, "inbox_prefs_of", {"ids": text_array(list(people))}
         ):
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, choices in stored.items():
-            people[user] = attrs.evolve(people[user], prefs=InboxPrefs(rows=choices))
+            people[user] = people[user]._replace(prefs=InboxPrefs(rows=choices))
         sites: dict[str, SiteInfo | None] = {}
 
         def site_on(site: str) -> bool:

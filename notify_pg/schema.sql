@@ -521,14 +521,12 @@ CREATE TABLE {schema}.inbox_entries (
         CHECK ((email_after IS NOT NULL) = (email_state IN ('pending', 'sending')))
 );
 
--- Coalescing and idempotency (N10): one unread entry per person and key.
+-- Coalescing and idempotency (N10): one unread entry per person and key; also the badge and
+-- mark-read, a person's unread rows (H1; its own badge index went in 0016).
 CREATE UNIQUE INDEX inbox_entries_unread_key
     ON {schema}.inbox_entries (user_id, group_key) WHERE read_at IS NULL;
 -- The inbox list, keyset on (updated_at, id) descending (H1).
 CREATE INDEX inbox_entries_list_idx ON {schema}.inbox_entries (user_id, updated_at DESC, id DESC);
--- The badge: unread entries in the inbox (H1).
-CREATE INDEX inbox_entries_badge_idx
-    ON {schema}.inbox_entries (user_id) WHERE read_at IS NULL AND in_app;
 -- The mail queue (E4, E5).
 CREATE INDEX inbox_entries_mail_idx
     ON {schema}.inbox_entries (email_after) WHERE email_state IN ('pending', 'sending');
@@ -605,3 +603,7 @@ CREATE INDEX unsubscribe_audit_user_idx ON {schema}.unsubscribe_audit (user_id, 
 -- (consumer_failures_round_check above).
 CREATE INDEX inbox_entries_emailed_idx
     ON {schema}.inbox_entries (emailed_at) WHERE emailed_at IS NOT NULL;
+
+-- from 0016_inbox_badge_index.sql
+-- The badge's own index (user_id) WHERE read_at IS NULL AND in_app went: inbox_entries_unread_key
+-- serves the badge and mark-read with the same plan; one index insertion less per entry.

@@ -14,7 +14,10 @@ Query files hold blocks of this shape::
     -- The rows of one person, in key order.
     SELECT ... FROM {schema}.notification_preferences WHERE user_id = %(user_id)s ...;
 
-``{schema}`` is the only placeholder that is not a parameter.
+``{schema}`` is the only placeholder that is not a parameter. A block whose description is
+followed by ``-- extends: OTHER`` is the text of ``OTHER`` (an earlier block of the same file)
+with its own body appended: one statement held once, in two forms (``inbox_upsert`` and the
+same statement with a ``RETURNING`` clause).
 """
 
 from __future__ import annotations
@@ -31,7 +34,16 @@ from psycopg import sql
 
 from notify_pg.errors import translate
 
-__all__ = ["Conn", "Row", "Seam", "load_queries", "parse_queries", "trusted_sql"]
+__all__ = [
+    "Conn",
+    "Row",
+    "Seam",
+    "array_element",
+    "load_queries",
+    "parse_queries",
+    "text_array",
+    "trusted_sql",
+]
 
 #: The connection type every public function takes.
 Conn = psycopg.Connection[Any]
@@ -39,6 +51,21 @@ Conn = psycopg.Connection[Any]
 Row = tuple[Any, ...]
 
 _NAME = re.compile(r"^-- name: ([a-z_][a-z0-9_]*)\s*$")
+_EXTENDS = re.compile(r"^-- extends: ([a-z_][a-z0-9_]*)\s*$")
+
+
+def array_element(text: str) -> str:
+    """One element of a PostgreSQL array literal, quoted: read back as it is, whatever it holds."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def text_array(items: Sequence[str]) -> str:
+    """A PostgreSQL array literal of strings, for a ``%(name)s::text[]`` parameter.
+
+    psycopg dumps a list element by element in Python; one string built here costs about half
+    as much, and the server reads it as fast.
+    """
+    return "{" + ",".join([array_element(t) for t in items]) + "}"
 
 
 def trusted_sql(text: str) -> LiteralString:
@@ -53,11 +80,14 @@ def trusted_sql(text: str) -> LiteralString:
 def parse_queries(text: str, origin: str = "<sql>") -> dict[str, str]:
     """Split a query file into its named blocks.
 
-    Each block starts with ``-- name: NAME``, followed by one comment line describing it.
+    Each block starts with ``-- name: NAME``, followed by one comment line describing it. A
+    ``-- extends: BASE`` line after the description makes the block BASE's text (a block
+    defined earlier in the file) followed by the block's own body.
 
     Raises:
-        ValueError: a block without description or body, a repeated name, or text before the
-            first block (a packaging mistake, caught by the tests).
+        ValueError: a block without description or body, a repeated name, an extended block
+            not defined before, or text before the first block (a packaging mistake, caught by
+            the tests).
     """
     out: dict[str, str] = {}
     name: str | None = None
@@ -70,7 +100,16 @@ def parse_queries(text: str, origin: str = "<sql>") -> dict[str, str]:
             raise ValueError(f"{origin}: query {name!r} needs a one-line description and a body")
         if name in out:
             raise ValueError(f"{origin}: query {name!r} is defined twice")
-        out[name] = "\n".join(body[1:]).strip().rstrip(";")
+        extends = _EXTENDS.match(body[1])
+        if extends is None:
+            out[name] = "\n".join(body[1:]).strip().rstrip(";")
+            return
+        base, own = extends[1], "\n".join(body[2:]).strip().rstrip(";")
+        if base not in out:
+            raise ValueError(f"{origin}: query {name!r} extends {base!r}, not defined before it")
+        if not own:
+            raise ValueError(f"{origin}: query {name!r} needs a body after its extends line")
+        out[name] = f"{out[base]}\n{own}"
 
     for line in text.splitlines():
         m = _NAME.match(line)

@@ -152,7 +152,9 @@ class WorkerConfig:
         partition_takeover: the longest a worker's session may sit idle inside a transaction
             (PostgreSQL's ``idle_in_transaction_session_timeout``): a worker that stops
             working mid-round (frozen, stuck in a pause of its host) loses its session after
-            it, the round rolls back and another worker takes the partition.
+            it, the round rolls back and another worker takes the partition. A worker whose
+            session has been idle for longer does not count in the others' share of the
+            partitions until its next statement (`Worker.consume`).
         statement_timeout: the longest one statement of the worker may run or wait for a lock
             (PostgreSQL's ``statement_timeout``).
         instance_id: the ID of the host's instance, carried by every push (seed 001 note
@@ -180,12 +182,17 @@ class WorkerConfig:
 class WorkerStats:
     """What a worker did, in counts (the metrics of seed 001 note 15).
 
-    ``provider_calls`` counts every call of a provider, once; ``sent`` counts the results by
+    ``events`` counts the events the worker's consumer rounds read from the log (a round that
+    takes several partitions at one position reads each event once); ``partition_events``
+    counts them once per partition the round took, so over all workers of a consumer it
+    comes to the log's events times the partitions. ``provider_calls`` counts every call of
+    a provider, once; ``sent`` counts the results by
     outcome once each is written (a result held over a database outage counts when it is
     written, so with nothing held the two totals are equal); ``failures`` counts failed rounds.
     """
 
     events: int = 0
+    partition_events: int = 0
     bad_events: int = 0
     due: int = 0
     decisions: Counter[str] = attrs.field(factory=Counter)
@@ -551,6 +558,7 @@ class Worker:
             self._events.append_many(conn, session.appends)
         self._count(hints)
         self.stats.events += handled
+        self.stats.partition_events += handled * len(taken)
         duration_ms = _elapsed_ms(started)
         self.recorder.round_done("consumer", handled, duration_ms / 1000)
         _log.info(
@@ -573,13 +581,18 @@ class Worker:
     def _more_partitions(self, conn: Conn, part: int, position: int) -> list[int]:
         """The other partitions this round takes: free ones at the same position, up to this
         worker's share of the partitions (their count over the consumer's workers now), so a
-        lone worker handles all of them in one round and several workers still share them."""
+        lone worker handles all of them in one round and several workers still share them.
+        A worker whose session has been idle for longer than ``partition_takeover`` (paused,
+        or busy in a long mail round) does not count until its next statement."""
         parts = self.config.partitions
         if parts == 1:
             return []
-        row = self._seam.one(
-            conn, "consumer_workers", {"schema": self.schema, "name": self.config.consumer}
-        )
+        params = {
+            "schema": self.schema,
+            "name": self.config.consumer,
+            "recent": self.config.partition_takeover,
+        }
+        row = self._seam.one(conn, "consumer_workers", params)
         workers = max(1, int(row[0]) if row is not None else 1)
         share = -(-parts // workers)
         if share <= 1:

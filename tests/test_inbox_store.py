@@ -8,10 +8,13 @@ with a store that has only the protocol's methods, the inbox path of a replay in
 
 from __future__ import annotations
 
+import heapq
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import attrs
 from hypothesis import given
 from hypothesis import strategies as st
 from inbox_log import WikiLog
@@ -184,3 +187,166 @@ def test_the_inbox_path_is_the_same_on_a_store_without_batch_methods(log: WikiLo
         assert batch.handle(event) == single.handle(event)
     end = log.now + timedelta(days=2)
     assert batch.drain(end) == single.drain(end)
+
+
+class DuplicatingDue:
+    """The due heap as it was: one item per save of a pending entry, de-duplicated on read;
+    the reference the live-item heap must release the same due work as."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Entry] = {}
+        self.heap: list[tuple[datetime, str]] = []
+
+    def save(self, entry: Entry) -> None:
+        """Store the entry; a pending one with a due time pushes an item."""
+        self.entries[entry.id] = entry
+        if entry.state.email is EmailState.PENDING and entry.state.email_after is not None:
+            heapq.heappush(self.heap, (entry.state.email_after, entry.id))
+
+    def dismiss(self, entry: str) -> None:
+        """Forget the entry (its items go stale)."""
+        self.entries.pop(entry, None)
+
+    def _pending_at(self, at: datetime, entry_id: str) -> Entry | None:
+        entry = self.entries.get(entry_id)
+        if entry is None or entry.state.email is not EmailState.PENDING:
+            return None
+        return entry if entry.state.email_after == at else None
+
+    def next_due(self) -> datetime | None:
+        """The earliest due time of a pending email."""
+        while self.heap and self._pending_at(*self.heap[0]) is None:
+            heapq.heappop(self.heap)
+        return self.heap[0][0] if self.heap else None
+
+    def due(self, until: datetime) -> list[Entry]:
+        """Take the pending entries due at or before ``until``, each once."""
+        out: list[Entry] = []
+        seen: set[str] = set()
+        while self.heap and self.heap[0][0] <= until:
+            at, entry_id = heapq.heappop(self.heap)
+            entry = self._pending_at(at, entry_id)
+            if entry is not None and entry_id not in seen:
+                seen.add(entry_id)
+                out.append(entry)
+        return out
+
+
+@st.composite
+def due_entries(draw: st.DrawFn) -> Entry:
+    """An entry of one of three ids, mostly pending at one of four due times: saves of one
+    entry at one time (coalescing) and at another (moved) come often."""
+    email = draw(st.sampled_from([EmailState.PENDING] * 3 + [EmailState.SENT, EmailState.NONE]))
+    minutes = draw(st.one_of(st.integers(0, 3), st.none()))
+    due = (
+        None
+        if email is not EmailState.PENDING or minutes is None
+        else T0 + timedelta(minutes=minutes)
+    )
+    person = draw(st.sampled_from(PEOPLE))
+    return Entry(
+        id=f"{person}:watched_page:p1:1",
+        person=person,
+        category="watched_page",
+        group_key="watched_page:p1",
+        state=EntryState(
+            count=draw(st.integers(1, 3)),
+            variant="edited",
+            variants=("edited",),
+            email=email,
+            email_after=due,
+            last_event="1",
+            in_app=True,
+            updated_at=T0,
+            read=draw(st.booleans()),
+        ),
+        created_at=T0,
+        target=TARGET,
+    )
+
+
+due_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("save"), st.lists(due_entries(), min_size=1, max_size=6)),
+        st.tuples(st.just("due"), st.integers(-1, 4)),
+        st.tuples(st.just("next"), st.none()),
+        st.tuples(st.just("dismiss"), due_entries()),
+    ),
+    max_size=40,
+)
+
+
+class Compacting(EntryMemory):
+    """The store with no slack: its heap is rebuilt as soon as stale items outnumber live ones."""
+
+    compact_slack = 0
+
+
+@given(due_steps)
+def test_e4_the_due_heap_releases_the_work_of_one_item_per_save(steps: list[Any]) -> None:
+    """E4: the store releases the due emails a heap of one item per save releases (same
+    entries, same order, same next due time), whatever saves, coalescing saves at the same
+    time, moves to another time, reads, dismissals and takes come in between, its heap rebuilt
+    whenever stale items outnumber the live ones or not."""
+    stores, reference = (EntryMemory(), Compacting()), DuplicatingDue()
+    for op, arg in steps:
+        if op == "save":
+            for store in stores:
+                store.save_many(arg)
+            for entry in arg:
+                reference.save(entry)
+        elif op == "dismiss":
+            for store in stores:
+                store.dismiss(arg.id)
+            reference.dismiss(arg.id)
+        elif op == "next":
+            expected = reference.next_due()
+            assert [store.next_due() for store in stores] == [expected, expected]
+        else:
+            until = T0 + timedelta(minutes=arg)
+            expected_due = reference.due(until)
+            assert [list(store.due(until)) for store in stores] == [expected_due, expected_due]
+        if op == "save":  # stale items never outnumber the live ones after a save
+            assert len(stores[1]._due) <= 2 * len(stores[1]._queued)
+    end = T0 + timedelta(days=1)
+    expected_due = reference.due(end)
+    assert [list(store.due(end)) for store in stores] == [expected_due, expected_due]
+
+
+def test_e4_a_hot_key_coalesced_a_thousand_times_holds_one_due_item() -> None:
+    """N10, E4: a pending entry saved again at the same due time adds no heap item; one moved
+    to new due times leaves stale items the heap sheds once they outnumber the live ones."""
+    store = EntryMemory()
+    entry = Entry(
+        id="ana:watched_page:p1:1",
+        person="ana",
+        category="watched_page",
+        group_key="watched_page:p1",
+        state=EntryState(
+            count=1,
+            variant="edited",
+            variants=("edited",),
+            email=EmailState.PENDING,
+            email_after=T0,
+            last_event="1",
+            in_app=True,
+            updated_at=T0,
+            read=False,
+        ),
+        created_at=T0,
+        target=TARGET,
+    )
+    for n in range(1_000):
+        store.save(entry._replace(state=attrs.evolve(entry.state, count=n + 1)))
+    assert len(store._due) == 1
+    for minute in range(1_000):
+        store.save(
+            entry._replace(
+                state=attrs.evolve(entry.state, email_after=T0 + timedelta(minutes=minute))
+            )
+        )
+    assert len(store._due) <= 2 + 64
+    assert [e.state.email_after for e in store.due(T0 + timedelta(days=1))] == [
+        T0 + timedelta(minutes=999)
+    ]
+    assert store.next_due() is None and store._due == []

@@ -52,11 +52,14 @@ class InboxSkip(enum.StrEnum):
     PAGE_EXISTS = "page_exists"
 
 
-@attrs.frozen(kw_only=True)
-class PersonFacts:
-    """What the fan-out reads of a candidate.
+class PersonFacts(NamedTuple):
+    """What the fan-out reads of a candidate: an immutable value, changed with ``_replace``.
 
-    Args:
+    A named tuple rather than an attrs value (like `notify_core.inbox.ports.Entry`): a host
+    builds one per candidate of every fan-out, and a frozen attrs class costs three times as
+    much to build (docs/decisions.md). Build it with keywords.
+
+    Attributes:
         active: the account is active.
         human: a person (not an agent or an app).
         system: a system account (never a recipient).

@@ -9,7 +9,7 @@ import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
-from typing import Final
+from typing import ClassVar, Final
 
 import attrs
 
@@ -396,9 +396,14 @@ class EntryMemory:
     #: The last entry number of each person on each key: group key -> person -> n (a fan-out
     #: numbers the entries of one key at once).
     counters: dict[str, dict[str, int]] = attrs.field(factory=dict)
-    # (email_after, entry id) of pending emails; an item whose entry moved on is dropped
-    # when it comes up.
+    # (email_after, entry id) of pending emails. `_queued` holds the due time of each entry's
+    # live item, so a pending entry saved again at the same time (coalescing) adds no item;
+    # an item whose entry moved on (another due time, sent, read) is dropped when it comes up,
+    # and the heap is rebuilt from the live items when stale ones outnumber them.
     _due: list[tuple[datetime, str]] = attrs.field(factory=list, init=False, repr=False)
+    _queued: dict[str, datetime] = attrs.field(factory=dict, init=False, repr=False)
+    #: Stale items the heap may hold beyond as many as the live ones before it is rebuilt.
+    compact_slack: ClassVar[int] = 64
 
     def unread(self, person: str, group_key: str) -> Entry | None:
         """Return a person's unread entry of a key."""
@@ -447,6 +452,8 @@ class EntryMemory:
     def save_many(self, entries: Sequence[Entry]) -> None:
         """`save` each entry in turn, in one call (`save_all`)."""
         by_id, unread_keys, pending = self.entries, self.unread_keys, EmailState.PENDING
+        queued = self._queued
+        queued_at = queued.get
         # The due items of the batch; pushed one by one into a large heap, or heapified with
         # it when they outnumber it (a fan-out's new entries into an empty heap).
         dues = []
@@ -454,8 +461,13 @@ class EntryMemory:
             # Unpacked: a named tuple's fields by name are slower to read than by position.
             entry_id, person, _, group_key, state, _, _ = entry
             by_id[entry_id] = entry
-            if state.email is pending and state.email_after is not None:
-                dues.append((state.email_after, entry_id))
+            if state.email is pending:
+                at = state.email_after
+                if at is not None:
+                    held_at = queued_at(entry_id)
+                    if held_at is None or held_at != at:
+                        queued[entry_id] = at
+                        dues.append((at, entry_id))
             keys = unread_keys.get(person)
             if state.read:
                 if keys is None:
@@ -477,6 +489,23 @@ class EntryMemory:
                 push = heapq.heappush
                 for item in dues:
                     push(heap, item)
+        if len(self._due) > 2 * len(queued) + self.compact_slack:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Rebuild the due heap from the live items of entries still pending at their time."""
+        live = {i: at for i, at in self._queued.items() if self._pending_at(at, i) is not None}
+        self._queued = live
+        self._due = [(at, entry_id) for entry_id, at in live.items()]
+        heapq.heapify(self._due)
+
+    def _pop_live(self) -> Entry | None:
+        """Pop the earliest item; return its entry when it is live and still pending then."""
+        at, entry_id = heapq.heappop(self._due)
+        if self._queued.get(entry_id) != at:
+            return None  # stale: the entry was queued again at another time, or taken
+        del self._queued[entry_id]
+        return self._pending_at(at, entry_id)
 
     def unread_of(self, person: str) -> Sequence[Entry]:
         """Return a person's unread entries."""
@@ -494,19 +523,20 @@ class EntryMemory:
 
     def next_due(self) -> datetime | None:
         """Return the earliest due time of a pending email."""
-        heap = self._due
-        while heap and self._pending_at(*heap[0]) is None:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
+        heap, queued = self._due, self._queued
+        while heap:
+            at, entry_id = heap[0]
+            if queued.get(entry_id) == at and self._pending_at(at, entry_id) is not None:
+                return at
+            self._pop_live()
+        return None
 
     def due(self, until: datetime) -> Sequence[Entry]:
         """Take the pending entries due at or before ``until``."""
-        heap, out, seen = self._due, [], set()
+        heap, out = self._due, []
         while heap and heap[0][0] <= until:
-            at, entry_id = heapq.heappop(heap)
-            entry = self._pending_at(at, entry_id)
-            if entry is not None and entry_id not in seen:
-                seen.add(entry_id)
+            entry = self._pop_live()
+            if entry is not None:
                 out.append(entry)
         return out
 

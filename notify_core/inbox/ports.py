@@ -75,9 +75,12 @@ class CommentInfo:
     excerpt: str | None = None
 
 
-@attrs.frozen(kw_only=True)
-class WikiUser:
-    """What the cadence reads of a person: zone, locale and email schedule (E2)."""
+class WikiUser(NamedTuple):
+    """What the cadence reads of a person: zone, locale and email schedule (E2).
+
+    A named tuple, like `PersonFacts`: a host builds one per candidate of a fan-out. Build it
+    with keywords.
+    """
 
     id: str
     time_zone: str | None = None

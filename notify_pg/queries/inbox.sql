@@ -50,7 +50,7 @@ LIMIT %(limit)s;
 -- name: inbox_prefs_of
 -- The stored inbox choices of many people.
 SELECT user_id, category, channel, enabled FROM {schema}.inbox_preferences
-WHERE user_id = ANY(%(ids)b::text[]);
+WHERE user_id = ANY(%(ids)s::text[]);
 
 -- name: inbox_pref_put
 -- Store a choice that differs from the category's default.
@@ -67,20 +67,22 @@ WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)
 -- name: inbox_upsert
 -- Coalesce up to 500 entry decisions of one event in one statement (N10-N12, E1). What is the
 -- same for every row of the event (its page, actor, time) is one value; the arrays carry only
--- what differs by person. Nothing is read back: inbox_upsert_returning is this statement
--- with the written rows returned (a test keeps the two the same).
+-- what differs by person: the person, the due time, and the number (from 1) of the kind of row
+-- in the short arrays of the kinds (category, group key, in_app, email state), of which an
+-- event has a few. Nothing is read back: inbox_upsert_returning extends this statement with
+-- the written rows returned.
 INSERT INTO {schema}.inbox_entries AS e (
     user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
     path, locale, excerpt, variants, count, last_event, in_app, email_state, email_after,
     created_at, updated_at)
-SELECT r.user_id, %(site_id)b::text, r.category, %(variant)b::text, r.group_key,
-       %(page_id)b::text, %(comment_id)b::text, %(actor_id)b::text, %(title)b::text,
-       %(path)b::text, %(locale)b::text, %(excerpt)b::text, ARRAY[%(variant)b::text], 1,
-       %(last_event)b::bigint, r.in_app, r.email_state, r.email_after, %(at)b::timestamptz,
-       %(at)b::timestamptz
-FROM unnest(%(user_id)s::text[], %(category)s::text[], %(group_key)s::text[],
-            %(in_app)s::boolean[], %(email_state)s::text[], %(email_after)s::timestamptz[])
-    AS r (user_id, category, group_key, in_app, email_state, email_after)
+SELECT r.user_id, %(site_id)b::text, (%(category)s::text[])[r.kind], %(variant)b::text,
+       (%(group_key)s::text[])[r.kind], %(page_id)b::text, %(comment_id)b::text,
+       %(actor_id)b::text, %(title)b::text, %(path)b::text, %(locale)b::text,
+       %(excerpt)b::text, ARRAY[%(variant)b::text], 1, %(last_event)b::bigint,
+       (%(in_app)s::boolean[])[r.kind], (%(email_state)s::text[])[r.kind], r.email_after,
+       %(at)b::timestamptz, %(at)b::timestamptz
+FROM unnest(%(user_id)s::text[], %(kind)s::integer[], %(email_after)s::timestamptz[])
+    AS r (user_id, kind, email_after)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
     count = e.count + 1,
@@ -110,44 +112,7 @@ WHERE e.last_event IS DISTINCT FROM excluded.last_event;
 
 -- name: inbox_upsert_returning
 -- inbox_upsert returning the rows it wrote (new or coalesced), for a listener of the fan-out.
-INSERT INTO {schema}.inbox_entries AS e (
-    user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
-    path, locale, excerpt, variants, count, last_event, in_app, email_state, email_after,
-    created_at, updated_at)
-SELECT r.user_id, %(site_id)b::text, r.category, %(variant)b::text, r.group_key,
-       %(page_id)b::text, %(comment_id)b::text, %(actor_id)b::text, %(title)b::text,
-       %(path)b::text, %(locale)b::text, %(excerpt)b::text, ARRAY[%(variant)b::text], 1,
-       %(last_event)b::bigint, r.in_app, r.email_state, r.email_after, %(at)b::timestamptz,
-       %(at)b::timestamptz
-FROM unnest(%(user_id)s::text[], %(category)s::text[], %(group_key)s::text[],
-            %(in_app)s::boolean[], %(email_state)s::text[], %(email_after)s::timestamptz[])
-    AS r (user_id, category, group_key, in_app, email_state, email_after)
-ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
-DO UPDATE SET
-    count = e.count + 1,
-    variant = excluded.variant,
-    variants = CASE WHEN excluded.variant = ANY(e.variants) THEN e.variants
-                    ELSE e.variants || excluded.variant END,
-    actor_id = excluded.actor_id,
-    last_event = excluded.last_event,
-    in_app = excluded.in_app,
-    site_id = excluded.site_id,
-    page_id = excluded.page_id,
-    comment_id = excluded.comment_id,
-    title = excluded.title,
-    path = excluded.path,
-    locale = excluded.locale,
-    excerpt = excluded.excerpt,
-    updated_at = GREATEST(e.updated_at, excluded.updated_at),
-    email_state = CASE WHEN e.email_state = 'none' AND excluded.email_state = 'pending'
-                       THEN 'pending' ELSE e.email_state END,
-    email_after = CASE WHEN e.email_state = 'none' AND excluded.email_state = 'pending'
-                       THEN excluded.email_after ELSE e.email_after END,
-    read_at = CASE WHEN NOT excluded.in_app
-                        AND e.email_state NOT IN ('pending', 'sending')
-                        AND NOT (e.email_state = 'none' AND excluded.email_state = 'pending')
-                   THEN excluded.updated_at END
-WHERE e.last_event IS DISTINCT FROM excluded.last_event
+-- extends: inbox_upsert
 RETURNING e.id, e.user_id, e.category, e.group_key, e.count, e.in_app, e.email_state,
           e.email_after, e.read_at, (e.xmax = 0) AS inserted;
 

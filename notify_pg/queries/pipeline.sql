@@ -192,13 +192,17 @@ WHERE name = %(name)s AND part = ANY(%(part_set)s::integer[])
 SELECT pg_advisory_lock_shared(hashtextextended('notify.workers:' || %(schema)s || ':' || %(name)s, 0))
 
 -- name: consumer_workers
--- How many sessions count among a consumer's workers (join_consumer).
-SELECT count(*) FROM pg_locks
-WHERE locktype = 'advisory' AND granted
-  AND objsubid = 1
-  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-  AND ((classid::bigint << 32) | objid::bigint)
+-- How many sessions count among a consumer's workers (join_consumer) and were seen lately.
+-- A session idle for longer than the recent interval (a worker paused, or busy in a long mail
+-- round) does not count until its next statement; one whose state this role cannot read counts.
+SELECT count(*) FROM pg_locks l
+LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.granted
+  AND l.objsubid = 1
+  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND ((l.classid::bigint << 32) | l.objid::bigint)
       = hashtextextended('notify.workers:' || %(schema)s || ':' || %(name)s, 0)
+  AND (a.state IS DISTINCT FROM 'idle' OR a.state_change > now() - %(recent)s::interval)
 
 -- name: read_events_page
 -- Events after a position in seq order, with the raw columns.

@@ -20,7 +20,7 @@ from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import Delivery, InboxSettings
-from notify_pg.seam import Conn, Seam, load_queries, trusted_sql
+from notify_pg.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]
 
@@ -148,7 +148,7 @@ class ReferenceWiki:
         out: dict[str, PersonFacts] = {}
         group_sets: dict[frozenset[str], frozenset[str]] = {}
         for id_, kind, active, system, email, verified, groups in self._seam.all(
-            conn, "wiki_people", {"ids": list(ids)}
+            conn, "wiki_people", {"ids": text_array(ids)}
         ):
             out[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
         return out
@@ -169,7 +169,7 @@ class ReferenceWiki:
         people: dict[str, PersonFacts] = {}
         users: dict[str, WikiUser] = {}
         group_sets: dict[frozenset[str], frozenset[str]] = {}
-        rows = self._seam.all(conn, "wiki_people_users", {"ids": list(ids)})
+        rows = self._seam.all(conn, "wiki_people_users", {"ids": text_array(ids)})
         for (
             id_,
             kind,
@@ -224,7 +224,7 @@ class ReferenceWiki:
                 id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
             )
             for id_, zone, locale, schedule, hour in self._seam.all(
-                conn, "wiki_users", {"ids": list(ids)}
+                conn, "wiki_users", {"ids": text_array(ids)}
             )
         }
 

@@ -140,3 +140,41 @@ def test_unknown_personal_default_counts_as_unset(
     assert facts[ALEX].personal_default is None and facts[SAM].personal_default is None
     [record] = [r for r in caplog.records if r.name == "notify_pg"]
     assert "loud" not in record.getMessage() and ALEX not in record.getMessage()
+
+
+def test_d2_one_thread_and_many_pairs_answer_the_same_read_check(
+    conn: Conn, store: NotifyStore, host: ReferenceHost
+) -> None:
+    """D2: both reader queries join the reference host's one `channel_access` view: the owner,
+    a space grant and a channel grant read a space's channel, a DM only its participants,
+    nobody an archived channel or space, never an inactive person."""
+    for user, owner, active in (
+        ("own", True, True), ("sp", False, True), ("ch", False, True),
+        ("no", False, True), ("off", False, False), ("dm1", False, True),
+    ):  # fmt: skip
+        host.add_user(conn, user, owner=owner, active=active)
+    for s in ("s", "s2"):
+        host.add_space(conn, s)
+    for c, s in (("c1", "s"), ("c2", "s"), ("ca", "s"), ("c3", "s2")):
+        host.add_channel(conn, c, s)
+    host.add_channel(conn, "d", None, kind="dm")
+    host.add_dm_participant(conn, "d", "dm1")
+    for t, c in (("t1", "c1"), ("t2", "c2"), ("ta", "ca"), ("t3", "c3"), ("td", "d")):
+        host.add_thread(conn, t, c)
+    for user, target in (("sp", space("s")), ("off", space("s")), ("ch", channel("c1"))):
+        host.grant(conn, user, target)
+    host.grant(conn, "sp", space("s2"))
+    host.archive_channel(conn, "ca", store=store)
+    host.archive_space(conn, "s2", store=store)
+    people = ["own", "sp", "ch", "no", "off", "dm1", "nobody"]
+    expected = {
+        "t1": {"own", "sp", "ch"},
+        "t2": {"own", "sp"},
+        "ta": set(),
+        "t3": set(),
+        "td": {"dm1"},
+        "unknown": set(),
+    }
+    assert {t: set(host.thread_readers(conn, t, people)) for t in expected} == expected
+    pairs = [(p, t) for t in expected for p in people]
+    assert host.thread_readers_of(conn, pairs) == {(p, t) for t in expected for p in expected[t]}

@@ -208,6 +208,8 @@ def test_scraped_counts_equal_the_replay_and_name_no_person_d10(
         assert isinstance(line["events"], int) and isinstance(line["duration_ms"], float)
     assert sum(line["events"] for line in rounds_logged) == work[("consumer",)]
     assert lines[-1]["msg"] == "worker stopped"
+    # Its totals: each event read once, handled for both partitions.
+    assert (lines[-1]["events"], lines[-1]["partition_events"]) == (head[0], 2 * head[0])
 
 
 def test_gauges_read_the_backlog_of_the_database(

@@ -274,3 +274,19 @@ def test_query_files_are_named_and_described() -> None:
         parse_queries("-- name: x\nSELECT 1\n")
     with pytest.raises(ValueError, match="twice"):
         parse_queries("-- name: x\n-- d\nSELECT 1\n-- name: x\n-- d\nSELECT 2\n")
+
+
+def test_a_query_block_extends_an_earlier_block_of_its_file() -> None:
+    """style.md: one statement held once; its extended form is its text and the block's body."""
+    text = (
+        "-- name: x\n-- d\nSELECT 1 FROM t\n-- tail\nWHERE a;\n\n"
+        "-- name: y\n-- e\n-- extends: x\nLIMIT 1;\n"
+    )
+    assert parse_queries(text) == {
+        "x": "SELECT 1 FROM t\n-- tail\nWHERE a",
+        "y": "SELECT 1 FROM t\n-- tail\nWHERE a\nLIMIT 1",
+    }
+    with pytest.raises(ValueError, match="not defined before"):
+        parse_queries("-- name: y\n-- e\n-- extends: x\nLIMIT 1\n-- name: x\n-- d\nSELECT 1\n")
+    with pytest.raises(ValueError, match="body after its extends"):
+        parse_queries("-- name: x\n-- d\nSELECT 1\n-- name: y\n-- e\n-- extends: x\n")

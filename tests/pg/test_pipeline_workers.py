@@ -8,7 +8,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import psycopg
@@ -137,6 +139,7 @@ def test_two_workers_drain_one_database(
     ]
     assert sum(f["events"] * f["taken"] for f in rounds) == parts * (len(burst) + 3)
     assert sum(f["events"] for f in rounds) == sum(w.stats.events for w in workers)
+    assert sum(w.stats.partition_events for w in workers) == parts * (len(burst) + 3)
 
 
 def two_workers(dsn: str, run: PgRun, config: WorkerConfig) -> list[Worker]:
@@ -191,6 +194,7 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
         assert first.consume() == 4
         assert consumer_cursors(conn) == [(0, position + 4), (1, position + 4), (2, position)]
         assert first.stats.events == 4  # two partitions, each event read once
+        assert first.stats.partition_events == 8
         assert second.consume() == 4  # it joins: 3 workers, one partition a round
         assert consumer_cursors(conn) == [(p, position + 4) for p in range(3)]
         for _ in range(1_000):
@@ -207,6 +211,43 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
     assert first.stats.failures == second.stats.failures == 0
     # Every partition handled every event; the first round read 4 of them for two partitions.
     assert first.stats.events + second.stats.events == 3 * (len(burst) + 3) - 4
+    assert first.stats.partition_events + second.stats.partition_events == 3 * (len(burst) + 3)
+
+
+def test_a_worker_idle_longer_than_the_takeover_does_not_count_in_the_share(
+    new_database: Callable[[str | None], str], pg_template: str
+) -> None:
+    """A joined worker whose session has been idle for longer than ``partition_takeover``
+    (paused, busy in a long mail round) leaves the partitions to the working one: its round
+    takes both at one position. Once it runs a statement again it counts: its own round then
+    takes its share, one partition."""
+    lines, head = wide_burst()
+    dsn = new_database(pg_template)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        config = WorkerConfig(
+            batch_size=4, partitions=2, partition_takeover=timedelta(milliseconds=500)
+        )
+        run = PgRun(dsn, conn, policy_from_mapping(_policy()), config=config)
+        run.feed_lines(lines[:head])
+        burst = [parse_event(json.loads(line)) for line in lines[head:]]
+        run.due(burst[0].occurred_at)
+        append_burst(run, burst)
+        run.clock.set(FAR)
+        position = consumer_cursors(conn)[0][1]
+        first, second = two_workers(dsn, run, config)
+        first.prepare()
+        second.prepare()  # joined: with the run's worker, three sessions hold the lock
+        time.sleep(0.7)
+        assert first.consume() == 4
+        assert consumer_cursors(conn) == [(0, position + 4), (1, position + 4)]
+        assert (first.stats.events, first.stats.partition_events) == (4, 8)
+        # The first worker's session was just seen: two workers, a share of one partition.
+        assert second.consume() == 4
+        assert sorted(pos for _p, pos in consumer_cursors(conn)) == [position + 4, position + 8]
+        assert (second.stats.events, second.stats.partition_events) == (4, 4)
+        first.close()
+        second.close()
+        run.worker.close()
 
 
 def test_a_fan_out_costs_a_constant_number_of_statements(

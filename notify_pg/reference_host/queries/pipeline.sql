@@ -32,23 +32,11 @@ WHERE ch.kind <> 'dm'
 ORDER BY 1
 
 -- name: thread_readers
--- The active people among ids who may read a thread now (nobody in an archived channel or space).
-SELECT u.id
+-- The active people among ids who may read a thread now (channel_access: nobody in an archived channel or space).
+SELECT a.user_id
 FROM {schema}.threads t
-JOIN {schema}.channels c ON c.id = t.channel_id
-LEFT JOIN {schema}.spaces s ON s.id = c.space_id
-JOIN {schema}.users u ON u.id = ANY(%(ids)s::text[]) AND u.active
-WHERE t.id = %(thread)s
-  AND c.archived_at IS NULL AND s.archived_at IS NULL
-  AND CASE WHEN c.kind = 'dm' THEN EXISTS (
-          SELECT 1 FROM {schema}.dm_participants p
-          WHERE p.channel_id = c.id AND p.user_id = u.id)
-      ELSE u.owner OR EXISTS (
-          SELECT 1 FROM {schema}.grants g
-          WHERE g.user_id = u.id
-            AND ((g.target_kind = 'channel' AND g.target_id = c.id)
-              OR (g.target_kind = 'space' AND g.target_id = c.space_id)))
-      END
+JOIN {schema}.channel_access a ON a.channel_id = t.channel_id
+WHERE t.id = %(thread)s AND a.user_id = ANY(%(ids)s::text[]) AND a.active
 
 -- name: badge_threads
 -- The threads with messages in the channels a person can read (archived ones excluded).
@@ -134,16 +122,5 @@ GROUP BY f.user_id, f.thread
 SELECT w.user_id, w.thread
 FROM unnest(%(user_ids)s::text[], %(threads)s::text[]) AS w(user_id, thread)
 JOIN {schema}.threads t ON t.id = w.thread
-JOIN {schema}.channels c ON c.id = t.channel_id
-LEFT JOIN {schema}.spaces s ON s.id = c.space_id
-JOIN {schema}.users u ON u.id = w.user_id AND u.active
-WHERE c.archived_at IS NULL AND s.archived_at IS NULL
-  AND CASE WHEN c.kind = 'dm' THEN EXISTS (
-          SELECT 1 FROM {schema}.dm_participants p
-          WHERE p.channel_id = c.id AND p.user_id = u.id)
-      ELSE u.owner OR EXISTS (
-          SELECT 1 FROM {schema}.grants g
-          WHERE g.user_id = u.id
-            AND ((g.target_kind = 'channel' AND g.target_id = c.id)
-              OR (g.target_kind = 'space' AND g.target_id = c.space_id)))
-      END
+JOIN {schema}.channel_access a ON a.channel_id = t.channel_id AND a.user_id = w.user_id
+WHERE a.active

@@ -45,7 +45,7 @@ SELECT u.id, u.kind, u.active, u.system, u.email, u.verified,
        ARRAY(SELECT m.group_id FROM {schema}.wiki_memberships m
              WHERE m.user_id = u.id ORDER BY m.group_id)
 FROM {schema}.wiki_users u
-WHERE u.id = ANY(%(ids)b::text[])
+WHERE u.id = ANY(%(ids)s::text[])
 
 -- name: wiki_people_users
 -- wiki_people and wiki_users in one read: the facts, the groups and the cadence of each.
@@ -54,7 +54,7 @@ SELECT u.id, u.kind, u.active, u.system, u.email, u.verified,
              WHERE m.user_id = u.id ORDER BY m.group_id),
        u.time_zone, u.locale, u.email_schedule, u.daily_hour
 FROM {schema}.wiki_users u
-WHERE u.id = ANY(%(ids)b::text[])
+WHERE u.id = ANY(%(ids)s::text[])
 
 -- name: wiki_groups
 -- Every group and its rules.
@@ -67,7 +67,7 @@ SELECT email_delay_s, retention_days, mail_configured, sections FROM {schema}.wi
 -- name: wiki_users
 -- What the cadence reads of many people.
 SELECT id, time_zone, locale, email_schedule, daily_hour FROM {schema}.wiki_users
-WHERE id = ANY(%(ids)b::text[])
+WHERE id = ANY(%(ids)s::text[])
 
 -- name: wiki_add_site
 -- Create or replace a site.
