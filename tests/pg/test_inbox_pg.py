@@ -11,6 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
@@ -18,7 +20,7 @@ from notify_core.inbox.fanout import PersonFacts
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
 from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.seam import Conn, load_queries
+from notify_pg.seam import Conn, array_element, load_queries, text_array
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -245,6 +247,20 @@ def test_n10_ids_are_written_as_they_are_whatever_they_hold(
     assert [(r[0], r[2]) for r in entries(conn)] == [
         (person, 'watched_page:p{"2\\}') for person in sorted(odd, key=str.encode)
     ]
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]))))
+def test_n10_a_text_array_literal_reads_back_as_the_strings_it_was_made_of(
+    conn: psycopg.Connection[Any], items: list[str]
+) -> None:
+    """N10: the ids' array literal (joined when no element holds a quote or a backslash,
+    quoted element by element otherwise) reads back as the same strings, in order."""
+    literal = text_array(items)
+    assert literal == "{" + ",".join(array_element(t) for t in items) + "}"
+    assert conn.execute("SELECT %s::text[]", [literal]).fetchone() == (items,)
 
 
 def test_n10_entries_are_the_same_with_and_without_a_listener(
