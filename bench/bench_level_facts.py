@@ -18,17 +18,15 @@ import argparse
 import json
 import statistics
 import time
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import psycopg
-from psycopg.conninfo import make_conninfo
-from scratch_pg import server
+from scratch_pg import database, server
 
 from notify_core.levels import LevelFacts, Preference, Target, TargetKind
-from notify_pg import DEFAULT_LEVEL_KEY, NotifyStore, migrate
-from notify_pg.reference_host import ReferenceHost, migrate_reference_host
+from notify_pg import DEFAULT_LEVEL_KEY, NotifyStore
+from notify_pg.reference_host import ReferenceHost
 from notify_pg.seam import Seam
 
 THREAD, CHANNEL, SPACE = "t-bench", "c-bench", "s-bench"
@@ -78,56 +76,46 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    with server() as base:
-        name = f"notify_bench_{uuid.uuid4().hex[:8]}"
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(f'CREATE DATABASE "{name}"'.encode())
-        try:
-            with psycopg.connect(make_conninfo(base, dbname=name), autocommit=True) as conn:
-                migrate(conn, "notify")
-                migrate_reference_host(conn, "host")
-                host = ReferenceHost("host")
-                store = NotifyStore(host, schema="notify")
-                users = populate(conn, host, store, args.candidates)
-                seam = Seam("notify_pg", "notify")
+    with server() as base, database(base) as dsn, psycopg.connect(dsn, autocommit=True) as conn:
+        host = ReferenceHost("host")
+        store = NotifyStore(host, schema="notify")
+        users = populate(conn, host, store, args.candidates)
+        seam = Seam("notify_pg", "notify")
 
-                def batched() -> dict[str, LevelFacts]:
-                    return store.level_facts(conn, THREAD, users)
+        def batched() -> dict[str, LevelFacts]:
+            return store.level_facts(conn, THREAD, users)
 
-                def per_person_call() -> dict[str, LevelFacts]:
-                    out: dict[str, LevelFacts] = {}
-                    for u in users:
-                        out.update(store.level_facts(conn, THREAD, [u]))
-                    return out
+        def per_person_call() -> dict[str, LevelFacts]:
+            out: dict[str, LevelFacts] = {}
+            for u in users:
+                out.update(store.level_facts(conn, THREAD, [u]))
+            return out
 
-                def per_person_queries() -> int:
-                    path = host.notification_path(conn, Target(kind=TargetKind.THREAD, id=THREAD))
-                    assert path is not None
-                    rows = 0
-                    for u in users:
-                        rows += len(
-                            seam.all(
-                                conn,
-                                "level_rows",
-                                {
-                                    "user_ids": [u],
-                                    "thread": THREAD,
-                                    "channel": path.channel_id,
-                                    "space": path.space_id,
-                                },
-                            )
-                        )
-                        host.settings(conn, [u], [DEFAULT_LEVEL_KEY])
-                    return rows
+        def per_person_queries() -> int:
+            path = host.notification_path(conn, Target(kind=TargetKind.THREAD, id=THREAD))
+            assert path is not None
+            rows = 0
+            for u in users:
+                rows += len(
+                    seam.all(
+                        conn,
+                        "level_rows",
+                        {
+                            "user_ids": [u],
+                            "thread": THREAD,
+                            "channel": path.channel_id,
+                            "space": path.space_id,
+                        },
+                    )
+                )
+                host.settings(conn, [u], [DEFAULT_LEVEL_KEY])
+            return rows
 
-                batched_ms, facts = timed(batched, args.repeat)
-                loop_ms, loop_facts = timed(per_person_call, max(1, args.repeat // 2))
-                queries_ms, _ = timed(per_person_queries, max(1, args.repeat // 2))
-                assert facts == loop_facts
-                version = conn.execute("SHOW server_version").fetchone()
-        finally:
-            with psycopg.connect(base, autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+        batched_ms, facts = timed(batched, args.repeat)
+        loop_ms, loop_facts = timed(per_person_call, max(1, args.repeat // 2))
+        queries_ms, _ = timed(per_person_queries, max(1, args.repeat // 2))
+        assert facts == loop_facts
+        version = conn.execute("SHOW server_version").fetchone()
     print(
         json.dumps(
             {

@@ -38,9 +38,6 @@ import os
 import socket
 import statistics
 import time
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,37 +45,17 @@ import psycopg
 from aiosmtpd.controller import Controller
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
-from scratch_pg import process_cpu_seconds, server
+from scratch_pg import database, process_cpu_seconds, server
 
-from notify_pg import migrate
 from notify_pg.inbox import emit
 from notify_pg.inbox_fanout import InboxFanOut
 from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailSender
-from notify_pg.reference_host import migrate_reference_host
 from notify_pg.reference_host.wiki import ReferenceWiki
 from notify_pg.smtp import DkimKey, Outgoing, SmtpConfig, SmtpSender
 
 SCHEMA, HOST = "notify", "host"
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-
-
-@contextmanager
-def database(base: str) -> Iterator[str]:
-    """A fresh migrated database (the library and the reference host)."""
-    name = f"notify_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    dsn = make_conninfo(base, dbname=name)
-    try:
-        with psycopg.connect(dsn) as conn:
-            migrate(conn, SCHEMA)
-            migrate_reference_host(conn, HOST)
-        yield dsn
-    finally:
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
 def world(conn: psycopg.Connection[Any], watchers: int) -> ReferenceWiki:

@@ -60,7 +60,6 @@ import statistics
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -68,14 +67,13 @@ from typing import Any
 
 import attrs
 import psycopg
-from psycopg.conninfo import make_conninfo
-from scratch_pg import process_cpu_seconds, server
+from scratch_pg import database, process_cpu_seconds, server
 
 from notify_core.decide import Policy
 from notify_core.events import Event, parse_event
-from notify_pg import EventLog, NewEvent, migrate
+from notify_pg import EventLog, NewEvent
 from notify_pg.push import FakeProvider
-from notify_pg.reference_host import ReferenceHost, migrate_reference_host
+from notify_pg.reference_host import ReferenceHost
 from notify_pg.reference_host.world import WorldLoader
 from notify_pg.seam import Seam
 from notify_pg.worker import Worker, WorkerConfig
@@ -87,22 +85,6 @@ POLICY = Policy(
     badge_sync_min_interval=timedelta(seconds=1),
 )
 CONFIG = WorkerConfig(poll_interval=timedelta(milliseconds=20), batch_size=200)
-
-
-@contextmanager
-def database(base: str) -> Iterator[str]:
-    name = f"notify_bench_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(base, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"'.encode())
-    dsn = make_conninfo(base, dbname=name)
-    try:
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            migrate(conn, SCHEMA)
-            migrate_reference_host(conn, HOST)
-        yield dsn
-    finally:
-        with psycopg.connect(base, autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
 class Stream:

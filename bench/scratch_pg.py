@@ -1,7 +1,8 @@
-"""What the PostgreSQL benchmarks share: a scratch server and the CPU time of a process.
+"""What the PostgreSQL benchmarks share: a scratch server, a fresh migrated database on it and
+the CPU time of a process.
 
-Imported by ``bench_pg_pipeline.py`` and ``bench_pg_inbox.py`` (they run with ``bench/`` on
-``sys.path``, as a script or from the smoke tests).
+Imported by ``bench_pg_pipeline.py``, ``bench_pg_inbox.py`` and ``bench_level_facts.py`` (they
+run with ``bench/`` on ``sys.path``, as a script or from the smoke tests).
 """
 
 from __future__ import annotations
@@ -9,11 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import uuid
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
+from psycopg.conninfo import make_conninfo
+
+from notify_pg import migrate
+from notify_pg.reference_host import migrate_reference_host
 
 
 @contextmanager
@@ -40,6 +46,24 @@ def server() -> Iterator[str]:
     finally:
         srv.cleanup()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def database(base: str, schema: str = "notify", host: str = "host") -> Iterator[str]:
+    """A fresh database on the server ``base``, with the library's schema and the reference
+    host's migrated; dropped on exit."""
+    name = f"notify_bench_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"'.encode())
+    dsn = make_conninfo(base, dbname=name)
+    try:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            migrate(conn, schema)
+            migrate_reference_host(conn, host)
+        yield dsn
+    finally:
+        with psycopg.connect(base, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
 
 
 def process_cpu_seconds(pid: int) -> float:
