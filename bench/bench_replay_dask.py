@@ -11,13 +11,17 @@ Stages, each reported in the JSON object:
   time, CPU time and peak resident memory.
 - ``dask``: a child process (``--dask-child``, so that its peak memory is its own) starts a
   `distributed.LocalCluster` of ``--partitions`` single-threaded worker processes on
-  loopback (``cluster_start_s``), runs one `notify_cli.dask_engine.replay_partition` task
-  per partition (``tasks_s``, until every task's chunks are in), closes the cluster
-  (``close_s``), merges the chunks into a file and the summaries (``merge_s``; ``replay_s``
+  loopback (``cluster_start_s``) and runs `notify_cli.dask_engine.run_partitions`, what
+  ``notify replay --engine dask`` runs: one `notify_cli.dask_engine.replay_partition` task
+  per partition, each sending its chunks through a queue as it makes them, merged into a
+  file while the tasks run. ``tasks_s``: until the merge has read every task's last chunk
+  (``task_wall_s``: until each task had ended); ``merge_s``: the rest of the merge after
+  that (the tail); ``close_s``: closing the cluster and writing the summary; ``replay_s``
   is all three; ``wall_s`` adds the cluster's start, what ``notify replay --engine dask``
-  pays). Each task reports its worker's peak
-  resident memory (``worker_peak_mib``) and CPU time (``task_cpu_s``); ``merger_peak_mib``
-  is the merging process's, ``chunks_mib`` the compressed lines it received.
+  pays. Each task reports its worker's peak resident memory (``worker_peak_mib``) and CPU time
+  (``task_cpu_s``); ``merger_peak_mib`` and ``merger_cpu_s`` (from the tasks' submission to
+  the merge's end) are the merging process's (the scheduler's too, on a local cluster),
+  ``chunks_mib`` the compressed lines it received.
 - The two alternate ``--rounds`` times in the same run; ``best`` takes each one's fastest,
   ``speedup`` is single wall time over the dask wall time (goal >= 1.7 with 2 workers on 2
   cores) and ``cpu_bound`` the single replay's CPU time over the slowest task's: the speedup
@@ -52,9 +56,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from notify_cli.dask_engine import SpooledRun, replay_partition, unspool
+from notify_cli.dask_engine import run_partitions
 from notify_core.decide import Policy
-from notify_core.partitioned import merge_groups, merge_summaries
+from notify_core.partitioned import merge_summaries
 
 
 def notify(*args: str) -> list[str]:
@@ -101,7 +105,7 @@ def dask(
     log: Path, out: Path, summary: Path, partitions: int, scheduler: str | None = None
 ) -> dict[str, Any]:
     """The same replay as ``partitions`` tasks on a fresh local cluster (or the running one
-    at ``scheduler``, as the smoke test does), merged by streaming, in this process."""
+    at ``scheduler``, as the smoke test does), merged in this process as the chunks come."""
     from distributed import Client, LocalCluster
 
     start = time.perf_counter()
@@ -120,17 +124,14 @@ def dask(
             silence_logs=logging.ERROR,
         )
     client = Client(cluster or scheduler)  # type: ignore[no-untyped-call]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     progress("dask.cluster_started", seconds=round(started - start, 2))
     try:
-        futures = [
-            client.submit(
-                replay_partition, str(log), Policy(), False, index, partitions, pure=False
-            )
-            for index in range(partitions)
-        ]
-        runs: list[SpooledRun] = client.gather(futures)
-        gathered = time.perf_counter()
+        with out.open("w", encoding="utf-8") as handle:
+            streamed = run_partitions(client, str(log), Policy(), False, partitions, handle.write)
+        merged_at, merge_cpu = time.perf_counter(), time.process_time() - cpu
+        runs = streamed.runs
+        gathered = max(streamed.ended)
         progress(
             "dask.tasks_done",
             seconds=round(gathered - started, 2),
@@ -140,28 +141,23 @@ def dask(
         client.close()  # type: ignore[no-untyped-call]
         if cluster is not None:
             cluster.close()  # type: ignore[no-untyped-call]
-    closed = time.perf_counter()
-    chunks = sum(len(chunk) for run in runs for chunk in run.chunks)
-    lines = sum(run.lines for run in runs)
     merged = merge_summaries([run.summary for run in runs])
-    with out.open("w", encoding="utf-8") as handle:
-        for texts in merge_groups([unspool(run.chunks) for run in runs]):
-            handle.write("\n".join(texts))
-            handle.write("\n")
     summary.write_text(json.dumps(merged.to_json(), indent=2) + "\n")
     done = time.perf_counter()
-    progress("dask.merged", seconds=round(done - closed, 2))
+    progress("dask.merged", seconds=round(merged_at - gathered, 2))
     return {
         "partitions": partitions,
         "cluster_start_s": round(started - start, 2),
         "tasks_s": round(gathered - started, 2),
-        "close_s": round(closed - gathered, 2),
-        "merge_s": round(done - closed, 2),
+        "merge_s": round(merged_at - gathered, 2),
+        "close_s": round(done - merged_at, 2),
         "replay_s": round(done - started, 2),
         "wall_s": round(done - start, 2),
-        "lines": lines,
-        "chunks_mib": _mib(chunks / 1024),
+        "task_wall_s": [round(end - started, 2) for end in streamed.finished],
+        "lines": sum(run.lines for run in runs),
+        "chunks_mib": _mib(sum(run.chunk_bytes for run in runs) / 1024),
         "task_cpu_s": [round(run.cpu_s, 2) for run in runs],
+        "merger_cpu_s": round(merge_cpu, 2),
         "worker_peak_mib": [_mib(run.peak_kib) for run in runs],
         "merger_peak_mib": _mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss),
     }

@@ -1,9 +1,11 @@
 """``notify replay --engine dask``: one recipient partition per task on a Dask cluster.
 
 Each task replays the whole log deciding for one partition (`notify_core.partitioned`) and
-returns its lines grouped by log line, as zlib-compressed chunks (`Spool`); this process
-merges the chunks by streaming (one chunk per partition decompressed at a time) into the
-single replay's output, and the summaries into its summary. Without ``--scheduler`` a
+sends its lines grouped by log line, as compressed chunks (`Spool`: LZ4, else zlib), through a
+`distributed.Queue` of its own as it makes them; this process merges the chunks while the
+tasks run (one chunk per partition decompressed at a time, a log line written once every
+partition has passed it) into the single replay's output, and the tasks' summaries into its
+summary. Without ``--scheduler`` a
 `distributed.LocalCluster` of one single-threaded process per partition runs on this
 machine (loopback only); with one, every worker must read the log at the same path
 (docs/replay.md).
@@ -11,6 +13,7 @@ machine (loopback only); with one, every worker must read the log at the same pa
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -18,6 +21,7 @@ import pickle
 import resource
 import sys
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -50,10 +54,13 @@ __all__ = [
     "INSTALL",
     "Spool",
     "SpooledRun",
+    "StreamedRuns",
     "check_options",
+    "decompress",
     "replay_dask",
     "replay_partition",
     "run_dask_replay",
+    "run_partitions",
     "unspool",
 ]
 
@@ -61,21 +68,69 @@ __all__ = [
 INSTALL = "--engine dask needs the Dask extra: pip install 'notify-engine[dask]'"
 
 
-#: Lines per compressed chunk: big enough for zlib to find the lines' repetitions, small
+#: Lines per compressed chunk: big enough for the codec to find the lines' repetitions, small
 #: enough that the merge holds little decompressed (one chunk per partition).
 CHUNK_LINES: Final = 20_000
 
 
+#: The chunk number that wakes the merge when a task failed (it waits for chunks unbounded:
+#: a timed-out wait of a queue is logged as an error by the scheduler).
+FAILED: Final = -1
+
+
+#: The first bytes of an LZ4 frame (a zlib stream begins with 0x78).
+LZ4_MAGIC: Final = b"\x04\x22\x4d\x18"
+
+
+def _zlib_compress(data: bytes) -> bytes:
+    return zlib.compress(data, 1)
+
+
+def _codec() -> Callable[[bytes], bytes]:
+    try:
+        import lz4.frame
+    except ImportError:
+        return _zlib_compress
+    compress: Callable[[bytes], bytes] = lz4.frame.compress
+    return compress
+
+
+_compress: Final = _codec()
+
+
+def decompress(chunk: bytes) -> bytes:
+    """Decompress a `Spool` chunk, LZ4 or zlib (whichever made it)."""
+    if chunk[:4] == LZ4_MAGIC:
+        try:
+            import lz4.frame
+        except ImportError:
+            raise BadInput(f"the Dask workers send LZ4 chunks: {INSTALL}") from None
+        data: bytes = lz4.frame.decompress(chunk)
+        return data
+    return zlib.decompress(chunk)
+
+
 class Spool:
-    """A partition's groups as zlib-compressed pickles of about `CHUNK_LINES` lines each.
+    """A partition's groups as compressed pickles of about `CHUNK_LINES` lines each.
+
+    The codec is LZ4's frame format when the ``lz4`` package is there (the ``dask`` extra
+    installs it: it compresses 4x faster than zlib's fastest level, decompresses 2x faster,
+    for chunks about 30 % larger), zlib otherwise; `decompress` tells them by their header.
 
     A task's lines are kept compressed (bytes, which the collector never walks) and travel
     to the merging process as they are, a tenth of their text's size.
+
+    Args:
+        send: called with each chunk's number (from 0) and the chunk as soon as it is made;
+            ``None`` keeps the chunks in `chunks` instead.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, send: Callable[[int, bytes | None], object] | None = None) -> None:
         self.chunks: list[bytes] = []
+        self.sent = 0
         self.lines = 0
+        self.size = 0
+        self._send = send
         self._buffer: list[Group] = []
         self._buffered = 0
 
@@ -94,7 +149,13 @@ class Spool:
 
     def _flush(self) -> None:
         data = pickle.dumps(self._buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        self.chunks.append(zlib.compress(data, 1))
+        chunk = _compress(data)
+        self.size += len(chunk)
+        if self._send is None:
+            self.chunks.append(chunk)
+        else:
+            self._send(self.sent, chunk)
+            self.sent += 1
         self.lines += self._buffered
         self._buffer, self._buffered = [], 0
 
@@ -104,20 +165,22 @@ def unspool(chunks: list[bytes]) -> Iterator[Group]:
     from ``chunks`` once read, so that memory falls as the merge goes on."""
     for index, chunk in enumerate(chunks):
         chunks[index] = b""
-        groups: list[Group] = pickle.loads(zlib.decompress(chunk))
+        groups: list[Group] = pickle.loads(decompress(chunk))
         del chunk
         yield from groups
 
 
 @attrs.define
 class SpooledRun:
-    """What one Dask task returns: its `Spool` chunks, counts and bad lines.
+    """What one Dask task returns: its `Spool` chunks (unless sent), counts and bad lines.
 
     Attributes:
-        chunks: the partition's lines (`unspool` reads them).
+        chunks: the partition's lines (`unspool` reads them); empty when the task sent them
+            through a queue as it made them.
         lines: how many lines the chunks hold.
         summary: the partition's counts.
         errors: its bad lines (`notify_core.partitioned.PartitionRun.errors`).
+        chunk_bytes: the size of its chunks (sent or not).
         peak_kib: the peak resident memory of the worker process that ran it.
         cpu_s: the CPU time of that process during the task (its Dask threads included).
     """
@@ -126,27 +189,44 @@ class SpooledRun:
     lines: int
     summary: Summary
     errors: list[tuple[int, str, str, str | None]]
+    chunk_bytes: int
     peak_kib: int
     cpu_s: float
 
 
 def replay_partition(
-    path: str, policy: Policy, include_skips: bool, index: int, count: int
+    path: str, policy: Policy, include_skips: bool, index: int, count: int, queue: str = ""
 ) -> SpooledRun:
-    """Replay the log at ``path`` for partition ``index`` of ``count`` (one Dask task)."""
+    """Replay the log at ``path`` for partition ``index`` of ``count`` (one Dask task).
+
+    ``queue``: the name of a `distributed.Queue` that gets each chunk as ``[number, chunk]``
+    as soon as it is made, then ``[chunks, None]`` at the end (`run_partitions` reads it);
+    empty: the chunks come back in `SpooledRun.chunks`.
+    """
     started = time.process_time()
+    send = None
+    if queue:
+        from distributed import Queue
+
+        put: Callable[[object], object] = Queue(queue).put  # type: ignore[no-untyped-call]
+
+        def send(number: int, chunk: bytes | None) -> None:
+            put([number, chunk])
+
     partition = Partition(index, count)
     # An MD5 per candidate otherwise: a recipient's partition is asked once per fan-out.
     owns = functools.cache(partition.__call__)
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader(), owns=owns)
-    spool = Spool()
+    spool = Spool(send)
     # The single replay's collector settings: a task holds the whole world's state too.
     with batch_gc():
         run = run_partition(replay, partition, lines_of(path), fastjson.dumps, spool.put)
     chunks = spool.close()
+    if send is not None:
+        send(spool.sent, None)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     cpu = time.process_time() - started
-    return SpooledRun(chunks, spool.lines, run.summary, run.errors, peak, cpu)
+    return SpooledRun(chunks, spool.lines, run.summary, run.errors, spool.size, peak, cpu)
 
 
 @contextmanager
@@ -187,6 +267,122 @@ def _client(scheduler: str | None, partitions: int | None) -> Iterator[tuple[Any
         yield client, partitions or max(1, sum(client.nthreads().values()))
 
 
+@attrs.define
+class StreamedRuns:
+    """What `run_partitions` gives: each task's `SpooledRun` and when the merge saw its end.
+
+    Attributes:
+        runs: the tasks' runs, in partition order (their chunks empty: they were streamed).
+        ended: `time.perf_counter` when the merge read each task's last chunk (for all but
+            the slowest task, when the merge caught up with it: it waits for the slowest).
+        finished: `time.perf_counter` when this process learnt each task had ended.
+    """
+
+    runs: list[SpooledRun]
+    ended: list[float]
+    finished: list[float]
+
+
+def _failed(futures: list[Any]) -> None:
+    """Raise `BadInput` for the first task that failed, if any did."""
+    for future in futures:
+        if future.status in ("error", "cancelled", "lost"):
+            _result(future)
+
+
+def _result(future: Any) -> SpooledRun:
+    """A task's run, or `BadInput` for its failure (a worker's failure is its own exception)."""
+    try:
+        run: SpooledRun = future.result()
+    except BadInput:
+        raise
+    except Exception as exc:
+        raise BadInput(f"the Dask replay failed: {type(exc).__name__}: {exc}") from None
+    return run
+
+
+def _streamed(queue: Any, futures: list[Any], ended: list[float], index: int) -> Iterator[Group]:
+    """Yield the groups task ``index`` sends through ``queue``, as they come.
+
+    A chunk numbered below the next one expected is skipped: a task that Dask runs again (its
+    worker was lost) sends the same chunks again, from the first.
+    """
+    expected = 0
+    while True:
+        try:
+            number, chunk = queue.get()
+        except OSError as exc:  # the scheduler is gone (not a failed write: keep them apart)
+            raise BadInput(f"the Dask replay failed: {type(exc).__name__}: {exc}") from None
+        if number == FAILED:
+            _failed(futures)
+            continue
+        if number < expected:
+            continue
+        if chunk is None:
+            ended[index] = time.perf_counter()
+            return
+        expected += 1
+        groups: list[Group] = pickle.loads(decompress(chunk))
+        del chunk
+        yield from groups
+
+
+def run_partitions(
+    client: Any,
+    path: str,
+    policy: Policy,
+    include_skips: bool,
+    count: int,
+    write: Callable[[str], object] | None,
+) -> StreamedRuns:
+    """Run ``count`` partition tasks on ``client``'s cluster and merge their lines as they come.
+
+    ``write`` gets the merged output, a log line's lines at a time, while the tasks still run
+    (``None``: the lines are read and dropped).
+
+    Raises:
+        BadInput: a task failed (its own `BadInput` as it is).
+    """
+    from distributed import Queue
+
+    token = uuid.uuid4().hex
+    names = [f"notify-replay-{token}-{index}" for index in range(count)]
+    queues = [Queue(name, client=client) for name in names]  # type: ignore[no-untyped-call]
+    futures = [
+        client.submit(
+            replay_partition, path, policy, include_skips, index, count, names[index], pure=False
+        )
+        for index in range(count)
+    ]
+
+    finished = [0.0] * count
+
+    def wake(future: Any) -> None:
+        finished[futures.index(future)] = time.perf_counter()
+        if future.status != "finished":
+            with contextlib.suppress(Exception):  # only a wake-up: the merge finds the cause
+                for queue in queues:
+                    queue.put([FAILED, None])  # type: ignore[no-untyped-call]
+
+    for future in futures:
+        future.add_done_callback(wake)
+    ended = [0.0] * count
+    parts = [_streamed(queues[index], futures, ended, index) for index in range(count)]
+    # Unpickling makes a key tuple per line: the default thresholds collect every 700.
+    with batch_gc():
+        if write is None:
+            for _ in merge_groups(parts):
+                pass
+        else:
+            for texts in merge_groups(parts):
+                write("\n".join(texts))
+                write("\n")
+    runs = [_result(future) for future in futures]
+    for queue in queues:
+        queue.close()  # type: ignore[no-untyped-call]
+    return StreamedRuns(runs, ended, finished)
+
+
 def replay_dask(
     path: str,
     policy: Policy,
@@ -204,23 +400,12 @@ def replay_dask(
     if partitions is not None and partitions < 1:
         raise BadInput(f"--partitions must be at least 1, not {partitions}")
     with _client(scheduler, partitions) as (client, count):
-        futures = [
-            client.submit(replay_partition, path, policy, include_skips, index, count, pure=False)
-            for index in range(count)
-        ]
-        try:
-            runs: list[SpooledRun] = client.gather(futures)
-        except BadInput:
-            raise
-        except Exception as exc:  # a worker's failure comes back as its own exception
-            raise BadInput(f"the Dask replay failed: {type(exc).__name__}: {exc}") from None
+        if out is None:
+            runs = run_partitions(client, path, policy, include_skips, count, None).runs
+        else:
+            with writing(out_name):
+                runs = run_partitions(client, path, policy, include_skips, count, out.write).runs
     summary = merge_summaries([run.summary for run in runs])
-    if out is not None:
-        write = out.write
-        with writing(out_name):
-            for texts in merge_groups([unspool(run.chunks) for run in runs]):
-                write("\n".join(texts))
-                write("\n")
     return summary, [error_of(values) for values in runs[0].errors]
 
 

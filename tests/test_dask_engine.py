@@ -124,3 +124,56 @@ def test_missing_dask_says_how_to_install_it(
     result = CliRunner().invoke(cli, ["replay", log, "--engine", "dask"])
     assert result.exit_code == 2
     assert "pip install 'notify-engine[dask]'" in result.stderr
+
+
+def test_a_task_that_fails_on_its_worker_is_a_one_line_error(
+    tmp_path: Path, dask_scheduler: str
+) -> None:
+    # With a scheduler the path is the workers' own: only the task finds it missing.
+    missing = tmp_path / "gone.jsonl"
+    result = CliRunner().invoke(
+        cli, ["replay", str(missing), "--engine", "dask", "--scheduler", dask_scheduler]
+    )
+    assert result.exit_code == 2
+    assert result.stderr == f"notify: {missing}: no such file\n"
+
+
+class _FakeQueue:
+    """What `_streamed` reads of a `distributed.Queue`: items in order."""
+
+    def __init__(self, items: list[list[object]]) -> None:
+        self.items = items
+
+    def get(self) -> list[object]:
+        return self.items.pop(0)
+
+
+def test_a_task_run_again_sends_its_chunks_again_and_the_merge_reads_them_once() -> None:
+    from notify_cli.dask_engine import Spool, _streamed
+
+    sent: list[list[object]] = []
+    spool = Spool(lambda number, chunk: sent.append([number, chunk]))
+    groups = [(line, [(1, 0, 0, f"u{line}", "", 0, "")], ["x"] * 12_000) for line in (1, 2, 3)]
+    for group in groups:
+        spool.put(group)
+    spool.close()
+    assert spool.sent == 2 and spool.chunks == []
+    # The first run's chunks, then a second run from the first chunk (its worker was lost).
+    queue = _FakeQueue([*sent[:1], *sent, [2, None]])
+    ended = [0.0]
+    assert list(_streamed(queue, [], ended, 0)) == groups
+    assert ended[0] > 0
+
+
+def test_chunks_of_either_codec_are_read() -> None:
+    import pickle
+    import zlib
+
+    import lz4.frame
+
+    from notify_cli.dask_engine import LZ4_MAGIC, decompress
+
+    data = pickle.dumps([(1, [(3,)], ["line"])])
+    assert lz4.frame.compress(data)[:4] == LZ4_MAGIC
+    assert decompress(lz4.frame.compress(data)) == data
+    assert decompress(zlib.compress(data, 1)) == data
