@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
+import psycopg
 
 from notify_core.events import Event
 from notify_core.inbox.access import AccessCache, Group
@@ -366,7 +367,15 @@ class InboxFanOut:
     ) -> tuple[list[Written], _Plan | None]:
         """Send the batch's last statement and its cursor (or the event done) in a pipeline,
         run ``plan_next`` (the next batch's decisions) while the server runs them, and return
-        what the last statement wrote (read back only for a listener) and the next plan."""
+        what the last statement wrote (read back only for a listener) and the next plan.
+
+        With a libpq too old for pipelines (before 14) the statements run one after the other
+        and the next batch is decided after them.
+        """
+        if not psycopg.Pipeline.is_supported():
+            written = self._send(conn, claimed, plan.statements[-1]) if plan.statements else []
+            self._mark(conn, claimed, end)
+            return written, None if plan_next is None else plan_next()
         listening = self.on_written is not None
         planned: _Plan | None = None
         last = None
@@ -375,15 +384,7 @@ class InboxFanOut:
             if plan.statements:
                 name = "inbox_upsert_returning" if listening else "inbox_upsert"
                 last = conn.execute(self._seam.query(name), plan.statements[-1])
-            if end is None:
-                conn.execute(
-                    self._seam.query("inbox_processed"), {"id": claimed.id, "worker": self.worker}
-                )
-            else:
-                conn.execute(
-                    self._seam.query("inbox_set_cursor"),
-                    {"id": claimed.id, "worker": self.worker, "cursor": end},
-                )
+            self._mark(conn, claimed, end)
             sending = time.perf_counter() - started
             if plan_next is not None:
                 planned = plan_next()
@@ -393,6 +394,18 @@ class InboxFanOut:
                 self.stats.write_s += sending + time.perf_counter() - started
             rows = last.fetchall() if last is not None and listening else []
         return [_written(claimed.id, r) for r in rows], planned
+
+    def _mark(self, conn: Conn, claimed: _Claimed, end: str | None) -> None:
+        """Record the cursor of a batch, renewing the claim, or (``end`` is ``None``) the
+        event done."""
+        if end is None:
+            self._seam.run(conn, "inbox_processed", {"id": claimed.id, "worker": self.worker})
+        else:
+            self._seam.run(
+                conn,
+                "inbox_set_cursor",
+                {"id": claimed.id, "worker": self.worker, "cursor": end},
+            )
 
     def _finish(self, conn: Conn, event_id: int) -> None:
         with self._seam.transaction(conn):

@@ -63,9 +63,15 @@ def text_array(items: Sequence[str]) -> str:
     """A PostgreSQL array literal of strings, for a ``%(name)s::text[]`` parameter.
 
     psycopg dumps a list element by element in Python; one string built here costs about half
-    as much, and the server reads it as fast.
+    as much, and the server reads it as fast. Ids seldom hold a quote or a backslash: then the
+    elements are only joined (NUL, which no PostgreSQL text holds, marks their bounds).
     """
-    return "{" + ",".join([array_element(t) for t in items]) + "}"
+    if not items:
+        return "{}"
+    body = "\0".join(items)
+    if '"' in body or "\\" in body or body.count("\0") != len(items) - 1:
+        return "{" + ",".join([array_element(t) for t in items]) + "}"
+    return '{"' + body.replace("\0", '","') + '"}'
 
 
 def trusted_sql(text: str) -> LiteralString:

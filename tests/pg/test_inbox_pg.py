@@ -11,6 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
@@ -18,7 +20,7 @@ from notify_core.inbox.fanout import PersonFacts
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
 from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.seam import Conn, load_queries
+from notify_pg.seam import Conn, array_element, load_queries, text_array
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -247,6 +249,20 @@ def test_n10_ids_are_written_as_they_are_whatever_they_hold(
     ]
 
 
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]))))
+def test_n10_a_text_array_literal_reads_back_as_the_strings_it_was_made_of(
+    conn: psycopg.Connection[Any], items: list[str]
+) -> None:
+    """N10: the ids' array literal (joined when no element holds a quote or a backslash,
+    quoted element by element otherwise) reads back as the same strings, in order."""
+    literal = text_array(items)
+    assert literal == "{" + ",".join(array_element(t) for t in items) + "}"
+    assert conn.execute("SELECT %s::text[]", [literal]).fetchone() == (items,)
+
+
 def test_n10_entries_are_the_same_with_and_without_a_listener(
     connect: Connect, wiki: ReferenceWiki
 ) -> None:
@@ -272,6 +288,58 @@ def test_n10_entries_are_the_same_with_and_without_a_listener(
         ("ana", 1, "pending", True),
         ("cy", 3, "pending", True),
     ]
+
+
+def test_h4_batches_are_the_same_with_and_without_pipelines(
+    connect: Connect, wiki: ReferenceWiki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """H4, N10: with a libpq that has no pipeline (before 14) each batch's last statement and
+    cursor run one after the other: the same entries, rows heard, batches and cursors."""
+    with connect() as conn:
+        many_watchers(conn, 23)
+        wiki.set_settings(conn, mail_configured=True)
+    runs = []
+    for pipelines in (True, False):
+        monkeypatch.setattr(
+            psycopg.Pipeline, "is_supported", classmethod(lambda cls, on=pipelines: on)
+        )
+        with connect() as conn:
+            conn.execute("TRUNCATE notify.inbox_entries, notify.inbox_outbox")
+            heard: list[Written] = []
+            cursors: list[Any] = []
+
+            def batch_done(
+                event: int, conn: psycopg.Connection[Any] = conn, cursors: list[Any] = cursors
+            ) -> None:
+                cursors.append(
+                    conn.execute(
+                        "SELECT cursor, processed_at IS NOT NULL FROM notify.inbox_outbox "
+                        "WHERE id = %s",
+                        [event],
+                    ).fetchone()
+                )
+
+            worker = fanout(
+                wiki, batch=10, write_batch=4, on_written=heard.extend, on_batch=batch_done
+            )
+            for n in range(2):
+                edit(conn, n)
+            assert worker.drain(conn) == 2
+            runs.append(
+                (
+                    entries(conn),
+                    sorted((w.user_id, w.count, w.inserted) for w in heard),
+                    cursors,
+                    worker.stats.batches,
+                    worker.stats.entries,
+                )
+            )
+    assert runs[0] == runs[1]
+    rows, heard, cursors, batches, written = runs[0]
+    assert len(rows) == 25 and {r[3] for r in rows} == {2}
+    assert batches == 6 and written == 50 and len(heard) == 50
+    # ana, cy and w000001-w000008; then ten; then the last five and the event done.
+    assert cursors == [("w000008", False), ("w000018", False), ("w000018", True)] * 2
 
 
 def test_n9_a_deletion_captures_its_watchers_in_the_emit(
