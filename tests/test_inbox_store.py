@@ -71,15 +71,12 @@ class OneByOne:
         return self._store.due(until)
 
 
-@st.composite
-def entry_values(draw: st.DrawFn) -> Entry:
-    """An entry of a few ids, people and keys, in any email state, read or not."""
-    email = draw(st.sampled_from(list(EmailState)))
-    due = None
-    if email in (EmailState.PENDING, EmailState.SENDING) and draw(st.booleans()):
-        due = T0 + timedelta(minutes=draw(st.integers(0, 5)))
-    state = EntryState(
-        count=1,
+def edited_state(
+    draw: st.DrawFn, count: int, email: EmailState, due: datetime | None
+) -> EntryState:
+    """The state of an entry of ``count`` edits of one page, read or not."""
+    return EntryState(
+        count=count,
         variant="edited",
         variants=("edited",),
         email=email,
@@ -89,6 +86,16 @@ def entry_values(draw: st.DrawFn) -> Entry:
         updated_at=T0,
         read=draw(st.booleans()),
     )
+
+
+@st.composite
+def entry_values(draw: st.DrawFn) -> Entry:
+    """An entry of a few ids, people and keys, in any email state, read or not."""
+    email = draw(st.sampled_from(list(EmailState)))
+    due = None
+    if email in (EmailState.PENDING, EmailState.SENDING) and draw(st.booleans()):
+        due = T0 + timedelta(minutes=draw(st.integers(0, 5)))
+    state = edited_state(draw, 1, email, due)
     person = draw(st.sampled_from(PEOPLE))
     key = draw(st.sampled_from(KEYS))
     return Entry(
@@ -249,17 +256,7 @@ def due_entries(draw: st.DrawFn) -> Entry:
         person=person,
         category="watched_page",
         group_key="watched_page:p1",
-        state=EntryState(
-            count=draw(st.integers(1, 3)),
-            variant="edited",
-            variants=("edited",),
-            email=email,
-            email_after=due,
-            last_event="1",
-            in_app=True,
-            updated_at=T0,
-            read=draw(st.booleans()),
-        ),
+        state=edited_state(draw, draw(st.integers(1, 3)), email, due),
         created_at=T0,
         target=TARGET,
     )

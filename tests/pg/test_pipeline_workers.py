@@ -73,20 +73,7 @@ def test_two_workers_drain_one_database(
         run.due(burst[0].occurred_at)
         append_burst(run, burst)
         run.clock.set(FAR)  # every window has ended; the pushes are long past max_age
-        providers = [FakeProvider("apns"), FakeProvider("fcm")]
-        workers = [
-            Worker(
-                lambda: psycopg.connect(dsn, autocommit=True),
-                run.host,
-                schema=SCHEMA,
-                policy=run.worker.policy,
-                config=config,
-                clock=run.clock,
-                providers=providers,
-                sink=run.sink,
-            )
-            for _ in range(2)
-        ]
+        workers = two_workers(dsn, run, config)
         errors: list[BaseException] = []
         start = threading.Barrier(2)
 
