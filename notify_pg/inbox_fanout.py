@@ -323,12 +323,10 @@ class InboxFanOut:
                     raise _LostClaim
                 if plan is None:
                     plan = self._plan(conn, the_event, candidates, self._facts(conn, candidates))
-                for params in plan.statements[:-1]:
-                    written.extend(self._send(conn, claimed, params))
-                # The next batch is read now, before this batch's last statement: the server
-                # then runs that statement, the cursor and the commit while this process
-                # decides the next batch (a pipeline). Nothing of it is written before the
-                # next batch holds the claim again; a lost claim drops it unwritten.
+                # The next batch is read now, before this batch's statements: the server then
+                # runs them and the cursor while this process decides the next batch (a
+                # pipeline). Nothing of it is written before the next batch holds the claim
+                # again; a lost claim drops it unwritten.
                 ahead: tuple[dict[str, list[str]], str | None] | None = None
                 next_plan: _Plan | None = None
                 plan_next: Callable[[], _Plan] | None = None
@@ -365,34 +363,32 @@ class InboxFanOut:
         end: str | None,
         plan_next: Callable[[], _Plan] | None,
     ) -> tuple[list[Written], _Plan | None]:
-        """Send the batch's last statement and its cursor (or the event done) in a pipeline,
-        run ``plan_next`` (the next batch's decisions) while the server runs them, and return
-        what the last statement wrote (read back only for a listener) and the next plan.
+        """Send the batch's statements and its cursor (or the event done) in a pipeline, run
+        ``plan_next`` (the next batch's decisions) while the server runs them, and return what
+        the statements wrote (read back only for a listener) and the next plan.
 
         With a libpq too old for pipelines (before 14) the statements run one after the other
         and the next batch is decided after them.
         """
         if not psycopg.Pipeline.is_supported():
-            written = self._send(conn, claimed, plan.statements[-1]) if plan.statements else []
+            written = [w for params in plan.statements for w in self._send(conn, claimed, params)]
             self._mark(conn, claimed, end)
             return written, None if plan_next is None else plan_next()
         listening = self.on_written is not None
         planned: _Plan | None = None
-        last = None
         with self._seam.translated(), conn.pipeline() as pipeline:
             started = time.perf_counter()
-            if plan.statements:
-                name = "inbox_upsert_returning" if listening else "inbox_upsert"
-                last = conn.execute(self._seam.query(name), plan.statements[-1])
+            query = self._seam.query("inbox_upsert_returning" if listening else "inbox_upsert")
+            sent = [conn.execute(query, params) for params in plan.statements]
             self._mark(conn, claimed, end)
             sending = time.perf_counter() - started
             if plan_next is not None:
                 planned = plan_next()
             started = time.perf_counter()
             pipeline.sync()
-            if last is not None:
+            if sent:
                 self.stats.write_s += sending + time.perf_counter() - started
-            rows = last.fetchall() if last is not None and listening else []
+            rows = [r for cursor in sent for r in cursor.fetchall()] if listening else []
         return [_written(claimed.id, r) for r in rows], planned
 
     def _mark(self, conn: Conn, claimed: _Claimed, end: str | None) -> None:
@@ -604,21 +600,20 @@ class InboxFanOut:
     ) -> tuple[dict[str, Any], ...]:
         """The parameters of the statements coalescing a batch, ``write_batch`` rows each."""
         inbox, values = the_event.inbox, the_event.values
-        dues = _timestamp_literals(
-            self._dues(decisions, users, values["at"], the_event.delay, the_event.site)
-        )
+        dues = self._dues(decisions, users, values["at"], the_event.delay, the_event.site)
         # The per-person columns go as array literals built here: psycopg dumps a list element
-        # by element in Python. What repeats (category, group key, in_app, email state) goes
-        # once per kind, and each row names its kind by number (from 1).
+        # by element in Python. What repeats (category, group key, in_app, email state, due
+        # time) goes once per kind, and each row names its kind by number (from 1): an event's
+        # rows are of a few kinds, the due times of a few schedules.
         group_keys: dict[str, str] = {}
         pending, none = EmailState.PENDING.value, EmailState.NONE.value
         out: list[dict[str, Any]] = []
         for start in range(0, len(decisions), self.write_batch):
-            chunk = decisions[start : start + self.write_batch]
-            kinds: dict[tuple[str, bool, bool], str] = {}
+            end = start + self.write_batch
+            kinds: dict[tuple[str, bool, bool, datetime | None], str] = {}
             numbers: list[str] = []
-            for d in chunk:
-                kind = (d.category.key, d.in_app, d.email)
+            for d, due in zip(decisions[start:end], dues[start:end], strict=True):
+                kind = (d.category.key, d.in_app, d.email, due)
                 number = kinds.get(kind)
                 if number is None:
                     number = kinds[kind] = str(len(kinds) + 1)
@@ -628,13 +623,13 @@ class InboxFanOut:
             out.append(
                 {
                     **values,
-                    "user_id": text_array([d.recipient for d in chunk]),
+                    "user_id": text_array([d.recipient for d in decisions[start:end]]),
                     "kind": _array(numbers),
-                    "email_after": _array(dues[start : start + self.write_batch]),
                     "category": text_array([k[0] for k in kinds]),
                     "group_key": text_array([group_keys[k[0]] for k in kinds]),
                     "in_app": _array(["t" if k[1] else "f" for k in kinds]),
                     "email_state": text_array([pending if k[2] else none for k in kinds]),
+                    "email_after": _array([_timestamp_literal(k[3]) for k in kinds]),
                 }
             )
         return tuple(out)
@@ -740,20 +735,12 @@ def _array(elements: Sequence[str]) -> str:
     return "{" + ",".join(elements) + "}"
 
 
-def _timestamp_literals(values: Sequence[datetime | None]) -> list[str]:
-    """Array elements of instants (``NULL`` for none), each distinct instant quoted once."""
-    seen: dict[datetime, str] = {}
-    out: list[str] = []
-    for value in values:
-        if value is None:
-            out.append("NULL")
-            continue
-        text = seen.get(value)
-        if text is None:
-            # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
-            text = seen[value] = array_element(value.isoformat())
-        out.append(text)
-    return out
+def _timestamp_literal(value: datetime | None) -> str:
+    """An array element of an instant (``NULL`` for none)."""
+    if value is None:
+        return "NULL"
+    # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
+    return array_element(value.isoformat())
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:

@@ -67,9 +67,9 @@ WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)
 -- name: inbox_upsert
 -- Coalesce up to 500 entry decisions of one event in one statement (N10-N12, E1). What is the
 -- same for every row of the event (its page, actor, time) is one value; the arrays carry only
--- what differs by person: the person, the due time, and the number (from 1) of the kind of row
--- in the short arrays of the kinds (category, group key, in_app, email state), of which an
--- event has a few. Nothing is read back: inbox_upsert_returning extends this statement with
+-- what differs by person: the person and the number (from 1) of the kind of row in the short
+-- arrays of the kinds (category, group key, in_app, email state, due time), of which an event
+-- has a few. Nothing is read back: inbox_upsert_returning extends this statement with
 -- the written rows returned.
 INSERT INTO {schema}.inbox_entries AS e (
     user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
@@ -79,10 +79,9 @@ SELECT r.user_id, %(site_id)b::text, (%(category)s::text[])[r.kind], %(variant)b
        (%(group_key)s::text[])[r.kind], %(page_id)b::text, %(comment_id)b::text,
        %(actor_id)b::text, %(title)b::text, %(path)b::text, %(locale)b::text,
        %(excerpt)b::text, ARRAY[%(variant)b::text], 1, %(last_event)b::bigint,
-       (%(in_app)s::boolean[])[r.kind], (%(email_state)s::text[])[r.kind], r.email_after,
-       %(at)b::timestamptz, %(at)b::timestamptz
-FROM unnest(%(user_id)s::text[], %(kind)s::integer[], %(email_after)s::timestamptz[])
-    AS r (user_id, kind, email_after)
+       (%(in_app)s::boolean[])[r.kind], (%(email_state)s::text[])[r.kind],
+       (%(email_after)s::timestamptz[])[r.kind], %(at)b::timestamptz, %(at)b::timestamptz
+FROM unnest(%(user_id)s::text[], %(kind)s::integer[]) AS r (user_id, kind)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
     count = e.count + 1,

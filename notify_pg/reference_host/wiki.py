@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -19,7 +19,7 @@ from notify_core.inbox.access import Group, Match, Rule
 from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
-from notify_core.inbox.prefs import Delivery, InboxSettings
+from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_pg.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]
@@ -44,16 +44,28 @@ def _facts(
     groups: Sequence[str],
     group_sets: dict[frozenset[str], frozenset[str]],
 ) -> PersonFacts:
-    """One person's facts; ``group_sets`` shares one frozenset among people with equal groups."""
+    """One person's facts; ``group_sets`` shares one frozenset among people with equal groups.
+
+    Built without the named tuple's Python-level ``__new__`` (every field given, in order), as
+    the core builds its decisions: a fan-out builds one per candidate.
+    """
     found = frozenset(groups)
-    return PersonFacts(
-        active=active,
-        human=kind == "human",
-        system=system,
-        groups=group_sets.setdefault(found, found),
-        email=email,
-        verified=verified,
+    return _make(
+        PersonFacts,
+        (
+            active,
+            kind == "human",
+            system,
+            group_sets.setdefault(found, found),
+            email,
+            verified,
+            NO_PREFS,
+        ),
     )
+
+
+#: A named tuple from all its fields in order, without its keyword ``__new__``.
+_make: Final = tuple.__new__
 
 
 class ReferenceWiki:
@@ -184,9 +196,7 @@ class ReferenceWiki:
             hour,
         ) in rows:
             people[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
-            users[id_] = WikiUser(
-                id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
-            )
+            users[id_] = _make(WikiUser, (id_, zone, locale, schedule, hour))
         return people, users
 
     def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:

@@ -17,6 +17,7 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
 from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.ports import WikiUser
 from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
 from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
 from notify_pg.reference_host.wiki import ReferenceWiki
@@ -184,6 +185,14 @@ def test_n7_people_and_users_in_one_read_equal_the_two_reads(
     assert (people, users) == (wiki.inbox_people(conn, ids), wiki.inbox_users(conn, ids))
     assert set(people) == {"ana", "cy", "dee"} and people["ana"].groups == {"readers"}
     assert users["cy"].daily_hour == 8 and not people["dee"].active
+    # The host builds both named tuples by position: each equals its keyword-built value.
+    assert people["dee"] == PersonFacts(active=False, human=False, groups=frozenset())
+    assert people["ana"] == PersonFacts(
+        groups=frozenset({"readers"}), email="ana@example.org", verified=True
+    )
+    assert users["cy"] == WikiUser(
+        id="cy", time_zone="Europe/Berlin", email_schedule="daily", daily_hour=8
+    )
 
     class NoDee(ReferenceWiki):
         def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
