@@ -71,7 +71,7 @@ def parse_instant(text: object, pointer: str = "") -> datetime:
         >>> parse_instant("2026-10-23T23:30:00+02:00")
         datetime.datetime(2026, 10, 23, 21, 30, tzinfo=datetime.timezone.utc)
     """
-    if type(text) is str and _canonical(text):
+    if type(text) is str and _CANONICAL(text) is not None:
         # Every instant the formats write (and most a log holds) is UTC with ``Z`` and up to
         # six digits of fraction: `datetime.fromisoformat` reads that form alike, 5x faster.
         try:
@@ -84,21 +84,12 @@ def parse_instant(text: object, pointer: str = "") -> datetime:
     return _parse_instant(text, pointer)
 
 
-def _canonical(text: str) -> bool:
-    """Whether ``text`` has the shape ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z`` (digits unchecked:
-    `datetime.fromisoformat` refuses others) and an hour that is not 24."""
-    size = len(text)
-    return (
-        (size == 20 or (22 <= size <= 27 and text[19] == "." and text[20:-1].isdigit()))
-        and text[-1] == "Z"
-        and text[10] == "T"
-        and text[4] == "-"
-        and text[7] == "-"
-        and text[13] == ":"
-        and text[16] == ":"
-        and text[11:13] != "24"
-        and text.isascii()
-    )
+#: Whether a text has the shape ``YYYY-MM-DDTHH:MM:SS[.f{1,6}]Z`` in ASCII digits and an hour
+#: that is not 24 (the other digits unchecked: `datetime.fromisoformat` refuses bad ones). One
+#: compiled match: it runs once per line of a replay, where a chain of tests cost twice as much.
+_CANONICAL: Final = re.compile(
+    r"\d{4}-\d\d-\d\dT(?:[01]\d|2[0-3]):\d\d:\d\d(?:\.\d{1,6})?Z", re.ASCII
+).fullmatch
 
 
 def _parse_instant(text: object, pointer: str) -> datetime:

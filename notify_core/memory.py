@@ -13,11 +13,12 @@ import heapq
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import datetime
+from typing import Final
 
 import attrs
 
 from notify_core.decide import Connection, Device, Switches
-from notify_core.events import Event, EventError
+from notify_core.events import PAYLOADS, Event, EventError
 from notify_core.instants import parse_instant
 from notify_core.kinds import RunState, run_active
 from notify_core.levels import Level, LevelFacts, Preference, parse_level
@@ -533,9 +534,11 @@ class MemoryStore:
                 preference of an unknown level); nothing was changed.
         """
         self._access = None  # the world may change: `allowed` resolves threads anew
-        handler = getattr(self, "_on_" + event.type.replace(".", "_"), None)
+        # A table of the event types this store applies, by their exact name: a type it does
+        # not know (``user_created``) changes nothing, as the summary says ("ignored").
+        handler = _HANDLERS.get(event.type)
         if handler is not None:
-            handler(event, event.payload)
+            handler(self, event, event.payload)
 
     def _on_user_created(self, event: Event, p: dict[str, object]) -> None:
         user = str(p["user"])
@@ -734,9 +737,13 @@ class MemoryStore:
         self._update_switches(key[0])
 
     def _on_message_created(self, event: Event, p: dict[str, object]) -> None:
-        thread_id, seq = str(p["thread"]), int(p["thread_seq"])  # type: ignore[call-overload]
+        # Every message of the log comes here in every replay (each task of a partitioned one
+        # too): each member of the payload is read once.
+        thread_id, seq, kind = str(p["thread"]), int(p["thread_seq"]), p["kind"]  # type: ignore[call-overload]
+        author = str(p["author"])
+        counted = kind != "run" and kind != "system"
         info = self.threads.get(thread_id)
-        if info is not None and seq >= info.last_message_seq and p["kind"] not in ("run", "system"):
+        if info is not None and counted and seq >= info.last_message_seq:
             # Built directly (`attrs.evolve` looks the fields up again): once per message.
             self.threads[thread_id] = ThreadInfo(
                 id=info.id,
@@ -746,24 +753,26 @@ class MemoryStore:
                 unread_floor_seq=info.unread_floor_seq,
                 newest_message=str(p["message"]),
             )
-        author = str(p["author"])
-        if p["kind"] in ("run", "system"):
+        if not counted:
             bisect.insort(self.uncounted.setdefault(thread_id, []), seq)  # B1a
         else:
             # B3: the author's own message moves their read position to it (never back).
             key = (author, thread_id)
-            if self.read.get(key, 0) < seq:
-                self.read[key] = seq
-        if p["kind"] == "run" and "run" in p:
+            read = self.read
+            if read.get(key, 0) < seq:
+                read[key] = seq
+        if kind == "run" and "run" in p:
             run = self.runs.setdefault(str(p["run"]), _Run())
             run.anchor_seq, run.thread, run.anchored = seq, thread_id, True
             self.anchors[thread_id] = str(p["run"])
-        elif p["origin"] == "agent" and p["kind"] in ("text", "voice", "card"):
+        elif p["origin"] == "agent" and kind in ("text", "voice", "card"):
             self.agent_messages[(thread_id, author)] = (str(p["message"]), seq)
-        for person in p.get("mention_ids", ()):  # type: ignore[attr-defined]
-            if person != author:
-                bisect.insort(self.mentions.setdefault((str(person), thread_id), []), seq)
-                self._mentioned.setdefault(str(person), set()).add(thread_id)
+        mention_ids = p.get("mention_ids")
+        if mention_ids:
+            for person in mention_ids:  # type: ignore[attr-defined]
+                if person != author:
+                    bisect.insort(self.mentions.setdefault((str(person), thread_id), []), seq)
+                    self._mentioned.setdefault(str(person), set()).add(thread_id)
 
     def _on_run_state_changed(self, event: Event, p: dict[str, object]) -> None:
         run = self.runs.setdefault(str(p["run"]), _Run(thread=str(p["thread"])))
@@ -773,6 +782,14 @@ class MemoryStore:
 
     def _on_read_state_updated(self, event: Event, p: dict[str, object]) -> None:
         self.read[(str(event.audience), str(p["thread"]))] = int(p["last_read_seq"])  # type: ignore[call-overload]
+
+
+#: The event types the store applies and their handlers (by exact type: see `record`).
+_HANDLERS: Final = {
+    kind: handler
+    for kind in PAYLOADS
+    if (handler := getattr(MemoryStore, "_on_" + kind.replace(".", "_"), None)) is not None
+}
 
 
 def _time_zone(p: dict[str, object], old: UserInfo | None) -> str | None:

@@ -51,6 +51,9 @@ END: Final = 1 << 62
 SubKey = tuple[int, int, int, str, str, int, str]
 
 _MESSAGE: Final = "message"
+#: The lists of a line that caused nothing in a partition (never appended to: read only).
+_NO_KEYS: Final[list[SubKey]] = []
+_NO_TEXTS: Final[list[str]] = []
 _line_of: Final = itemgetter(0)
 
 
@@ -127,12 +130,15 @@ def run_partition(
     errors: list[tuple[int, str, str, str | None]] = []
 
     def keep(items: Iterable[Item], line: int) -> None:
-        keys: list[SubKey] = []
-        texts: list[str] = []
+        # Most lines cause nothing in a partition: their lists are made at the first item.
+        keys: list[SubKey] = _NO_KEYS
+        texts: list[str] = _NO_TEXTS
         try:
             for item in items:
                 if not first and type(item) is UnknownReference:
                     continue
+                if keys is _NO_KEYS:
+                    keys, texts = [], []
                 keys.append(sub_key(item))
                 texts.append(dumps_item(item, dumps))
         finally:  # a bad line's error can follow lines it caused (mail due before it)

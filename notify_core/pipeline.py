@@ -134,14 +134,18 @@ def _classify(
 def _humans(world: WorldFacts, people: Sequence[str], but: set[str], owns: Owns) -> tuple[str, ...]:
     """The active humans among ``people`` (those ``owns`` owns) but ``but``, ascending and
     each once."""
+    if owns is not None:
+        # A partition owns few of them (a replay deciding for nobody, none): they are not
+        # looked up.
+        people = list(filter(owns, people))
+        if not people:
+            return ()
     user = world.user
     out = {
         person
         for person in people
         if person not in but and (info := user(person)) is not None and info.active_human
     }
-    if owns is not None:
-        return tuple(sorted(filter(owns, out)))
     return tuple(sorted(out))
 
 
@@ -159,15 +163,19 @@ def _without(readers: Sequence[str], but: set[str]) -> tuple[str, ...]:
 def _classify_message(
     event: Event, world: WorldFacts, readers_of: Callable[[str], Sequence[str]], owns: Owns
 ) -> list[Candidate]:
+    # Every message of the log is classified in every replay, also in each task of a
+    # partitioned one, which owns few of the candidates or none: what only a candidate
+    # needs (the message and its position) is read once there is one.
     p = event.payload
     if p.get("silent") or p["origin"] in ("import", "system") or p["kind"] in ("run", "system"):
         return []
     thread_id, author = str(p["thread"]), str(p["author"])
     thread = world.thread(thread_id)
-    channel = world.channel(thread.channel) if thread is not None else None
-    if thread is None or channel is None:
+    if thread is None:
         return []
-    message, message_seq = str(p["message"]), int(p["thread_seq"])  # type: ignore[call-overload]
+    channel = world.channel(thread.channel)
+    if channel is None:
+        return []
     if channel.direct:
         dm = _humans(world, channel.participants, {author}, owns)
         if not dm:
@@ -177,8 +185,8 @@ def _classify_message(
                 kind=Kind.DM,
                 recipients=dm,
                 thread=thread_id,
-                message=message,
-                message_seq=message_seq,
+                message=str(p["message"]),
+                message_seq=int(p["thread_seq"]),  # type: ignore[call-overload]
             )
         ]
     mention_ids = p.get("mention_ids")
@@ -195,21 +203,22 @@ def _classify_message(
                     kind=Kind.MENTION,
                     recipients=mentioned,
                     thread=thread_id,
-                    message=message,
-                    message_seq=message_seq,
+                    message=str(p["message"]),
+                    message_seq=int(p["thread_seq"]),  # type: ignore[call-overload]
                 )
             )
     if p["origin"] == "agent" and world.during_run(thread_id, author):
         return out  # S2: no message hints during a run; its end gives one
-    readers = _without(readers_of(channel.id), but)
+    everyone = readers_of(channel.id)
+    readers = _without(everyone, but) if everyone else ()
     if readers:
         out.append(
             Candidate(
                 kind=Kind.MESSAGE,
                 recipients=readers,
                 thread=thread_id,
-                message=message,
-                message_seq=message_seq,
+                message=str(p["message"]),
+                message_seq=int(p["thread_seq"]),  # type: ignore[call-overload]
             )
         )
     return out

@@ -188,6 +188,10 @@ class _Either(Container[str]):
 
 
 _CHAT_KINDS: Final = frozenset({"user", "space", "channel", "thread", "device"})
+#: A member of `REFERENCES` as a replay checks it: the payload member (``None``: the
+#: envelope's ``audience``), the type of object, the collection of those (``None``: a target,
+#: whose value names the type) and the pointer of an unknown one.
+_Ref = tuple[str | None, str, Container[str] | None, str]
 
 
 @attrs.frozen(kw_only=True)
@@ -415,6 +419,9 @@ class Replay:
     reader: EventLogReader = attrs.field(factory=EventLogReader)
     owns: Callable[[str], bool] | None = None
     _known: dict[str, Container[str]] = attrs.field(init=False, factory=dict, repr=False)
+    _refs: dict[str, tuple[Callable[[Event], bool], tuple[_Ref, ...]]] = attrs.field(
+        init=False, factory=dict, repr=False
+    )
 
     def __attrs_post_init__(self) -> None:
         self.store = MemoryStore(instance_default=self.policy.instance_default_level)
@@ -433,17 +440,31 @@ class Replay:
             for kind, collection in KNOWN.items()
             if asked is wiki or kind in _CHAT_KINDS
         }
+        # `REFERENCES` resolved once: per member, where its value is and the collection
+        # that knows its objects (members of types this replay does not build are left out).
+        for event_type, members in REFERENCES.items():
+            refs: list[_Ref] = []
+            for member, kind in members:
+                source = None if member == "@audience" else member
+                if kind == "target":
+                    refs.append((source, kind, None, _pointer("target/id")))
+                elif (have := self._known.get(kind)) is not None:
+                    refs.append((source, kind, have, _pointer(member)))
+            self._refs[event_type] = (_all_known(refs, self._known), tuple(refs))
 
     def feed(self, text: str | bytes, line: int) -> Iterator[Item]:
-        """Read one line and yield the hints and entry lines it causes (due work first).
+        """Read one line and return the hints and entry lines it causes (due work first).
 
         Raises:
-            EventError: a bad line (with its number); the replay can go on with the next.
+            EventError: a bad line (with its number), when called; the replay can go on with
+                the next line.
         """
+        # Not a generator itself: the line is read at once, and the caller iterates
+        # `feed_event`'s generator directly (one frame less per line of the log).
         event = self.reader.read(text, line)
         if event is None:
-            return
-        yield from self.feed_event(event, line)
+            return iter(())
+        return self.feed_event(event, line)
 
     def feed_event(self, event: Event, line: int = 0) -> Iterator[Item]:
         """Apply an event already read (by `reader`) and yield the hints and lines it causes.
@@ -452,8 +473,10 @@ class Replay:
             EventError: the event contradicts the formats (with ``line`` set).
         """
         self.summary.add_event(event)
-        refs = REFERENCES.get(event.type)
-        unknown = self._unknown(event, refs) if refs is not None else None
+        refs = self._refs.get(event.type)
+        unknown = None
+        if refs is not None and not refs[0](event):
+            unknown = self._unknown(event, refs[1])
         due = self.inbox.next_mail_due()
         if due is not None and due <= event.occurred_at:  # a chat log never has mail due
             yield from self._due_mail(event.occurred_at)
@@ -466,7 +489,8 @@ class Replay:
         except EventError as error:
             error.line = line
             raise
-        yield from self._out(hints)
+        if hints:  # most events of a partitioned replay give none: no generator for them
+            yield from self._out(hints)
         if lines:
             yield from self._out_entries(lines)
         if unknown:
@@ -476,33 +500,28 @@ class Replay:
             if self.include_skips:
                 yield from unknown
 
-    def _unknown(
-        self, event: Event, refs: tuple[tuple[str, str], ...]
-    ) -> list[UnknownReference] | None:
-        """The objects an event names that the log never created, in `REFERENCES` order.
-
-        Runs once per event: the usual answer (every object known) costs one membership test
-        per object named; pointers are built only for the unknown ones.
-        """
-        known, payload = self._known, event.payload
+    def _unknown(self, event: Event, refs: tuple[_Ref, ...]) -> list[UnknownReference] | None:
+        """The objects an event names that the log never created, in `REFERENCES` order
+        (`_all_known` answers first whether there are any)."""
+        payload = event.payload
         out: list[UnknownReference] | None = None
-        for member, kind in refs:
-            value = event.audience if member == "@audience" else payload.get(member)
+        for member, kind, have, pointer in refs:
+            value = payload.get(member) if member is not None else event.audience
             if value is None:
                 continue
-            if kind == "target":
+            if have is None:  # a target: the type of object is the value's own
                 assert isinstance(value, dict)  # parse_event checked the target's shape
-                kind, value, member = str(value["kind"]), value["id"], "target/id"
-            have = known.get(kind)
-            if have is None:
-                continue  # a type of object this replay does not build (yet)
+                kind, value = str(value["kind"]), value["id"]
+                have = self._known.get(kind)
+                if have is None:
+                    continue  # a type of object this replay does not build (yet)
             if type(value) is str:
                 if value not in have:
-                    out = _add(out, event, kind, value, _pointer(member))
+                    out = _add(out, event, kind, value, pointer)
             elif isinstance(value, list):
                 for index, item in enumerate(value):
                     if item not in have:
-                        out = _add(out, event, kind, str(item), f"{_pointer(member)}/{index}")
+                        out = _add(out, event, kind, str(item), f"{pointer}/{index}")
         return out
 
     def finish(self) -> Iterator[Item]:
@@ -552,6 +571,47 @@ class Replay:
                 self.summary.bad_lines += 1
                 yield error
         yield from self.finish()
+
+
+def _all_known(
+    refs: tuple[_Ref, ...] | list[_Ref], known: Mapping[str, Container[str]]
+) -> Callable[[Event], bool]:
+    """Compile the `_Ref` of one event type into a function: whether every object an event of
+    it names is known (the usual answer).
+
+    `Replay._unknown` loops over the members, which cost more than the rest of what a
+    partitioned replay's tasks each do for most lines; the compiled function reads each member
+    once and tests it written out. It answers ``True`` only where `Replay._unknown` finds
+    nothing; on ``False`` that runs and says what is unknown.
+    """
+    env: dict[str, object] = {"known": known, "_target_known": _target_known}
+    body = ["def check(event):", "    p = event.payload"]
+    for index, (member, _kind, have, _where) in enumerate(refs):
+        body.append("    v = event.audience" if member is None else f"    v = p.get({member!r})")
+        if have is None:
+            test = "_target_known(v, known)"
+        else:
+            env[f"h{index}"] = have
+            # A list's items all known: one C-level pass (a hashable item the parse checked).
+            test = (
+                f"(v in h{index} if type(v) is str else"
+                f" type(v) is list and all(map(h{index}.__contains__, v)))"
+            )
+        body.append(f"    if v is not None and not {test}: return False")
+    body.append("    return True")
+    exec("\n".join(body), env)  # the source is the table's member names (as literals)
+    return env["check"]  # type: ignore[return-value]
+
+
+def _target_known(value: object, known: Mapping[str, Container[str]]) -> bool:
+    """Whether a ``{kind, id}`` target names a known object (or a type not built here)."""
+    if type(value) is not dict:
+        return False
+    kind, id_ = value.get("kind"), value.get("id")
+    if type(kind) is not str or type(id_) is not str:
+        return False
+    have = known.get(kind)
+    return have is None or id_ in have
 
 
 def _pointer(member: str) -> str:

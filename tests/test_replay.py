@@ -352,6 +352,36 @@ class TestBadInput:
         assert result.exit_code == 0
         assert json.loads(summary.read_text())["unknown_event_types"] == {"reaction.added": 1}
 
+    def test_a_type_spelled_like_a_known_one_is_ignored_too(self, tmp_path: Path) -> None:
+        # "space_created" is no type of the formats: it creates no space, so the channel
+        # names an unknown one; "user_created" without the members of user.created is fine.
+        events = [
+            {"type": "space_created", "payload": {"space": "s1"}},
+            {"type": "user_created", "payload": {}},
+            {
+                "type": "channel.created",
+                "payload": {"channel": "c1", "space": "s1", "kind": "text"},
+            },
+        ]
+        log = tmp_path / "x.jsonl"
+        log.write_text(
+            "".join(
+                json.dumps({"seq": seq, "occurred_at": "2026-10-23T08:00:00Z", **event}) + "\n"
+                for seq, event in enumerate(events, start=1)
+            )
+        )
+        summary = tmp_path / "s.json"
+        result = CliRunner().invoke(
+            cli, ["replay", str(log), "--include-skips", "--summary-json", str(summary)]
+        )
+        assert result.exit_code == 0, result.output
+        counts = json.loads(summary.read_text())
+        assert counts["unknown_event_types"] == {"space_created": 1, "user_created": 1}
+        assert counts["unknown_references"] == {"space": 1}
+        assert [json.loads(line)["reference"] for line in result.stdout.splitlines()] == [
+            {"type": "space", "id": "s1"}
+        ]
+
     def test_bad_policy_file(self, tmp_path: Path) -> None:
         policy = tmp_path / "p.toml"
         policy.write_text("coalesce_window = 60\n")
