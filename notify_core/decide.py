@@ -312,13 +312,7 @@ class EventFacts:
     _delayed_due: datetime = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.kind in THREAD_KINDS and self.thread is None:
-            raise InvalidFacts("missing_thread", f"a {self.kind} hint needs a thread", "/thread")
-        window = self.policy.coalesce_window
-        until = self.now + window if window and self.kind in THREAD_KINDS else None
-        object.__setattr__(self, "_window_until", until)
-        delayed = self.now + self.policy.mobile_delay_when_desktop_active
-        object.__setattr__(self, "_delayed_due", delayed)
+        _derive(self)
 
     @classmethod
     def checked(
@@ -340,17 +334,13 @@ class EventFacts:
         Raises:
             InvalidFacts: a thread kind without ``thread`` (code ``missing_thread``).
         """
-        if thread is None and kind in THREAD_KINDS:
-            raise InvalidFacts("missing_thread", f"a {kind} hint needs a thread", "/thread")
         facts: EventFacts = _new_object(cls)
         _facts_now(facts, now)
         _facts_kind(facts, kind)
         _facts_thread(facts, thread)
         _facts_policy(facts, policy)
         _facts_exclude(facts, exclude_device)
-        window = policy.coalesce_window
-        _facts_window(facts, now + window if window and kind in THREAD_KINDS else None)
-        _facts_delayed(facts, now + policy.mobile_delay_when_desktop_active)
+        _derive(facts)
         return facts
 
 
@@ -361,6 +351,17 @@ _facts_policy = _slot_setter(EventFacts, "policy")
 _facts_exclude = _slot_setter(EventFacts, "exclude_device")
 _facts_window = _slot_setter(EventFacts, "_window_until")
 _facts_delayed = _slot_setter(EventFacts, "_delayed_due")
+
+
+def _derive(facts: EventFacts) -> None:
+    """Refuse a thread kind without a thread; set the values every recipient shares (both
+    ways of building `EventFacts` end here)."""
+    kind, now, policy = facts.kind, facts.now, facts.policy
+    if kind in THREAD_KINDS and facts.thread is None:
+        raise InvalidFacts("missing_thread", f"a {kind} hint needs a thread", "/thread")
+    window = policy.coalesce_window
+    _facts_window(facts, now + window if window and kind in THREAD_KINDS else None)
+    _facts_delayed(facts, now + policy.mobile_delay_when_desktop_active)
 
 
 def _sorted_devices(devices: Iterable[Device]) -> tuple[Device, ...]:
