@@ -312,13 +312,56 @@ class EventFacts:
     _delayed_due: datetime = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.kind in THREAD_KINDS and self.thread is None:
-            raise InvalidFacts("missing_thread", f"a {self.kind} hint needs a thread", "/thread")
-        window = self.policy.coalesce_window
-        until = self.now + window if window and self.kind in THREAD_KINDS else None
-        object.__setattr__(self, "_window_until", until)
-        delayed = self.now + self.policy.mobile_delay_when_desktop_active
-        object.__setattr__(self, "_delayed_due", delayed)
+        _derive(self)
+
+    @classmethod
+    def checked(
+        cls,
+        now: datetime,
+        kind: Kind,
+        thread: str | None,
+        policy: Policy,
+        exclude_device: str | None = None,
+    ) -> EventFacts:
+        """The value ``EventFacts(now=..., kind=..., ...)`` gives, for values checked already.
+
+        A caller that hands in a `Kind` other than ``sync`` and an aware ``now`` (the
+        pipeline: its candidates and clock are built that way) gets the same value without the
+        converter, the validators and the keyword ``__init__``: every fan-out builds one, and
+        both tasks of a partitioned replay build one for the same event (tests/test_decide.py
+        checks the two agree field by field).
+
+        Raises:
+            InvalidFacts: a thread kind without ``thread`` (code ``missing_thread``).
+        """
+        facts: EventFacts = _new_object(cls)
+        _facts_now(facts, now)
+        _facts_kind(facts, kind)
+        _facts_thread(facts, thread)
+        _facts_policy(facts, policy)
+        _facts_exclude(facts, exclude_device)
+        _derive(facts)
+        return facts
+
+
+_facts_now = _slot_setter(EventFacts, "now")
+_facts_kind = _slot_setter(EventFacts, "kind")
+_facts_thread = _slot_setter(EventFacts, "thread")
+_facts_policy = _slot_setter(EventFacts, "policy")
+_facts_exclude = _slot_setter(EventFacts, "exclude_device")
+_facts_window = _slot_setter(EventFacts, "_window_until")
+_facts_delayed = _slot_setter(EventFacts, "_delayed_due")
+
+
+def _derive(facts: EventFacts) -> None:
+    """Refuse a thread kind without a thread; set the values every recipient shares (both
+    ways of building `EventFacts` end here)."""
+    kind, now, policy = facts.kind, facts.now, facts.policy
+    if kind in THREAD_KINDS and facts.thread is None:
+        raise InvalidFacts("missing_thread", f"a {kind} hint needs a thread", "/thread")
+    window = policy.coalesce_window
+    _facts_window(facts, now + window if window and kind in THREAD_KINDS else None)
+    _facts_delayed(facts, now + policy.mobile_delay_when_desktop_active)
 
 
 def _sorted_devices(devices: Iterable[Device]) -> tuple[Device, ...]:

@@ -380,12 +380,10 @@ class Pipeline:
         return None
 
     def _event_facts(self, now: datetime, candidate: Candidate) -> EventFacts:
-        return EventFacts(
-            now=now,
-            kind=candidate.kind,
-            thread=candidate.thread,
-            policy=self.policy,
-            exclude_device=candidate.exclude_device,
+        # The clock is an event's or a due time (aware) and a candidate's kind a Kind, never
+        # sync: the checks of EventFacts' __init__ would only repeat, once per fan-out.
+        return EventFacts.checked(
+            now, candidate.kind, candidate.thread, self.policy, candidate.exclude_device
         )
 
     def _decide_fan_out(

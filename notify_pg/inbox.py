@@ -377,15 +377,22 @@ def purge(
     seam = Seam("notify_pg", schema)
     at = now or _now()
     counts = {"entries": 0, "outbox": 0}
-    limits = {
-        "entries": ("inbox_purge_entries", at - timedelta(days=retention_days)),
-        "outbox": ("inbox_purge_outbox", at - timedelta(days=1)),
-    }
-    for what, (query, before) in limits.items():
-        while True:
-            with seam.transaction(conn):
-                gone = seam.run(conn, query, {"before": before, "batch": batch})
-            counts[what] += gone
-            if gone < batch:
-                break
+    before = at - timedelta(days=retention_days)
+    after = ""  # the entries' walk over the people resumes at the last person of a batch
+    while True:
+        with seam.transaction(conn):
+            gone, last = seam.one(
+                conn, "inbox_purge_entries", {"before": before, "batch": batch, "after": after}
+            ) or (0, None)
+        counts["entries"] += gone
+        if gone < batch or last is None:
+            break
+        after = last
+    before = at - timedelta(days=1)
+    while True:
+        with seam.transaction(conn):
+            gone = seam.run(conn, "inbox_purge_outbox", {"before": before, "batch": batch})
+        counts["outbox"] += gone
+        if gone < batch:
+            break
     return counts

@@ -184,11 +184,13 @@ class _EventFacts:
 
 @attrs.frozen
 class _Facts:
-    """A batch's candidates (``ids``, sorted) and their facts; ``users``: ``None`` when the
-    host reads the cadence apart (asked of the mailed, after the decisions)."""
+    """A batch's candidates (``ids``, sorted), their facts as the host answered them and
+    their stored choices (``prefs``, by person); ``users``: ``None`` when the host reads the
+    cadence apart (asked of the mailed, after the decisions)."""
 
     ids: tuple[str, ...]
     people: Mapping[str, PersonFacts]
+    prefs: Mapping[str, dict[tuple[str, str], bool]]
     users: Mapping[str, WikiUser] | None
 
 
@@ -323,10 +325,15 @@ class InboxFanOut:
                     raise _LostClaim
                 if plan is None:
                     plan = self._plan(conn, the_event, candidates, self._facts(conn, candidates))
-                # The next batch is read now, before this batch's statements: the server then
-                # runs them and the cursor while this process decides the next batch (a
-                # pipeline). Nothing of it is written before the next batch holds the claim
-                # again; a lost claim drops it unwritten.
+                for params in plan.statements[:-1]:
+                    written.extend(self._send(conn, claimed, params))
+                # The next batch is read now, before this batch's last statement: the server
+                # then runs that statement, the cursor and the commit while this process
+                # decides the next batch (a pipeline). Nothing of it is written before the
+                # next batch holds the claim again; a lost claim drops it unwritten.
+                # Only the last statement goes in the pipeline: the others run one round trip
+                # each, so that with one row a statement (the benchmark's baseline) the writes
+                # stay a loop of statements and their round trips.
                 ahead: tuple[dict[str, list[str]], str | None] | None = None
                 next_plan: _Plan | None = None
                 plan_next: Callable[[], _Plan] | None = None
@@ -363,32 +370,34 @@ class InboxFanOut:
         end: str | None,
         plan_next: Callable[[], _Plan] | None,
     ) -> tuple[list[Written], _Plan | None]:
-        """Send the batch's statements and its cursor (or the event done) in a pipeline, run
-        ``plan_next`` (the next batch's decisions) while the server runs them, and return what
-        the statements wrote (read back only for a listener) and the next plan.
+        """Send the batch's last statement and its cursor (or the event done) in a pipeline,
+        run ``plan_next`` (the next batch's decisions) while the server runs them, and return
+        what the last statement wrote (read back only for a listener) and the next plan.
 
         With a libpq too old for pipelines (before 14) the statements run one after the other
         and the next batch is decided after them.
         """
         if not psycopg.Pipeline.is_supported():
-            written = [w for params in plan.statements for w in self._send(conn, claimed, params)]
+            written = self._send(conn, claimed, plan.statements[-1]) if plan.statements else []
             self._mark(conn, claimed, end)
             return written, None if plan_next is None else plan_next()
         listening = self.on_written is not None
         planned: _Plan | None = None
+        last = None
         with self._seam.translated(), conn.pipeline() as pipeline:
             started = time.perf_counter()
-            query = self._seam.query("inbox_upsert_returning" if listening else "inbox_upsert")
-            sent = [conn.execute(query, params) for params in plan.statements]
+            if plan.statements:
+                name = "inbox_upsert_returning" if listening else "inbox_upsert"
+                last = conn.execute(self._seam.query(name), plan.statements[-1])
             self._mark(conn, claimed, end)
             sending = time.perf_counter() - started
             if plan_next is not None:
                 planned = plan_next()
             started = time.perf_counter()
             pipeline.sync()
-            if sent:
+            if last is not None:
                 self.stats.write_s += sending + time.perf_counter() - started
-            rows = [r for cursor in sent for r in cursor.fetchall()] if listening else []
+            rows = last.fetchall() if last is not None and listening else []
         return [_written(claimed.id, r) for r in rows], planned
 
     def _mark(self, conn: Conn, claimed: _Claimed, end: str | None) -> None:
@@ -510,23 +519,25 @@ class InboxFanOut:
 
     def _people(
         self, conn: Conn, ids: Sequence[str]
-    ) -> tuple[dict[str, PersonFacts], Mapping[str, WikiUser] | None]:
-        """The candidates' facts with their stored choices, and their cadence when the host
-        reads both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
+    ) -> tuple[
+        Mapping[str, PersonFacts],
+        dict[str, dict[tuple[str, str], bool]],
+        Mapping[str, WikiUser] | None,
+    ]:
+        """The candidates' facts as the host answers them (a host may build them on first use:
+        `_plan` copies them), their stored choices, and their cadence when the host reads
+        both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
         users: Mapping[str, WikiUser] | None = None
         if isinstance(self.host, InboxPeopleAndUsers):
-            found, users = self.host.inbox_people_and_users(conn, ids)
-            people = dict(found)
+            people, users = self.host.inbox_people_and_users(conn, ids)
         else:
-            people = dict(self.host.inbox_people(conn, ids))
+            people = self.host.inbox_people(conn, ids)
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": text_array(list(people))}
+            conn, "inbox_prefs_of", {"ids": text_array(ids)}
         ):
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
-        for user, rows in stored.items():
-            people[user] = people[user]._replace(prefs=InboxPrefs(rows=rows))
-        return people, users
+        return people, stored, users
 
     def _event_values(
         self, conn: Conn, claimed: _Claimed, inbox: InboxEvent, page: PageInfo
@@ -556,9 +567,9 @@ class InboxFanOut:
         """Read the facts of a batch's candidates (`_people`)."""
         ids = sorted({p for listed in candidates.values() for p in listed})
         if not ids:
-            return _Facts(ids=(), people={}, users={})
-        people, users = self._people(conn, ids)
-        return _Facts(ids=tuple(ids), people=people, users=users)
+            return _Facts(ids=(), people={}, prefs={}, users={})
+        people, prefs, users = self._people(conn, ids)
+        return _Facts(ids=tuple(ids), people=people, prefs=prefs, users=users)
 
     def _plan(
         self,
@@ -574,18 +585,28 @@ class InboxFanOut:
         """
         if not facts.ids:
             return _Plan(statements=(), entries=0, skips=())
+        # The host's answer is copied here, not when it was read: a host that builds its
+        # mapping on first use (the reference wiki) then converts its rows while the server
+        # runs the last statement of the batch before (`_finish_batch`).
+        people = dict(facts.people.items())
+        for user, rows in facts.prefs.items():
+            found = people.get(user)
+            if found is not None:
+                people[user] = found._replace(prefs=InboxPrefs(rows=rows))
         result = fan_out(
             the_event.inbox,
             candidates,
-            facts.people,
+            people,
             the_event.groups,
             the_event.settings,
             access=the_event.access,
         )
-        users = facts.users
-        if users is None:
+        users: Mapping[str, WikiUser]
+        if facts.users is None:
             mailed = [d.recipient for d in result.entries if d.email]
             users = self.host.inbox_users(conn, mailed) if mailed else {}
+        else:
+            users = dict(facts.users.items())
         return _Plan(
             statements=self._statements(the_event, result.entries, users),
             entries=len(result.entries),

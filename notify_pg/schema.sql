@@ -525,13 +525,12 @@ CREATE TABLE {schema}.inbox_entries (
 -- mark-read, a person's unread rows (H1; its own badge index went in 0016).
 CREATE UNIQUE INDEX inbox_entries_unread_key
     ON {schema}.inbox_entries (user_id, group_key) WHERE read_at IS NULL;
--- The inbox list, keyset on (updated_at, id) descending (H1).
+-- The inbox list, keyset on (updated_at, id) descending (H1); also the purge (H3), which walks
+-- the people and takes the tail of each one's range (its own updated_at index went in 0017).
 CREATE INDEX inbox_entries_list_idx ON {schema}.inbox_entries (user_id, updated_at DESC, id DESC);
 -- The mail queue (E4, E5).
 CREATE INDEX inbox_entries_mail_idx
     ON {schema}.inbox_entries (email_after) WHERE email_state IN ('pending', 'sending');
--- The purge (H3).
-CREATE INDEX inbox_entries_updated_idx ON {schema}.inbox_entries (updated_at);
 
 -- Inbox preferences (N2): one row per person, category and channel, stored only where it
 -- differs from the category's default; global across sites. The partial index answers "who
@@ -607,3 +606,7 @@ CREATE INDEX inbox_entries_emailed_idx
 -- from 0016_inbox_badge_index.sql
 -- The badge's own index (user_id) WHERE read_at IS NULL AND in_app went: inbox_entries_unread_key
 -- serves the badge and mark-read with the same plan; one index insertion less per entry.
+
+-- from 0017_inbox_purge_walk.sql
+-- The purge's own index (updated_at) went: inbox_purge_entries walks the people on
+-- inbox_entries_list_idx; one index insertion less per entry written and per entry coalesced.

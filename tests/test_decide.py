@@ -469,6 +469,27 @@ class TestProperties:
         assert decide_all(ev, people) == expected
 
     @given(ev=s.events(), data=st.data())
+    def test_checked_event_facts_equal_the_constructor_field_by_field(
+        self, ev: EventFacts, data: st.DataObject
+    ) -> None:
+        built = EventFacts.checked(ev.now, ev.kind, ev.thread, ev.policy, ev.exclude_device)
+        # eq leaves the derived fields out: compare every slot, then decide the same.
+        assert type(built) is EventFacts
+        for field in attrs.fields(EventFacts):
+            assert getattr(built, field.name) == getattr(ev, field.name), field.name
+        p = data.draw(s.recipients(ev.now))
+        assert decide(built, p) == decide(ev, p)
+
+    @pytest.mark.parametrize("kind", sorted(set(Kind) - {Kind.SYNC, Kind.SECURITY, Kind.ADMIN}))
+    def test_checked_event_facts_refuse_a_thread_kind_without_thread(self, kind: Kind) -> None:
+        with pytest.raises(InvalidFacts) as raised:
+            EventFacts(now=NOW, kind=kind, policy=POLICY)
+        with pytest.raises(InvalidFacts) as checked:
+            EventFacts.checked(NOW, kind, None, POLICY)
+        assert checked.value.code == raised.value.code == "missing_thread"
+        assert str(checked.value) == str(raised.value)
+
+    @given(ev=s.events(), data=st.data())
     def test_d9_release_never_opens_a_window_and_uses_one_push_route(
         self, ev: EventFacts, data: st.DataObject
     ) -> None:

@@ -624,6 +624,27 @@ def test_h3_purge_deletes_old_entries_and_processed_outbox_rows_in_batches(
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
 
 
+@pytest.mark.parametrize("batch", [1, 2, 10_000])
+def test_h3_the_purge_walks_the_people_and_resumes_at_the_last_one(
+    conn: psycopg.Connection[Any], batch: int
+) -> None:
+    """H3: the purge walks the people (no index on updated_at, migration 0017): a batch that
+    stops inside a person's old entries resumes at that person; newer entries stay."""
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    rows = [("ana", 70), ("ana", 61), ("ana", 3), ("bob", 90), ("cy", 1), ("dee", 65)]
+    for n, (user, days) in enumerate(rows):
+        at = now - timedelta(days=days)
+        conn.execute(
+            "INSERT INTO notify.inbox_entries (user_id, category, variant, group_key, variants, "
+            "last_event, in_app, created_at, updated_at) "
+            "VALUES (%s, 'watched_page', 'edited', %s, ARRAY['edited'], 1, true, %s, %s)",
+            [user, f"k{n}", at, at],
+        )
+    assert purge(conn, now=now, batch=batch, schema=SCHEMA) == {"entries": 4, "outbox": 0}
+    left = conn.execute("SELECT user_id, group_key FROM notify.inbox_entries ORDER BY 1, 2")
+    assert left.fetchall() == [("ana", "k2"), ("cy", "k4")]
+
+
 def test_h4_notify_worker_fans_out_the_outbox_and_h3_purges(
     conn: psycopg.Connection[Any], wiki: ReferenceWiki, db_dsn: str
 ) -> None:
