@@ -14,9 +14,11 @@ Figures (each the median of ``repeat`` runs, every run on a fresh database):
   baseline). ``total_s`` is the whole drain (claim, reads, decisions, writes, commits),
   ``write_s`` the time in the write statements; ``write_ratio`` and ``total_ratio`` are the
   baseline's time over the multi-row time, measured in the same run; ``client_cpu_s`` the
-  benchmark process's CPU time in the multi-row drain, ``server_cpu_s`` its server backend's
-  (Linux ``/proc``), ``cpu_s`` their sum: the drain's work without the waits of a loaded
-  machine (the load average and core count are printed beside). The two drains alternate
+  benchmark process's CPU time in a drain, ``server_cpu_s`` its server backend's (Linux
+  ``/proc``), ``cpu_s`` their sum: the drain's work without the waits of a loaded machine (the
+  load average and core count are printed beside); ``cpu_ratio`` is the baseline's ``cpu_s``
+  over the multi-row drain's (the wall ratio moves with the machine's round-trip latency, the
+  CPU ratio much less). The two drains alternate
   (multi-row, one row, ...), so a burst of load hits both alike; ``run_ratios`` is each pair's
   ``total_ratio``.
 - ``mail_drain``: the E5 drain on PostgreSQL after one event to ``mails`` watchers (every
@@ -243,6 +245,7 @@ def main() -> None:
     m_total, m_write = median(multi, "total_s"), median(multi, "write_s")
     m_cpu, m_server = median(multi, "client_cpu_s"), median(multi, "server_cpu_s")
     s_total, s_write = median(single, "total_s"), median(single, "write_s")
+    s_cpu, s_server = median(single, "client_cpu_s"), median(single, "server_cpu_s")
     emit_us, plain_us = median(emits, "emit_us"), median(emits, "plain_insert_us")
     print(
         json.dumps(
@@ -256,9 +259,16 @@ def main() -> None:
                         "server_cpu_s": round(m_server, 3),
                         "cpu_s": round(m_cpu + m_server, 3),
                     },
-                    "one_row": {"total_s": round(s_total, 3), "write_s": round(s_write, 3)},
+                    "one_row": {
+                        "total_s": round(s_total, 3),
+                        "write_s": round(s_write, 3),
+                        "client_cpu_s": round(s_cpu, 3),
+                        "server_cpu_s": round(s_server, 3),
+                        "cpu_s": round(s_cpu + s_server, 3),
+                    },
                     "write_ratio": round(s_write / m_write, 1),
                     "total_ratio": round(s_total / m_total, 1),
+                    "cpu_ratio": round((s_cpu + s_server) / (m_cpu + m_server), 1),
                     "run_ratios": [
                         round(s["total_s"] / m["total_s"], 1)
                         for m, s in zip(multi, single, strict=True)

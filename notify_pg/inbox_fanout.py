@@ -184,11 +184,13 @@ class _EventFacts:
 
 @attrs.frozen
 class _Facts:
-    """A batch's candidates (``ids``, sorted) and their facts; ``users``: ``None`` when the
-    host reads the cadence apart (asked of the mailed, after the decisions)."""
+    """A batch's candidates (``ids``, sorted), their facts as the host answered them and
+    their stored choices (``prefs``, by person); ``users``: ``None`` when the host reads the
+    cadence apart (asked of the mailed, after the decisions)."""
 
     ids: tuple[str, ...]
     people: Mapping[str, PersonFacts]
+    prefs: Mapping[str, dict[tuple[str, str], bool]]
     users: Mapping[str, WikiUser] | None
 
 
@@ -510,23 +512,25 @@ class InboxFanOut:
 
     def _people(
         self, conn: Conn, ids: Sequence[str]
-    ) -> tuple[dict[str, PersonFacts], Mapping[str, WikiUser] | None]:
-        """The candidates' facts with their stored choices, and their cadence when the host
-        reads both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
+    ) -> tuple[
+        Mapping[str, PersonFacts],
+        dict[str, dict[tuple[str, str], bool]],
+        Mapping[str, WikiUser] | None,
+    ]:
+        """The candidates' facts as the host answers them (a host may build them on first use:
+        `_plan` copies them), their stored choices, and their cadence when the host reads
+        both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
         users: Mapping[str, WikiUser] | None = None
         if isinstance(self.host, InboxPeopleAndUsers):
-            found, users = self.host.inbox_people_and_users(conn, ids)
-            people = dict(found)
+            people, users = self.host.inbox_people_and_users(conn, ids)
         else:
-            people = dict(self.host.inbox_people(conn, ids))
+            people = self.host.inbox_people(conn, ids)
         stored: dict[str, dict[tuple[str, str], bool]] = {}
         for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": text_array(list(people))}
+            conn, "inbox_prefs_of", {"ids": text_array(ids)}
         ):
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
-        for user, rows in stored.items():
-            people[user] = people[user]._replace(prefs=InboxPrefs(rows=rows))
-        return people, users
+        return people, stored, users
 
     def _event_values(
         self, conn: Conn, claimed: _Claimed, inbox: InboxEvent, page: PageInfo
@@ -556,9 +560,9 @@ class InboxFanOut:
         """Read the facts of a batch's candidates (`_people`)."""
         ids = sorted({p for listed in candidates.values() for p in listed})
         if not ids:
-            return _Facts(ids=(), people={}, users={})
-        people, users = self._people(conn, ids)
-        return _Facts(ids=tuple(ids), people=people, users=users)
+            return _Facts(ids=(), people={}, prefs={}, users={})
+        people, prefs, users = self._people(conn, ids)
+        return _Facts(ids=tuple(ids), people=people, prefs=prefs, users=users)
 
     def _plan(
         self,
@@ -574,18 +578,28 @@ class InboxFanOut:
         """
         if not facts.ids:
             return _Plan(statements=(), entries=0, skips=())
+        # The host's answer is copied here, not when it was read: a host that builds its
+        # mapping on first use (the reference wiki) then converts its rows while the server
+        # writes the batch before (`_finish_batch`).
+        people = dict(facts.people.items())
+        for user, rows in facts.prefs.items():
+            found = people.get(user)
+            if found is not None:
+                people[user] = found._replace(prefs=InboxPrefs(rows=rows))
         result = fan_out(
             the_event.inbox,
             candidates,
-            facts.people,
+            people,
             the_event.groups,
             the_event.settings,
             access=the_event.access,
         )
-        users = facts.users
-        if users is None:
+        users: Mapping[str, WikiUser]
+        if facts.users is None:
             mailed = [d.recipient for d in result.entries if d.email]
             users = self.host.inbox_users(conn, mailed) if mailed else {}
+        else:
+            users = dict(facts.users.items())
         return _Plan(
             statements=self._statements(the_event, result.entries, users),
             entries=len(result.entries),

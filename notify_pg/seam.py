@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from typing import Any, LiteralString
@@ -203,6 +203,24 @@ class Seam:
         """Run a named query and return all rows."""
         with self.translated():
             return conn.execute(self.query(name), params).fetchall()
+
+    def later(
+        self, conn: Conn, name: str, params: Mapping[str, Any] | None = None
+    ) -> Callable[[], list[Row]]:
+        """Run a named query now; return a function that reads its rows when called.
+
+        The server's work and the transfer are done on return; what waits is psycopg's
+        conversion of the rows into Python values, which a caller can then run while the
+        server works on something else (the result stays with its own cursor).
+        """
+        with self.translated():
+            cursor = conn.execute(self.query(name), params)
+
+        def rows() -> list[Row]:
+            with self.translated():
+                return cursor.fetchall()
+
+        return rows
 
     def one(self, conn: Conn, name: str, params: Mapping[str, Any] | None = None) -> Row | None:
         """Run a named query and return its first row, or ``None``."""

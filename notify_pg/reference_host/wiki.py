@@ -8,9 +8,9 @@ against it, N8) and its watch rows go (N9).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, Sequence, ValuesView
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from psycopg import sql
 from psycopg.types.json import Jsonb
@@ -23,6 +23,8 @@ from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_pg.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]
+
+_V = TypeVar("_V")
 
 
 def _rule(raw: Mapping[str, Any]) -> Rule:
@@ -66,6 +68,63 @@ def _facts(
 
 #: A named tuple from all its fields in order, without its keyword ``__new__``.
 _make: Final = tuple.__new__
+
+
+def _people_users(
+    rows: Sequence[tuple[Any, ...]],
+) -> tuple[dict[str, PersonFacts], dict[str, WikiUser]]:
+    """The facts and the cadence of each row of ``wiki_people_users``."""
+    people: dict[str, PersonFacts] = {}
+    users: dict[str, WikiUser] = {}
+    group_sets: dict[frozenset[str], frozenset[str]] = {}
+    for id_, kind, active, system, email, verified, groups, zone, locale, schedule, hour in rows:
+        people[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
+        users[id_] = _make(WikiUser, (id_, zone, locale, schedule, hour))
+    return people, users
+
+
+class _Later(Mapping[str, _V]):
+    """A read-only mapping built by ``build`` on first use, then held."""
+
+    __slots__ = ("_build", "_data")
+
+    def __init__(self, build: Callable[[], dict[str, _V]]) -> None:
+        self._build = build
+        self._data: dict[str, _V] | None = None
+
+    def _got(self) -> dict[str, _V]:
+        data = self._data
+        if data is None:
+            data = self._data = self._build()
+        return data
+
+    def __getitem__(self, key: str) -> _V:
+        return self._got()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._got())
+
+    def __len__(self) -> int:
+        return len(self._got())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._got()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key``, or ``default``."""
+        return self._got().get(key, default)
+
+    def keys(self) -> KeysView[str]:
+        """The keys (the built dict's own view)."""
+        return self._got().keys()
+
+    def items(self) -> ItemsView[str, _V]:
+        """The items (the built dict's own view: a copy of them is made in C)."""
+        return self._got().items()
+
+    def values(self) -> ValuesView[_V]:
+        """The values (the built dict's own view)."""
+        return self._got().values()
 
 
 class ReferenceWiki:
@@ -178,26 +237,17 @@ class ReferenceWiki:
             cls.inbox_users is not ReferenceWiki.inbox_users
         ):
             return self.inbox_people(conn, ids), self.inbox_users(conn, ids)
-        people: dict[str, PersonFacts] = {}
-        users: dict[str, WikiUser] = {}
-        group_sets: dict[frozenset[str], frozenset[str]] = {}
-        rows = self._seam.all(conn, "wiki_people_users", {"ids": text_array(ids)})
-        for (
-            id_,
-            kind,
-            active,
-            system,
-            email,
-            verified,
-            groups,
-            zone,
-            locale,
-            schedule,
-            hour,
-        ) in rows:
-            people[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
-            users[id_] = _make(WikiUser, (id_, zone, locale, schedule, hour))
-        return people, users
+        # The server answers now; the rows become facts on first use (the fan-out decides a
+        # batch while the server writes the one before: the conversion runs then).
+        rows = self._seam.later(conn, "wiki_people_users", {"ids": text_array(ids)})
+        both: list[tuple[dict[str, PersonFacts], dict[str, WikiUser]]] = []
+
+        def converted() -> tuple[dict[str, PersonFacts], dict[str, WikiUser]]:
+            if not both:
+                both.append(_people_users(rows()))
+            return both[0]
+
+        return _Later(lambda: converted()[0]), _Later(lambda: converted()[1])
 
     def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
         """Return every group and its rules."""
