@@ -127,8 +127,15 @@ def dask(
     started, cpu = time.perf_counter(), time.process_time()
     progress("dask.cluster_started", seconds=round(started - start, 2))
     try:
-        with out.open("w", encoding="utf-8") as handle:
-            streamed = run_partitions(client, str(log), Policy(), False, partitions, handle.write)
+        # A local cluster's chunks travel through a spool directory, as the CLI's do.
+        with (
+            out.open("w", encoding="utf-8") as handle,
+            tempfile.TemporaryDirectory(prefix="notify-bench-") as spool,
+        ):
+            spool_dir = spool if scheduler is None else ""
+            streamed = run_partitions(
+                client, str(log), Policy(), False, partitions, handle.write, spool_dir
+            )
         merged_at, merge_cpu = time.perf_counter(), time.process_time() - cpu
         runs = streamed.runs
         gathered = max(streamed.ended)

@@ -165,6 +165,31 @@ def test_a_task_run_again_sends_its_chunks_again_and_the_merge_reads_them_once()
     assert ended[0] > 0
 
 
+def test_on_a_local_cluster_chunks_travel_as_files_read_once_and_deleted(
+    tmp_path: Path,
+) -> None:
+    from notify_cli.dask_engine import Spool, _streamed, spool_file
+
+    sent: list[list[object]] = []
+    spool = Spool(lambda number, chunk: sent.append([number, chunk]))
+    groups = [(line, [(1, 0, 0, f"u{line}", "", 0, "")], ["x"] * 12_000) for line in (1, 2, 3)]
+    for group in groups:
+        spool.put(group)
+    spool.close()
+    first = [[number, spool_file(str(tmp_path), 0, number, chunk)] for number, chunk in sent]
+    assert [Path(str(name)).name for _, name in first] == ["0-0", "0-1"]
+    # Chunk 0 is read (and deleted) before the task runs again and writes it anew.
+    queue = _FakeQueue(first[:1])
+    parts = _streamed(queue, [], [0.0], 0)
+    assert next(parts) == groups[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0-1"]
+    again = [[number, spool_file(str(tmp_path), 0, number, chunk)] for number, chunk in sent]
+    queue.items.extend([*first[1:], *again, [2, None]])
+    assert list(parts) == groups[1:]
+    # The second run's chunk 0 is skipped unread: it stays for the directory's removal.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["0-0"]
+
+
 def test_chunks_of_either_codec_are_read() -> None:
     import pickle
     import zlib
