@@ -56,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from notify_cli.dask_engine import run_partitions
+from notify_cli.dask_engine import LOCAL_CLUSTER_CONFIG, run_partitions
 from notify_core.decide import Policy
 from notify_core.partitioned import merge_summaries
 
@@ -113,7 +113,7 @@ def dask(
     if scheduler is None:
         import dask.config
 
-        dask.config.set({"distributed.worker.profile.enabled": False})  # as the CLI does
+        dask.config.set(LOCAL_CLUSTER_CONFIG)  # as the CLI does
         cluster = LocalCluster(  # type: ignore[no-untyped-call]
             n_workers=partitions,
             threads_per_worker=1,

@@ -54,6 +54,7 @@ from notify_core.replay import Replay, Summary
 
 __all__ = [
     "INSTALL",
+    "LOCAL_CLUSTER_CONFIG",
     "Spool",
     "SpooledRun",
     "StreamedRuns",
@@ -78,6 +79,25 @@ CHUNK_LINES: Final = 20_000
 #: The chunk number that wakes the merge when a task failed (it waits for chunks unbounded:
 #: a timed-out wait of a queue is logged as an error by the scheduler).
 FAILED: Final = -1
+
+
+#: Dask settings for the local cluster (its workers get them from this process). Its tasks
+#: are few and long and its processes share the machine's cores: what a cluster does on its
+#: own every few milliseconds only takes CPU from them. Idle, a default local cluster of two
+#: workers took 1.4 s of CPU in this process and 1.2 s in its workers per 30 s, this one 0.2 s
+#: and 0.2 s (docs/replay.md).
+LOCAL_CLUSTER_CONFIG: Final[dict[str, object]] = {
+    # The sampling profiler takes the GIL every 10 ms from a pure Python task.
+    "distributed.worker.profile.enabled": False,
+    # The event loop's "unresponsive" check, every 20 ms by default.
+    "distributed.admin.tick.interval": "1s",
+    # CPU and memory figures for a dashboard nobody looks at, every 500 ms by default.
+    "distributed.admin.system-monitor.interval": "5s",
+    # The memory limit's check (a task holds ~250 MB), every 100 ms by default.
+    "distributed.worker.memory.monitor-interval": "5s",
+    # One task per worker: nothing to steal (it looks every 100 ms by default).
+    "distributed.scheduler.work-stealing": False,
+}
 
 
 #: The first bytes of an LZ4 frame (a zlib stream begins with 0x78).
@@ -281,8 +301,7 @@ def _client(scheduler: str | None, partitions: int | None) -> Iterator[tuple[Any
     Client, LocalCluster = dist.Client, dist.LocalCluster
     if scheduler is None:
         workers = partitions or 2
-        # The worker's sampling profiler takes the GIL every 10 ms from a pure Python task.
-        dask.config.set({"distributed.worker.profile.enabled": False})
+        dask.config.set(LOCAL_CLUSTER_CONFIG)
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,

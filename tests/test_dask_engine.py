@@ -190,6 +190,24 @@ def test_on_a_local_cluster_chunks_travel_as_files_read_once_and_deleted(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["0-0"]
 
 
+def _worker_settings() -> list[object]:
+    import dask.config
+
+    from notify_cli.dask_engine import LOCAL_CLUSTER_CONFIG
+
+    return [dask.config.get(key) for key in LOCAL_CLUSTER_CONFIG]
+
+
+def test_the_local_cluster_s_workers_run_with_its_settings_and_a_spool_directory() -> None:
+    from notify_cli.dask_engine import LOCAL_CLUSTER_CONFIG, _client
+
+    with _client(None, 2) as (client, count, spool_dir):
+        assert count == 2 and Path(spool_dir).is_dir()
+        seen = client.run(_worker_settings)
+    assert list(seen.values()) == [list(LOCAL_CLUSTER_CONFIG.values())] * 2
+    assert not Path(spool_dir).exists()
+
+
 def test_chunks_of_either_codec_are_read() -> None:
     import pickle
     import zlib
