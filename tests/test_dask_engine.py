@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from notify_cli.main import cli
+from notify_core.partitioned import Group
 from notify_core.synth import SynthConfig, synth_events
 from tests.inbox_log import WikiLog
 
@@ -148,18 +149,29 @@ class _FakeQueue:
         return self.items.pop(0)
 
 
-def test_a_task_run_again_sends_its_chunks_again_and_the_merge_reads_them_once() -> None:
-    from notify_cli.dask_engine import Spool, _streamed
+def _two_chunks() -> tuple[list[tuple[int, bytes]], list[Group]]:
+    """Three groups of 12,000 lines sent by a `Spool` as two chunks (what it sent, the groups)."""
+    from notify_cli.dask_engine import Spool
 
-    sent: list[list[object]] = []
-    spool = Spool(lambda number, chunk: sent.append([number, chunk]))
-    groups = [(line, [(1, 0, 0, f"u{line}", "", 0, "")], ["x"] * 12_000) for line in (1, 2, 3)]
+    sent: list[tuple[int, bytes]] = []
+    spool = Spool(lambda number, chunk: sent.append((number, chunk or b"")))
+    groups: list[Group] = [
+        (line, [(1, 0, 0, f"u{line}", "", 0, "")], ["x"] * 12_000) for line in (1, 2, 3)
+    ]
     for group in groups:
         spool.put(group)
     spool.close()
     assert spool.sent == 2 and spool.chunks == []
+    return sent, groups
+
+
+def test_a_task_run_again_sends_its_chunks_again_and_the_merge_reads_them_once() -> None:
+    from notify_cli.dask_engine import _streamed
+
+    sent, groups = _two_chunks()
     # The first run's chunks, then a second run from the first chunk (its worker was lost).
-    queue = _FakeQueue([*sent[:1], *sent, [2, None]])
+    items: list[list[object]] = [[number, chunk] for number, chunk in sent]
+    queue = _FakeQueue([*items[:1], *items, [2, None]])
     ended = [0.0]
     assert list(_streamed(queue, [], ended, 0)) == groups
     assert ended[0] > 0
@@ -168,14 +180,9 @@ def test_a_task_run_again_sends_its_chunks_again_and_the_merge_reads_them_once()
 def test_on_a_local_cluster_chunks_travel_as_files_read_once_and_deleted(
     tmp_path: Path,
 ) -> None:
-    from notify_cli.dask_engine import Spool, _streamed, spool_file
+    from notify_cli.dask_engine import _streamed, spool_file
 
-    sent: list[list[object]] = []
-    spool = Spool(lambda number, chunk: sent.append([number, chunk]))
-    groups = [(line, [(1, 0, 0, f"u{line}", "", 0, "")], ["x"] * 12_000) for line in (1, 2, 3)]
-    for group in groups:
-        spool.put(group)
-    spool.close()
+    sent, groups = _two_chunks()
     first = [[number, spool_file(str(tmp_path), 0, number, chunk)] for number, chunk in sent]
     assert [Path(str(name)).name for _, name in first] == ["0-0", "0-1"]
     # Chunk 0 is read (and deleted) before the task runs again and writes it anew.
