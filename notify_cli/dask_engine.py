@@ -25,11 +25,13 @@ import tempfile
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import IO, Any, Final
 
 import attrs
+import orjson
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
@@ -49,7 +51,7 @@ from notify_core.partitioned import (
     merge_summaries,
     run_partition,
 )
-from notify_core.partitions import Partition
+from notify_core.partitions import Partition, partition_of
 from notify_core.replay import Replay, Summary
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "StreamedRuns",
     "check_options",
     "decompress",
+    "even_owners",
     "replay_dask",
     "replay_partition",
     "run_dask_replay",
@@ -216,6 +219,66 @@ class SpooledRun:
     cpu_s: float
 
 
+def even_owners(path: str, count: int) -> dict[str, int]:
+    """Assign people to ``count`` tasks so that each gets about the same work; one quick pass.
+
+    A person's work in a replay follows the fan-outs they are in, and those follow the
+    messages of the channels they can read: the estimate of a person is the number of
+    messages of the channels granted to them (directly or through a space), the whole log
+    counted. People are taken heaviest first, each given to the task with the least
+    estimate so far (the lowest index on a tie). Anyone not named (a DM participant, a person
+    without grants) stays in their `partition_of` partition.
+
+    Any assignment gives the same merged output (each person's lines come from one task):
+    this only decides which task ends first. So the pass reads the lines with orjson and
+    takes what it can: a line it cannot read counts for nothing here, and the replay reports
+    it. On the 1,000,000-event log it costs 2 s of CPU and evened the two tasks' CPU from
+    171 : 198 s (MD5) to 181 : 186 s (docs/replay.md).
+
+    Example:
+        >>> even_owners("/dev/null", 2)
+        {}
+    """
+    messages: Counter[str] = Counter()
+    granted: defaultdict[str, set[str]] = defaultdict(set)
+    space_grants: defaultdict[str, set[str]] = defaultdict(set)
+    channels_of: defaultdict[str, set[str]] = defaultdict(set)
+    loads = orjson.loads
+    with open(path, "rb") as file:
+        for line in file:
+            try:
+                event = loads(line)
+                kind, payload = event.get("type"), event.get("payload")
+                if kind == "message.created":
+                    scope = event.get("scope")
+                    channel = scope.get("channel") if type(scope) is dict else None
+                    if type(channel) is str:
+                        messages[channel] += 1
+                elif kind == "access.granted":
+                    target = payload["target"]
+                    mine = granted if target["kind"] == "channel" else space_grants
+                    mine[str(payload["user"])].add(str(target["id"]))
+                elif kind == "channel.created" and "space" in payload:
+                    channels_of[str(payload["space"])].add(str(payload["channel"]))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue  # not an event this pass can read: the replay says what is wrong
+
+    def estimate(person: str) -> int:
+        channels = set(granted.get(person, ()))
+        for space in space_grants.get(person, ()):
+            channels |= channels_of.get(space, set())
+        return sum(messages[channel] for channel in channels)
+
+    weights = {person: estimate(person) for person in granted.keys() | space_grants.keys()}
+    totals = [0] * count
+    owners: dict[str, int] = {}
+    for person in sorted(weights, key=lambda person: (-weights[person], person)):
+        task = totals.index(min(totals))
+        owners[person] = task
+        totals[task] += weights[person]
+    return owners
+
+
 def replay_partition(
     path: str,
     policy: Policy,
@@ -224,6 +287,7 @@ def replay_partition(
     count: int,
     queue: str = "",
     spool_dir: str = "",
+    owners: Mapping[str, int] | None = None,
 ) -> SpooledRun:
     """Replay the log at ``path`` for partition ``index`` of ``count`` (one Dask task).
 
@@ -231,7 +295,9 @@ def replay_partition(
     as soon as it is made, then ``[chunks, None]`` at the end (`run_partitions` reads it);
     empty: the chunks come back in `SpooledRun.chunks`. ``spool_dir`` (with ``queue``): a
     directory the merging process reads too, where each chunk is written as a file whose
-    path the queue gets instead of the chunk (`spool_file`).
+    path the queue gets instead of the chunk (`spool_file`). ``owners``: the task of each
+    person named (`even_owners`; the others by `partition_of`); ``None``: the recipient
+    partition ``index`` of ``count``.
     """
     started = time.process_time()
     send = None
@@ -247,8 +313,17 @@ def replay_partition(
                 put([number, chunk])
 
     partition = Partition(index, count)
+    if owners is None:
+        asked: Callable[[str], bool] = partition.__call__
+    else:
+        task_of = owners.get
+
+        def asked(person: str) -> bool:
+            task = task_of(person)
+            return (task if task is not None else partition_of(person, count)) == index
+
     # An MD5 per candidate otherwise: a recipient's partition is asked once per fan-out.
-    owns = functools.cache(partition.__call__)
+    owns = functools.cache(asked)
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader(), owns=owns)
     spool = Spool(send)
     # The single replay's collector settings: a task holds the whole world's state too.
@@ -400,13 +475,15 @@ def run_partitions(
     count: int,
     write: Callable[[str], object] | None,
     spool_dir: str = "",
+    owners: Mapping[str, int] | None = None,
 ) -> StreamedRuns:
     """Run ``count`` partition tasks on ``client``'s cluster and merge their lines as they come.
 
     ``write`` gets the merged output, a log line's lines at a time, while the tasks still run
     (``None``: the lines are read and dropped). ``spool_dir``: a directory that this process
     and every worker share (a local cluster's), through which the chunks travel as files
-    (`spool_file`); empty: through the queues.
+    (`spool_file`); empty: through the queues. ``owners``: who each task decides for
+    (`replay_partition`).
 
     Raises:
         BadInput: a task failed (its own `BadInput` as it is).
@@ -426,6 +503,7 @@ def run_partitions(
             count,
             names[index],
             spool_dir,
+            owners,
             pure=False,
         )
         for index in range(count)
@@ -476,12 +554,16 @@ def replay_dask(
     if partitions is not None and partitions < 1:
         raise BadInput(f"--partitions must be at least 1, not {partitions}")
     with _client(scheduler, partitions) as (client, count, spool_dir):
+        # Read here when this machine has the path (a remote cluster's may be elsewhere).
+        owners = even_owners(path, count) if count > 1 and os.path.isfile(path) else None
         if out is None:
-            runs = run_partitions(client, path, policy, include_skips, count, None, spool_dir).runs
+            runs = run_partitions(
+                client, path, policy, include_skips, count, None, spool_dir, owners
+            ).runs
         else:
             with writing(out_name):
                 runs = run_partitions(
-                    client, path, policy, include_skips, count, out.write, spool_dir
+                    client, path, policy, include_skips, count, out.write, spool_dir, owners
                 ).runs
     summary = merge_summaries([run.summary for run in runs])
     return summary, [error_of(values) for values in runs[0].errors]

@@ -215,6 +215,67 @@ def test_the_local_cluster_s_workers_run_with_its_settings_and_a_spool_directory
     assert not Path(spool_dir).exists()
 
 
+def test_even_owners_gives_the_heaviest_readers_to_the_lightest_task(tmp_path: Path) -> None:
+    from notify_cli.dask_engine import even_owners
+
+    def event(kind: str, payload: dict[str, object], **more: object) -> str:
+        return json.dumps({"type": kind, "payload": payload, **more})
+
+    def grant(user: str, kind: str, target: str) -> str:
+        return event("access.granted", {"user": user, "target": {"kind": kind, "id": target}})
+
+    def message(channel: str) -> str:
+        return event("message.created", {}, scope={"channel": channel})
+
+    lines = [
+        event("channel.created", {"channel": "c1", "space": "s1"}),
+        event("channel.created", {"channel": "c2", "space": "s1"}),
+        grant("ann", "channel", "c1"),  # 3 messages
+        grant("bob", "space", "s1"),  # c1 and c2: 5 messages
+        grant("cy", "channel", "c2"),  # 2 messages
+        grant("dee", "channel", "c2"),
+        "not json",
+        event("access.granted", {"user": "eve"}),  # no target: counts for nothing here
+        *[message("c1")] * 3,
+        *[message("c2")] * 2,
+    ]
+    log = tmp_path / "log.jsonl"
+    log.write_text("\n".join(lines) + "\n")
+    # bob (5) to task 0, ann (3) to task 1, then cy and dee (2 each, by name) to 1 and 0.
+    assert even_owners(str(log), 2) == {"bob": 0, "ann": 1, "cy": 1, "dee": 0}
+    assert even_owners(str(log), 3) == {"bob": 0, "ann": 1, "cy": 2, "dee": 2}
+
+
+def test_a_task_with_owners_decides_for_them_and_for_the_others_by_their_partition(
+    tmp_path: Path,
+) -> None:
+    from notify_cli.dask_engine import even_owners, replay_partition, unspool
+    from notify_core.decide import Policy
+    from notify_core.partitioned import merge_groups
+    from notify_core.partitions import partition_of
+
+    log = tmp_path / "synth.jsonl"
+    config = SynthConfig(events=3_000, users=60, seed=5)
+    log.write_text("".join(json.dumps(event) + "\n" for event in synth_events(config)))
+    owners = even_owners(str(log), 2)
+    moved = [person for person, task in owners.items() if task != partition_of(person, 2)]
+    assert moved  # the even split is not the MD5 one here
+    runs = [replay_partition(str(log), Policy(), True, index, 2, owners=owners) for index in (0, 1)]
+    merged = [
+        line
+        for texts in merge_groups([list(unspool(list(run.chunks))) for run in runs])
+        for line in texts
+    ]
+    single, _ = _replay(log, tmp_path)
+    assert single.exit_code == 0 and "\n".join(merged) + "\n" == single.stdout
+    recipients = [
+        {json.loads(line).get("recipient") for _, _, texts in unspool(run.chunks) for line in texts}
+        for run in runs
+    ]
+    assert moved[0] in recipients[owners[moved[0]]]
+    assert moved[0] not in recipients[1 - owners[moved[0]]]
+
+
 def test_chunks_of_either_codec_are_read() -> None:
     import pickle
     import zlib
