@@ -342,9 +342,9 @@ def spool_file(directory: str, index: int, number: int, chunk: bytes) -> str:
 
     On a local cluster the chunks go through files: through the queue each would be received
     by the scheduler, then sent to the client and received again, all in the merging
-    process, which shares the machine's cores with the tasks (on the 1,000,000-event log
-    that was 17 s of its CPU against a 3-minute replay). The file appears whole under its name
-    (written aside, then renamed): a task Dask runs again writes the same chunks again.
+    process, which shares the machine's cores with the tasks. The file appears whole under
+    its name (written aside, then renamed): a task Dask runs again writes the same chunks
+    again.
     """
     name = os.path.join(directory, f"{index}-{number}")
     with open(name + ".part", "wb") as file:
