@@ -56,7 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from notify_cli.dask_engine import LOCAL_CLUSTER_CONFIG, even_owners, run_partitions
+from notify_cli.dask_engine import LOCAL_CLUSTER_CONFIG, run_partitions
 from notify_core.decide import Policy
 from notify_core.partitioned import merge_summaries
 
@@ -133,9 +133,8 @@ def dask(
             tempfile.TemporaryDirectory(prefix="notify-bench-") as spool,
         ):
             spool_dir = spool if scheduler is None else ""
-            owners = even_owners(str(log), partitions) if partitions > 1 else None
             streamed = run_partitions(
-                client, str(log), Policy(), False, partitions, handle.write, spool_dir, owners
+                client, str(log), Policy(), False, partitions, handle.write, spool_dir
             )
         merged_at, merge_cpu = time.perf_counter(), time.process_time() - cpu
         runs = streamed.runs

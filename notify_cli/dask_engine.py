@@ -483,13 +483,16 @@ def run_partitions(
     (``None``: the lines are read and dropped). ``spool_dir``: a directory that this process
     and every worker share (a local cluster's), through which the chunks travel as files
     (`spool_file`); empty: through the queues. ``owners``: who each task decides for
-    (`replay_partition`).
+    (`replay_partition`); ``None``: `even_owners` of the log when this machine can read its
+    path (a remote cluster's may be elsewhere), else the MD5 partitions.
 
     Raises:
         BadInput: a task failed (its own `BadInput` as it is).
     """
     from distributed import Queue
 
+    if owners is None and count > 1 and os.path.isfile(path):
+        owners = even_owners(path, count)
     token = uuid.uuid4().hex
     names = [f"notify-replay-{token}-{index}" for index in range(count)]
     queues = [Queue(name, client=client) for name in names]  # type: ignore[no-untyped-call]
@@ -554,16 +557,12 @@ def replay_dask(
     if partitions is not None and partitions < 1:
         raise BadInput(f"--partitions must be at least 1, not {partitions}")
     with _client(scheduler, partitions) as (client, count, spool_dir):
-        # Read here when this machine has the path (a remote cluster's may be elsewhere).
-        owners = even_owners(path, count) if count > 1 and os.path.isfile(path) else None
         if out is None:
-            runs = run_partitions(
-                client, path, policy, include_skips, count, None, spool_dir, owners
-            ).runs
+            runs = run_partitions(client, path, policy, include_skips, count, None, spool_dir).runs
         else:
             with writing(out_name):
                 runs = run_partitions(
-                    client, path, policy, include_skips, count, out.write, spool_dir, owners
+                    client, path, policy, include_skips, count, out.write, spool_dir
                 ).runs
     summary = merge_summaries([run.summary for run in runs])
     return summary, [error_of(values) for values in runs[0].errors]
