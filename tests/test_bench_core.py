@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from notify_core import EventFacts, Policy
+from tests.bench_script import load_bench
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_core.py"
 # Prints what synapse_push_bench.py prints, and records the arguments of every run.
 FAKE_PEER = """
 import json, sys, time
@@ -25,19 +23,11 @@ print(json.dumps({"peer": "synapse", "version": "0.0-fake", "n": 10000, "recipie
 """
 
 
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_core", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("clock", ["wall", "cpu"])
 def test_against_synapse_alternates_gc_off_and_on_and_reports_ratios(
     tmp_path: Path, clock: str
 ) -> None:
-    bench = load_bench()
+    bench = load_bench("bench_core")
     peer = tmp_path / "peer.py"
     peer.write_text(FAKE_PEER.replace("CLOCK", repr(clock)), encoding="utf-8")
     event = EventFacts(now=bench.NOW, kind="message", thread="t-1", policy=Policy())

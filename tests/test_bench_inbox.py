@@ -3,24 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
-from pathlib import Path
-from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_inbox.py"
-
-
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_inbox", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench_script import load_bench
 
 
 def test_bench_stages_on_120_watchers() -> None:
-    bench = load_bench()
+    bench = load_bench("bench_inbox")
     with contextlib.redirect_stdout(io.StringIO()):
         figures = bench.main(["--watchers", "120", "--repeat", "1"])
     # Six group sets, two without access: a third of the watchers are skipped, every

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_mail.py"
+from tests.bench_script import load_bench
 
 
 def test_bench_mail_measures_every_part() -> None:
-    spec = importlib.util.spec_from_file_location("bench_mail", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_bench("bench_mail")
     report = module.measure(n=50, repeat=1)
     assert set(report["email_after_for"]) >= {"immediate", "hourly", "daily"}
     assert report["tokens"]["verify_per_s"] > 0

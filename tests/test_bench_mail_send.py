@@ -3,17 +3,11 @@ checked)."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_mail_send.py"
+from tests.bench_script import load_bench
 
 
 def test_bench_mail_send_measures_every_part() -> None:
-    spec = importlib.util.spec_from_file_location("bench_mail_send", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_bench("bench_mail_send")
     report = module.measure(mails=5, entries=200, people=20, repeat=1)
     assert report["send"]["reused_connection_per_s"] > 0
     assert report["send"]["connection_per_mail_per_s"] > 0

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_replay.py"
-
-
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_replay", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench_script import load_bench
 
 
 def test_bench_functions_on_2000_events(tmp_path: Path) -> None:
-    bench = load_bench()
+    bench = load_bench("bench_replay")
     log = tmp_path / "synth.jsonl"
     made = bench.generate(log, events=2_000, users=200, seed=1, max_fanout=60)
     assert made["events"] == 2_000 and made["bytes"] > 0

@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
-from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_replay_dask.py"
-
-
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_replay_dask", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench_script import load_bench
 
 
 def test_bench_stages_on_a_small_log(tmp_path: Path, dask_scheduler: str) -> None:
-    bench = load_bench()
+    bench = load_bench("bench_replay_dask")
     log = tmp_path / "synth.jsonl"
     bench.run_child(
         bench.notify("synth", "--events=1500", "--users=100", "--max-fanout=40", f"--out={log}")

@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
-
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "bench_replay_split.py"
-
-
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_replay_split", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.bench_script import load_bench
 
 
 def test_split_bench_runs_every_stage_in_a_child(tmp_path: Path) -> None:
@@ -28,7 +17,9 @@ def test_split_bench_runs_every_stage_in_a_child(tmp_path: Path) -> None:
         cli, ["synth", "--events=1500", "--users=60", "--max-fanout=30", f"--out={log}"]
     )
     assert made.exit_code == 0, made.output
-    report = load_bench().main(["--log", str(log), "--rounds", "1", "--partitions", "2"])
+    report = load_bench("bench_replay_split").main(
+        ["--log", str(log), "--rounds", "1", "--partitions", "2"]
+    )
     assert set(report["best_cpu_s"]) == {"single", "task0", "task1", "shared"}
     assert all(seconds > 0 for seconds in report["best_cpu_s"].values())
     assert report["tasks_over_single"] == round(
@@ -40,7 +31,7 @@ def test_split_bench_runs_every_stage_in_a_child(tmp_path: Path) -> None:
 
 
 def test_instruction_count_is_read_from_cachegrind_report() -> None:
-    bench = load_bench()
+    bench = load_bench("bench_replay_split")
     report = "==1== \n==1== I   refs:      40,064,341,432\n==1== \n"
     assert bench.instructions(report) == 40_064_341_432
     with pytest.raises(RuntimeError, match="no instruction count"):
