@@ -56,13 +56,16 @@ from notify_core.replay import Replay, dumps_item
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
 
-def run_stage(stage: str, log: str, index: int = 0, owners_file: str = "") -> float:
-    """Run one stage in this process; return its CPU time (``idle``: nothing, 0)."""
+def run_stage(stage: str, log: str, index: int = 0, count: int = 2, owners_file: str = "") -> float:
+    """Run one stage in this process; return its CPU time (``idle``: nothing, 0).
+
+    A ``task`` is task ``index`` of ``count``, deciding for the people ``owners_file`` (JSON:
+    person to task) gives it; without one, for its MD5 partition.
+    """
     if stage == "idle":
         return 0.0
     if stage == "task":
         owners = json.loads(Path(owners_file).read_text()) if owners_file else None
-        count = int(owners.pop("", 2)) if owners is not None else 2
         run = replay_partition(log, Policy(), False, index, count, owners=owners)
         return run.cpu_s
     owns = (lambda _: False) if stage == "shared" else None
@@ -84,10 +87,11 @@ def instructions(report: str) -> int:
 
 
 def child(
-    stage: str, log: str, index: int, owners_file: str, valgrind: bool = False
+    stage: str, log: str, index: int, count: int, owners_file: str, valgrind: bool = False
 ) -> dict[str, Any]:
     """Run a stage in a child process; its CPU time, and its instructions under Valgrind."""
-    command = [sys.executable, __file__, "--child", stage, "--log", log, f"--index={index}"]
+    command = [sys.executable, __file__, "--child", stage, "--log", log]
+    command += [f"--index={index}", f"--partitions={count}"]
     if owners_file:
         command.append(f"--owners={owners_file}")
     if valgrind:
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--owners", default="")
     args = parser.parse_args(argv)
     if args.child:
-        seconds = run_stage(args.child, args.log, args.index, args.owners)
+        seconds = run_stage(args.child, args.log, args.index, args.partitions, args.owners)
         print(json.dumps({"cpu_s": round(seconds, 3)}))
         return {}
     if args.instructions and shutil.which("valgrind") is None:
@@ -129,12 +133,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="notify-split-") as tmp:
         owners_file = str(Path(tmp) / "owners.json")
         owners: dict[str, int] = even_owners(args.log, args.partitions)
-        Path(owners_file).write_text(json.dumps({**owners, "": args.partitions}))
+        Path(owners_file).write_text(json.dumps(owners))
         cpu: dict[str, list[float]] = {}
         for _ in range(args.rounds):
             for stage, index in stages(args.partitions):
                 name = f"task{index}" if stage == "task" else stage
-                taken = child(stage, args.log, index, owners_file)["cpu_s"]
+                taken = child(stage, args.log, index, args.partitions, owners_file)["cpu_s"]
                 cpu.setdefault(name, []).append(taken)
                 print(json.dumps({"stage": name, "cpu_s": taken}), file=sys.stderr, flush=True)
         best = {name: min(values) for name, values in cpu.items()}
@@ -150,10 +154,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "shared_share": round(best["shared"] / best["single"], 3),
         }
         if args.instructions:
-            idle = child("idle", args.log, 0, "", valgrind=True)["instructions"]
+            idle = child("idle", args.log, 0, args.partitions, "", valgrind=True)["instructions"]
             counts = {
                 (f"task{index}" if stage == "task" else stage): child(
-                    stage, args.log, index, owners_file, valgrind=True
+                    stage, args.log, index, args.partitions, owners_file, valgrind=True
                 )["instructions"]
                 - idle
                 for stage, index in stages(args.partitions)
