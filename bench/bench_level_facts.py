@@ -26,8 +26,8 @@ from scratch_pg import database, server
 
 from notify_core.levels import LevelFacts, Preference, Target, TargetKind
 from notify_pg import DEFAULT_LEVEL_KEY, NotifyStore
+from notify_pg.db.seam import Seam
 from notify_pg.reference_host import ReferenceHost
-from notify_pg.seam import Seam
 
 THREAD, CHANNEL, SPACE = "t-bench", "c-bench", "s-bench"
 

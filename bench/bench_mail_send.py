@@ -1,10 +1,10 @@
 """Speed of sending notification mails and of planning a drain, printed as JSON.
 
-- ``signing``: DKIM signatures per second of `notify_pg.smtp.DkimKey.sign` (RSA-2048 and
+- ``signing``: DKIM signatures per second of `notify_pg.mail.smtp.DkimKey.sign` (RSA-2048 and
   Ed25519, computed by ``cryptography``) against ``dkim.sign`` of dkimpy alone with the same
   RSA key (how they were signed before; its RSA is Python's own ``pow``).
 - ``send``: mails per second to an SMTP server (aiosmtpd) on loopback, over one reused
-  connection (`notify_pg.smtp.SmtpSender.send_batch`) and with one connection per mail (the
+  connection (`notify_pg.mail.smtp.SmtpSender.send_batch`) and with one connection per mail (the
   baseline of the same run), without DKIM, with an RSA-2048 and with an Ed25519 signature.
   Goal: >= 200 mails/s reused, DKIM-signed.
 - ``plan``: the drain's plan (`notify_core.inbox.drain.plan_mails`, E4) of 100,000 due entries
@@ -38,7 +38,7 @@ from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import Entry, EntryTarget
 from notify_core.inbox.prefs import InboxSettings
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
-from notify_pg.smtp import (
+from notify_pg.mail.smtp import (
     _POLICY,
     DKIM_SIGNED_HEADERS,
     DkimKey,

@@ -50,11 +50,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from psycopg.types.json import Jsonb
 from scratch_pg import database, process_cpu_seconds, server
 
-from notify_pg.inbox import emit
-from notify_pg.inbox_fanout import InboxFanOut
-from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailSender
+from notify_pg.inbox.fanout import InboxFanOut
+from notify_pg.inbox.reads import emit
+from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailSender
+from notify_pg.mail.smtp import DkimKey, Outgoing, SmtpConfig, SmtpSender
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.smtp import DkimKey, Outgoing, SmtpConfig, SmtpSender
 
 SCHEMA, HOST = "notify", "host"
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

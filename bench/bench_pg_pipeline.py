@@ -72,11 +72,11 @@ from scratch_pg import database, process_cpu_seconds, server
 from notify_core.decide import Policy
 from notify_core.events import Event, parse_event
 from notify_pg import EventLog, NewEvent
-from notify_pg.push import FakeProvider
+from notify_pg.db.seam import Seam
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import Worker, WorkerConfig
 from notify_pg.reference_host import ReferenceHost
 from notify_pg.reference_host.world import WorldLoader
-from notify_pg.seam import Seam
-from notify_pg.worker import Worker, WorkerConfig
 
 SCHEMA, HOST = "notify", "host"
 POLICY = Policy(
@@ -237,10 +237,10 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
             del sys.modules[name]
     sys.path.insert(0, os.path.abspath(src))
     decide = importlib.import_module("notify_core.decide")
-    worker = importlib.import_module("notify_pg.worker")
-    push = importlib.import_module("notify_pg.push")
+    worker = importlib.import_module("notify_pg.push.worker")
+    push = importlib.import_module("notify_pg.push.providers")
     host = importlib.import_module("notify_pg.reference_host")
-    seam = importlib.import_module("notify_pg.seam")
+    seam = importlib.import_module("notify_pg.db.seam")
     assert worker.__file__ is not None and worker.__file__.startswith(os.path.abspath(src))
     policy = decide.Policy(**attrs.asdict(POLICY, recurse=False))
     config = worker.WorkerConfig(

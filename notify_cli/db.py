@@ -83,7 +83,7 @@ def status(dsn: str, schema: str, host_schema: str) -> None:
         import json
 
         from notify_core.errors import NotifyError
-        from notify_pg.status import pipeline_status
+        from notify_pg.ops.status import pipeline_status
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
     try:
@@ -161,9 +161,9 @@ def load(
         import psycopg
 
         from notify_core.errors import NotifyError
+        from notify_pg.push.worker import Worker, WorkerConfig
         from notify_pg.reference_host import ReferenceHost
         from notify_pg.reference_host.load import LogLoader, SettableClock, shift_to_end_now
-        from notify_pg.worker import Worker, WorkerConfig
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
     if not schema or not host_schema:

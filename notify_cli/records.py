@@ -136,8 +136,8 @@ def audit(
         from notify_core.instants import format_instant
         from notify_core.records import check_failures, supersession_gaps
         from notify_core.records_tables import record_to_json
-        from notify_pg.errors import translate
-        from notify_pg.records import PreferenceRecordRepository
+        from notify_pg.db.errors import translate
+        from notify_pg.stores.records import PreferenceRecordRepository
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(
             f"records needs the pg extra (pip install 'notify-engine[pg]'): {exc}"

@@ -98,7 +98,7 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
     try:
         import psycopg
 
-        from notify_pg.events import read_event_log
+        from notify_pg.stores.events import read_event_log
     except ImportError:
         raise BadInput(
             "--from-pg needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
@@ -132,7 +132,7 @@ def _mail_writer(mail_dir: str, replay: Replay) -> Callable[[MailLine], None]:
     from notify_core.inbox.mailing import line_mail
 
     try:
-        from notify_pg.smtp import mail_message
+        from notify_pg.mail.smtp import mail_message
     except ImportError:
         raise BadInput(
             "--mail-dir needs the PostgreSQL extra: pip install 'notify-engine[pg]'"

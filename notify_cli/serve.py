@@ -1,4 +1,4 @@
-"""``notify serve``: the reference web app of `notify_pg.serve` (needs the ``serve`` extra).
+"""``notify serve``: the reference web app of `notify_pg.http.app` (needs the ``serve`` extra).
 
 Serves the one-click unsubscribe routes and the inbox routes over HTTP until SIGTERM or
 SIGINT. A reference for the demo and tests: the inbox's person is the ``X-Notify-User``
@@ -109,8 +109,8 @@ def serve(
         import psycopg
 
         from notify_core.errors import NotifyError
+        from notify_pg.http.app import build_app, make_http_server, open_pool
         from notify_pg.reference_host.wiki import ReferenceWiki
-        from notify_pg.serve import build_app, make_http_server, open_pool
     except ImportError as exc:  # werkzeug or psycopg_pool missing: no serve extra
         raise BadInput(
             f"serve needs the serve extra (pip install 'notify-engine[serve]'): {exc}"
@@ -133,7 +133,7 @@ def serve(
     try:
         if metrics_port is not None:
             metrics = _metrics(metrics_port, metrics_host, service="notify-serve")
-            from notify_pg.metrics import HttpMetrics  # there: _metrics checked the extra
+            from notify_pg.ops.metrics import HttpMetrics  # there: _metrics checked the extra
 
             metrics.observe_database(
                 lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10), schema

@@ -1,10 +1,10 @@
 """``notify worker``: the pipeline on PostgreSQL (needs the ``pg`` extra).
 
-Runs the consumer of the event log, the due work and the push sends of `notify_pg.worker`
+Runs the consumer of the event log, the due work and the push sends of `notify_pg.push.worker`
 until SIGTERM or SIGINT, then finishes the round in progress and exits 0. Logs are JSON lines
 (or text, ``--log-format text``) on stderr with rounds, partitions, counts, durations, kinds,
 reasons and outcomes: never a person, a thread or a token. ``--metrics-port`` serves the
-metrics of `notify_pg.metrics` for Prometheus (the ``metrics`` extra).
+metrics of `notify_pg.ops.metrics` for Prometheus (the ``metrics`` extra).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from notify_cli.options import (
 from notify_cli.signals import handling_stop_signals
 from notify_core.errors import InvalidInput
 
-#: The default of ``--partitions`` (`notify_pg.worker.WorkerConfig.partitions`, chosen by
+#: The default of ``--partitions`` (`notify_pg.push.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
 DEFAULT_PARTITIONS = 2
 
@@ -160,8 +160,8 @@ def _logging(level: str, log_format: str = "json") -> None:
     type=Utf8Text(),
     help="The host's inbox ports: FACTORY (an importable MODULE's attribute) is called with "
     "--host-schema and returns an object with the methods of "
-    "notify_pg.inbox_fanout.InboxHostPorts (with --smtp-url also those of "
-    "notify_pg.mail_drain.MailHostPorts). Default: the reference host's wiki.",
+    "notify_pg.inbox.fanout.InboxHostPorts (with --smtp-url also those of "
+    "notify_pg.mail.drain.MailHostPorts). Default: the reference host's wiki.",
 )
 @click.option("--once", is_flag=True, help="Work until idle once, then exit.")
 @log_level_option
@@ -226,11 +226,11 @@ def worker(
         import psycopg
 
         from notify_core.errors import NotifyError
-        from notify_pg.inbox_fanout import InboxFanOut, InboxRound
-        from notify_pg.push import FakeProvider
+        from notify_pg.inbox.fanout import InboxFanOut, InboxRound
+        from notify_pg.push.providers import FakeProvider
+        from notify_pg.push.worker import Worker, WorkerConfig
         from notify_pg.reference_host import ReferenceHost
         from notify_pg.reference_host.wiki import ReferenceWiki
-        from notify_pg.worker import Worker, WorkerConfig
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(
             f"worker needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
@@ -326,9 +326,9 @@ def worker(
 
 
 def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:
-    """Start the metrics endpoint (`notify_pg.metrics.Metrics`), or exit 2 saying why not."""
+    """Start the metrics endpoint (`notify_pg.ops.metrics.Metrics`), or exit 2 saying why not."""
     try:
-        from notify_pg.metrics import Metrics
+        from notify_pg.ops.metrics import Metrics
     except ImportError as exc:  # opentelemetry missing: the metrics extra is not installed
         raise BadInput(
             f"--metrics-port needs the metrics extra (pip install 'notify-engine[metrics]'): {exc}"
@@ -342,7 +342,7 @@ def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:
         ) from None
 
 
-#: The methods `notify_pg.inbox_fanout.InboxHostPorts` and `notify_pg.mail_drain.MailHostPorts`
+#: The methods `notify_pg.inbox.fanout.InboxHostPorts` and `notify_pg.mail.drain.MailHostPorts`
 #: ask of a host (literals: the pg extra may be missing when the options are read).
 INBOX_PORTS: Final = (
     "inbox_site",
@@ -401,8 +401,8 @@ def load_inbox_host(spec: str, host_schema: str, *, mail: bool = False) -> Any:
     if missing:
         raise BadInput(
             f"--inbox-host {spec!r}: the ports lack {', '.join(missing)} "
-            "(notify_pg.inbox_fanout.InboxHostPorts"
-            + (", notify_pg.mail_drain.MailHostPorts)" if mail else ")")
+            "(notify_pg.inbox.fanout.InboxHostPorts"
+            + (", notify_pg.mail.drain.MailHostPorts)" if mail else ")")
         )
     return ports
 
@@ -415,7 +415,7 @@ def _dkim(
         if selector is not None or domain is not None:
             raise BadInput("--dkim-selector and --dkim-domain need --dkim-key")
         return None
-    from notify_pg.smtp import DkimKey
+    from notify_pg.mail.smtp import DkimKey
 
     if not selector:
         raise BadInput("--dkim-key needs --dkim-selector")
@@ -452,9 +452,9 @@ def _mail_round(
 ) -> Any:
     """The mail drain's round of the options; a bad option is one line and exit 2."""
     from notify_core.errors import NotifyError
-    from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailRound
-    from notify_pg.mail_secret import unsubscribe_secret
-    from notify_pg.smtp import SmtpConfig, SmtpSender
+    from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
+    from notify_pg.mail.secret import unsubscribe_secret
+    from notify_pg.mail.smtp import SmtpConfig, SmtpSender
 
     if smtp_url is None:
         raise BadInput("--mail-from and --dkim-key need --smtp-url")

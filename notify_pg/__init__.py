@@ -1,14 +1,24 @@
-"""notify_pg: the ports and stores of notify on PostgreSQL (psycopg 3).
+"""notify_pg: notify on PostgreSQL (psycopg 3), in wings by concern.
 
-The library owns one schema (default ``notify``) created by numbered migrations
-(`migrate`, or ``notify db migrate``). `NotifyStore` binds the repositories to that schema and
-to the host's facts (`notify_pg.ports`); `notify_pg.reference_host` is a small host schema with
-its adapter for tests and the demo. `Worker` runs `notify_core.pipeline.Pipeline` on the
-library's tables (consumer, due work, push sends; `notify_pg.pipeline_ports`). See
-docs/postgresql.md.
+The library owns one schema (default ``notify``) created by numbered migrations (`migrate`,
+or ``notify db migrate``). Its wings, each importing only the ones below it:
+
+- `notify_pg.db`: the database base (the SQL seam, migrations, errors, ids);
+- `notify_pg.stores`: the repositories (preferences, quiet hours, records, registrations, the
+  event log), the host's ports and `NotifyStore`;
+- `notify_pg.push`: the push path (the pipeline's ports, the push worker, providers);
+- `notify_pg.inbox`: the inbox (the fan-out round, reads);
+- `notify_pg.mail`: mail (the drain, SMTP with DKIM, the secret, unsubscribe);
+- `notify_pg.http`: framework-neutral HTTP handlers and the reference app;
+- `notify_pg.ops`: metrics and the status query;
+- `notify_pg.reference_host`: a small host schema with its adapter, for tests and the demo.
+
+The names below are the stable imports; the old flat module paths (``notify_pg.worker`` ...)
+still import, with a `DeprecationWarning` (`notify_pg._moved`). See docs/postgresql.md.
 """
 
-from notify_pg.errors import (
+from notify_pg import _moved
+from notify_pg.db.errors import (
     Conflict,
     Forbidden,
     LimitReached,
@@ -17,11 +27,14 @@ from notify_pg.errors import (
     PartitionError,
     StorageError,
 )
-from notify_pg.events import EventLog, NewEvent, device_pending, payload_size, read_event_log
-from notify_pg.facts import DEFAULT_LEVEL_KEY, FactsReader
-from notify_pg.migrate import DEFAULT_SCHEMA, Migration, migrate, migrations
-from notify_pg.pipeline_ports import PgPreferences, PgSchedule, PgWorld, Session
-from notify_pg.ports import (
+from notify_pg.db.migrate import DEFAULT_SCHEMA, Migration, migrate, migrations
+from notify_pg.ops.status import pipeline_status
+from notify_pg.push import PgPreferences, PgSchedule, PgWorld, Session
+from notify_pg.push.providers import FakeProvider, ProviderGate, PushProvider
+from notify_pg.push.worker import HintSink, Worker, WorkerConfig, WorkerStats
+from notify_pg.stores.events import EventLog, NewEvent, device_pending, payload_size, read_event_log
+from notify_pg.stores.facts import DEFAULT_LEVEL_KEY, FactsReader
+from notify_pg.stores.ports import (
     AccessPort,
     DevicesPort,
     DirectoryPort,
@@ -35,14 +48,12 @@ from notify_pg.ports import (
     SettingsPort,
     StructurePort,
 )
-from notify_pg.preferences import PreferenceRepository
-from notify_pg.push import FakeProvider, ProviderGate, PushProvider
-from notify_pg.quiet_hours import QuietHoursRepository
-from notify_pg.records import PreferenceRecordRepository
-from notify_pg.registrations import PushRegistration, Registration, RegistrationRepository
-from notify_pg.status import pipeline_status
-from notify_pg.store import NotifyStore, forget_person
-from notify_pg.values import (
+from notify_pg.stores.preferences import PreferenceRepository
+from notify_pg.stores.quiet_hours import QuietHoursRepository
+from notify_pg.stores.records import PreferenceRecordRepository
+from notify_pg.stores.registrations import PushRegistration, Registration, RegistrationRepository
+from notify_pg.stores.store import NotifyStore, forget_person
+from notify_pg.stores.values import (
     PutResult,
     QuietFacts,
     RuleResult,
@@ -50,7 +61,6 @@ from notify_pg.values import (
     StoredPreference,
     StoredRule,
 )
-from notify_pg.worker import HintSink, Worker, WorkerConfig, WorkerStats
 
 __all__ = [
     "DEFAULT_LEVEL_KEY",
@@ -110,3 +120,5 @@ __all__ = [
     "pipeline_status",
     "read_event_log",
 ]
+
+_moved.install()

@@ -33,7 +33,7 @@ def modules() -> set[str]:
         f"{package.__name__}.{info.name}"
         for package in PACKAGES
         for info in pkgutil.iter_modules(package.__path__)
-        if info.name != "__main__"
+        if info.name != "__main__" and not info.name.startswith("_")
     }
 
 

@@ -87,12 +87,12 @@ def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:
             "API reference",
             [
                 "notify_core.decide.decide",
-                "notify_pg.migrate.migrate",
-                "notify_pg.store.NotifyStore",
-                "notify_pg.ports.PipelineHostPorts",
-                "notify_pg.worker.WorkerConfig",
-                "notify_pg.status.pipeline_status",
-                "notify_pg.errors.StorageError",
+                "notify_pg.db.migrate.migrate",
+                "notify_pg.stores.store.NotifyStore",
+                "notify_pg.stores.ports.PipelineHostPorts",
+                "notify_pg.push.worker.WorkerConfig",
+                "notify_pg.ops.status.pipeline_status",
+                "notify_pg.db.errors.StorageError",
             ],
         ),
         # Every rule's anchor (no id written here: tests/test_rule_ids.py would read it as cited).
@@ -122,7 +122,7 @@ def test_search_finds_a_function_of_the_api(browser: BrowserContext, site_url: s
     search.press_sequentially("pipeline_status")
     result = page.locator(".md-search-result__item mark", has_text="pipeline_status")
     result.first.wait_for(timeout=10_000)
-    assert "notify_pg.status.pipeline_status" in (
+    assert "notify_pg.ops.status.pipeline_status" in (
         page.locator(".md-search-result__item a").nth(1).get_attribute("href") or ""
     )
     page.close()

@@ -1,4 +1,4 @@
-"""E6: DKIM signatures of `notify_pg.smtp.DkimKey`, checked by dkimpy's verifier.
+"""E6: DKIM signatures of `notify_pg.mail.smtp.DkimKey`, checked by dkimpy's verifier.
 
 The signature is computed by ``cryptography`` (RSA and Ed25519) over dkimpy's relaxed/simple
 canonicalization; `dkim.verify` is an independent check of the header layout, the header
@@ -23,7 +23,7 @@ from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64, SHORT_RSA_KEY
 from notify_core.errors import InvalidInput
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
 from notify_pg import smtp
-from notify_pg.smtp import DkimKey, mail_message
+from notify_pg.mail.smtp import DkimKey, mail_message
 
 AT = datetime(2026, 11, 30, 10, 3, tzinfo=UTC)
 SITE = MailSite(name="Ops-Wiki Zürich", host="wiki.example.org", https=True)
@@ -152,7 +152,7 @@ def test_the_key_is_never_in_a_repr() -> None:
 def test_e6_a_message_is_the_same_bytes_as_with_the_standard_header_registry(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # notify_pg.smtp makes each header class once and shares the headers of repeated values
+    # notify_pg.mail.smtp makes each header class once and shares the headers of repeated values
     # between messages (the standard registry parses each anew, four times slower); the bytes
     # must not change, built once or again from the shared headers.
     cases = [("en", 1), ("de", 3), ("en", 60), ("de", 1)]

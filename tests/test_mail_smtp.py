@@ -1,4 +1,4 @@
-"""E6 on the wire: notify_pg.smtp against a real SMTP server (aiosmtpd) on loopback.
+"""E6 on the wire: notify_pg.mail.smtp against a real SMTP server (aiosmtpd) on loopback.
 
 Mails arrive with both bodies and every header; a DKIM signature verifies on the received bytes
 and covers both List-Unsubscribe headers; a 451 answer is a typed, temporary failure; a batch
@@ -23,7 +23,7 @@ from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64
 
 from notify_core.errors import InvalidInput
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
-from notify_pg.smtp import (
+from notify_pg.mail.smtp import (
     DkimKey,
     MailSendError,
     Outgoing,

@@ -4,7 +4,7 @@ A drain's `MailLine` names the entries a mail shows, how many more it marks sent
 unsubscribe categories; this module reads the rest from the host's facts at the drain instant
 (the site's host and primary locale, the person's locale and address, whether a comment still
 exists) and composes the `Mail`. Pure: the unsubscribe secret comes in as an argument, and
-sending is an adapter's job (`notify_pg.smtp`).
+sending is an adapter's job (`notify_pg.mail.smtp`).
 """
 
 from __future__ import annotations

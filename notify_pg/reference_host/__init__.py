@@ -1,7 +1,7 @@
 """The reference host: a small host schema and its adapter for the ports, for tests and the demo.
 
 A host embedding notify keeps its own users, spaces, channels, threads, rights and settings and
-implements `notify_pg.ports.HostPorts` on them. This package shows one way, on its own schema
+implements `notify_pg.stores.ports.HostPorts` on them. This package shows one way, on its own schema
 (default ``host``) with its own migration (`migrate_reference_host`). Nothing in notify_pg
 outside this package reads these tables.
 
@@ -21,13 +21,13 @@ from psycopg.types.json import Jsonb
 from notify_core.decide import Connection, Device
 from notify_core.levels import Level, Target, TargetKind
 from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo
-from notify_pg.errors import NotFound
-from notify_pg.events import EventLog, device_pending
-from notify_pg.migrate import migrate
-from notify_pg.ports import NotificationPath
-from notify_pg.seam import Conn, Seam
-from notify_pg.store import NotifyStore
-from notify_pg.values import StoredPreference
+from notify_pg.db.errors import NotFound
+from notify_pg.db.migrate import migrate
+from notify_pg.db.seam import Conn, Seam
+from notify_pg.stores.events import EventLog, device_pending
+from notify_pg.stores.ports import NotificationPath
+from notify_pg.stores.store import NotifyStore
+from notify_pg.stores.values import StoredPreference
 
 __all__ = ["DEFAULT_HOST_SCHEMA", "ReferenceHost", "migrate_reference_host"]
 
@@ -36,12 +36,12 @@ DEFAULT_HOST_SCHEMA = "host"
 
 
 def migrate_reference_host(conn_or_dsn: Conn | str, schema: str = DEFAULT_HOST_SCHEMA) -> list[str]:
-    """Create or update the reference host's tables in ``schema`` (see `notify_pg.migrate`)."""
+    """Create or update the reference host's tables in ``schema`` (see `notify_pg.db.migrate`)."""
     return migrate(conn_or_dsn, schema, package="notify_pg.reference_host")
 
 
 class ReferenceHost:
-    """The ports of `notify_pg.ports` on the reference host's tables, plus writes for tests.
+    """The ports of `notify_pg.stores.ports` on the reference host's tables, plus writes for tests.
 
     Args:
         schema: the reference host's schema.
@@ -142,7 +142,7 @@ class ReferenceHost:
             out.setdefault(user_id, {})[key] = value
         return out
 
-    # -- pipeline ports (notify_pg.ports.PipelineHostPorts) -----------------------------------
+    # -- pipeline ports (notify_pg.stores.ports.PipelineHostPorts) ----------------------------
 
     def users(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, UserInfo]:
         """Return the known people among ``user_ids``."""
@@ -236,7 +236,7 @@ class ReferenceHost:
         )
         return {thread_id: int(count) for thread_id, count in rows}
 
-    # -- the optional batched reads (notify_pg.ports.BatchFactsPort) ----------------------------
+    # -- the optional batched reads (notify_pg.stores.ports.BatchFactsPort) -------------------
 
     def badge_threads_of(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, list[str]]:
         """Return per person the threads with messages in the channels they can read."""

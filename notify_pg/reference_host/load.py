@@ -20,12 +20,12 @@ from typing import Any
 
 from notify_core.events import Event
 from notify_core.instants import format_instant, parse_instant
-from notify_pg.events import EventLog, NewEvent
-from notify_pg.migrate import DEFAULT_SCHEMA
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn
+from notify_pg.push.worker import Worker
 from notify_pg.reference_host import DEFAULT_HOST_SCHEMA
 from notify_pg.reference_host.world import WorldLoader
-from notify_pg.seam import Conn
-from notify_pg.worker import Worker
+from notify_pg.stores.events import EventLog, NewEvent
 
 __all__ = ["FAR", "LogLoader", "SettableClock", "shift_to_end_now"]
 

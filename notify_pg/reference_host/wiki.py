@@ -1,4 +1,4 @@
-"""The reference host's wiki: `notify_pg.inbox_fanout.InboxHostPorts` on its own tables.
+"""The reference host's wiki: `notify_pg.inbox.fanout.InboxHostPorts` on its own tables.
 
 Sites, people, groups with their rules, memberships, pages, watchers, comments, submissions,
 review rules and the instance's settings (migration ``0003_wiki``), with the writes tests and
@@ -20,7 +20,7 @@ from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
-from notify_pg.seam import Conn, Seam, load_queries, text_array, trusted_sql
+from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]
 

@@ -2,7 +2,7 @@
 
 `WikiLoader.feed` takes the wiki events of a log (formats.md section 4) in order. Per event, in
 one transaction, it writes what the event changes in the reference host's wiki tables and, for
-an activity, calls `notify_pg.inbox.emit` as a host does (a deletion's emit captures the
+an activity, calls `notify_pg.inbox.reads.emit` as a host does (a deletion's emit captures the
 watchers before the page goes; a comment edit's carries the mentions before the edit); reads,
 dismissals and inbox choices go through `InboxReads` and `InboxPreferences`. After an
 activity the fan-out runs at once (`InboxFanOut.drain`), as a replay fans out at once.
@@ -22,12 +22,12 @@ from psycopg.types.json import Jsonb
 from notify_core.events import Event, EventError
 from notify_core.inbox.memory import strings
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
-from notify_pg.inbox import InboxPreferences, InboxReads, comment_deleted, emit
-from notify_pg.inbox_fanout import InboxFanOut, Written
-from notify_pg.mail_drain import reschedule_pending
-from notify_pg.migrate import DEFAULT_SCHEMA
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.fanout import InboxFanOut, Written
+from notify_pg.inbox.reads import InboxPreferences, InboxReads, comment_deleted, emit
+from notify_pg.mail.drain import reschedule_pending
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.seam import Conn, Seam
 
 __all__ = ["WikiLoader"]
 

@@ -23,10 +23,10 @@ from notify_core.events import Event, EventError
 from notify_core.instants import parse_instant
 from notify_core.levels import parse_level
 from notify_core.quiet import rule_from_json
-from notify_pg.ids import new_id
-from notify_pg.migrate import DEFAULT_SCHEMA
+from notify_pg.db.ids import new_id
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn, Seam
 from notify_pg.reference_host import DEFAULT_HOST_SCHEMA
-from notify_pg.seam import Conn, Seam
 
 __all__ = ["WorldLoader"]
 

@@ -14,11 +14,11 @@ from aiosmtpd.controller import Controller
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.events import Event, parse_event
-from notify_pg.inbox_fanout import InboxFanOut
-from notify_pg.mail_drain import MailDrain, MailDrainConfig, MailRound
+from notify_pg.inbox.fanout import InboxFanOut
+from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
+from notify_pg.mail.smtp import DkimKey, SmtpConfig, SmtpSender
 from notify_pg.reference_host.wiki import ReferenceWiki
 from notify_pg.reference_host.wiki_load import WikiLoader
-from notify_pg.smtp import DkimKey, SmtpConfig, SmtpSender
 
 SECRET = bytes(range(32))
 SENDER = "notifications@wiki.example.org"

@@ -25,8 +25,8 @@ from pgpipeline import POLICY, PgRun
 
 from notify_core.kinds import THREAD_KINDS, Kind
 from notify_core.replay import policy_from_mapping
-from notify_pg.push import FakeProvider
-from notify_pg.worker import WorkerConfig
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import WorkerConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from reference_model import Reference

@@ -14,7 +14,7 @@ from pgworld import SCHEMA
 
 from notify_cli.main import cli
 from notify_core.instants import format_instant, parse_instant
-from notify_pg.records import SUPERSESSION_GAP_BOUND, PreferenceRecordRepository
+from notify_pg.stores.records import SUPERSESSION_GAP_BOUND, PreferenceRecordRepository
 
 Conn = psycopg.Connection[Any]
 CHANNELS = ["email", "sms", "push", "in-app"]

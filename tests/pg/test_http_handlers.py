@@ -1,5 +1,5 @@
-"""The framework-neutral HTTP handlers of notify_pg.http on real PostgreSQL (seed 004 sections
-9.1 and 10.4; docs/rules.md U3, U4, H1, H2): values in, status, headers and body out."""
+"""The framework-neutral HTTP handlers of notify_pg.http.handlers on real PostgreSQL (seed 004
+sections 9.1 and 10.4; docs/rules.md U3, U4, H1, H2): values in, status, headers and body out."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import unsubscribe_token
 from notify_pg import forget_person
 from notify_pg import http as h
-from notify_pg.inbox import InboxPreferences, emit
-from notify_pg.inbox_fanout import InboxFanOut
-from notify_pg.mail_secret import unsubscribe_secret
+from notify_pg.inbox.fanout import InboxFanOut
+from notify_pg.inbox.reads import InboxPreferences, emit
+from notify_pg.mail.secret import unsubscribe_secret
+from notify_pg.mail.unsubscribe import audited_unsubscribes
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.unsubscribe import audited_unsubscribes
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

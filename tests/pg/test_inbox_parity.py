@@ -22,7 +22,7 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
 from notify_core.events import parse_event
-from notify_pg.inbox_fanout import InboxFanOut
+from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.reference_host.wiki import ReferenceWiki
 from notify_pg.reference_host.wiki_load import WikiLoader
 
@@ -155,7 +155,7 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
 
     from notify_core.inbox.drain import MailPlan
     from notify_core.instants import format_instant
-    from notify_pg.mail_drain import MailRound
+    from notify_pg.mail.drain import MailRound
 
     expected_entries, expected_mails = replay_lines(LOG)
     assert sum(1 for m in expected_mails if m[3] == "send") > 20

@@ -18,10 +18,10 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from notify_cli.main import cli
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import WikiUser
-from notify_pg.inbox import InboxPreferences, InboxReads, emit, purge
-from notify_pg.inbox_fanout import InboxFanOut, InboxRound, Written
+from notify_pg.db.seam import Conn, array_element, load_queries, text_array
+from notify_pg.inbox.fanout import InboxFanOut, InboxRound, Written
+from notify_pg.inbox.reads import InboxPreferences, InboxReads, emit, purge
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.seam import Conn, array_element, load_queries, text_array
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

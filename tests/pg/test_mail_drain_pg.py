@@ -40,8 +40,8 @@ from mailpg import (
 
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import slot_offset, verify_unsubscribe_token
-from notify_pg.mail_drain import MailRound
-from notify_pg.smtp import DkimKey, Outgoing
+from notify_pg.mail.drain import MailRound
+from notify_pg.mail.smtp import DkimKey, Outgoing
 
 KEY = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
 READ_ALL = [
@@ -550,7 +550,7 @@ def test_e4_a_site_switched_off_skips_its_due_mail(
 def test_e5_nothing_due_claims_nothing_and_the_round_sleeps_until_the_next_due(
     conn: psycopg.Connection[Any], server: tuple[Recorder, int]
 ) -> None:
-    from notify_pg.mail_drain import MailRound
+    from notify_pg.mail.drain import MailRound
 
     _handler, port = server
     log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])
@@ -570,7 +570,7 @@ def test_e5_an_open_claim_locks_only_the_people_it_takes(
     conn: psycopg.Connection[Any], connect: Any
 ) -> None:
     """While one worker's claim is open, another claims the next people, never the same."""
-    from notify_pg.seam import Seam
+    from notify_pg.db.seam import Seam
 
     people = [f"p{i:03d}" for i in range(12)]
     run_loader(conn)(
@@ -719,7 +719,7 @@ def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
     from click.testing import CliRunner
 
     from notify_cli.main import cli
-    from notify_pg.inbox import emit
+    from notify_pg.inbox.reads import emit
 
     handler, port = server
     handler.refuse["bea@example.org"] = "451 4.3.0 later"
@@ -811,9 +811,9 @@ def test_e5_the_worker_sleeps_until_the_next_email_falls_due_not_its_poll_interv
 
     from pgworld import HOST_SCHEMA
 
-    from notify_pg.mail_drain import MailRound
+    from notify_pg.mail.drain import MailRound
+    from notify_pg.push.worker import Worker, WorkerConfig
     from notify_pg.reference_host import ReferenceHost
-    from notify_pg.worker import Worker, WorkerConfig
 
     handler, port = server
     log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])

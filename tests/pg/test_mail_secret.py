@@ -15,7 +15,7 @@ import pytest
 from pgworld import SCHEMA
 
 from notify_core.mail import unsubscribe_token, verify_unsubscribe_token
-from notify_pg.mail_secret import SECRET_BYTES, unsubscribe_secret
+from notify_pg.mail.secret import SECRET_BYTES, unsubscribe_secret
 
 Connect = Callable[[], psycopg.Connection[Any]]
 

@@ -30,9 +30,9 @@ from notify_cli.main import cli
 from notify_core.decide import METRIC_REASONS, SkipReason
 from notify_core.delivery import SendResult
 from notify_core.replay import policy_from_mapping
-from notify_pg.metrics import Metrics
-from notify_pg.push import FakeProvider
-from notify_pg.worker import WorkerConfig
+from notify_pg.ops.metrics import Metrics
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import WorkerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 # A log without live connections: `notify worker` has no gateway, so it reads none (seed 001

@@ -18,8 +18,8 @@ from pgworld import ALEX, SAM, SCHEMA, T, channel, events, thread
 from notify_core.levels import Preference
 from notify_core.quiet import QuietRule
 from notify_pg import MigrationError, NotifyStore, forget_person, migrate, migrations
-from notify_pg.migrate import render
-from notify_pg.seam import load_queries, parse_queries
+from notify_pg.db.migrate import render
+from notify_pg.db.seam import load_queries, parse_queries
 
 Connect = Callable[[], psycopg.Connection[Any]]
 
@@ -160,7 +160,7 @@ def test_changed_migration_is_refused(
     """architecture.md: a changed applied file is refused with a clear error, nothing applied."""
     shipped = migrations()
     changed = attrs.evolve(shipped[0], checksum="0" * 64)
-    module = importlib.import_module("notify_pg.migrate")
+    module = importlib.import_module("notify_pg.db.migrate")
     monkeypatch.setattr(module, "migrations", lambda package: (changed, *shipped[1:]))
     with pytest.raises(MigrationError) as info:
         migrate(conn, SCHEMA)

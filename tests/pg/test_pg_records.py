@@ -45,9 +45,9 @@ from notify_core.records import (
 )
 from notify_core.records_tables import record_to_json, records_lifecycle
 from notify_pg import migrate, migrations
-from notify_pg.migrate import render
-from notify_pg.records import PreferenceRecordRepository
-from notify_pg.seam import parse_queries
+from notify_pg.db.migrate import render
+from notify_pg.db.seam import parse_queries
+from notify_pg.stores.records import PreferenceRecordRepository
 
 Conn = psycopg.Connection[Any]
 TABLE = Path(__file__).parent.parent / "tables" / "records.jsonl"

@@ -15,7 +15,7 @@ import psycopg
 from pgworld import SCHEMA
 
 from notify_core.records import Ok, PreferenceRecord, Refusal, Refused, Status
-from notify_pg.records import PreferenceRecordRepository
+from notify_pg.stores.records import PreferenceRecordRepository
 
 Conn = psycopg.Connection[Any]
 Connect = Callable[[], Conn]

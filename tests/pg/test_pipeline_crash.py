@@ -22,8 +22,8 @@ from pgworld import SCHEMA
 from notify_core.events import Event, parse_event
 from notify_core.replay import Replay, dumps_hint, policy_from_mapping
 from notify_pg import NewEvent
-from notify_pg.errors import StorageError
-from notify_pg.worker import Worker, WorkerConfig
+from notify_pg.db.errors import StorageError
+from notify_pg.push.worker import Worker, WorkerConfig
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay"))
 from build import POLICY, Log

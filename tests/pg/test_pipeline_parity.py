@@ -22,7 +22,7 @@ from notify_core.events import parse_event
 from notify_core.partitions import partition_of
 from notify_core.replay import policy_from_mapping
 from notify_pg import NewEvent
-from notify_pg.worker import WorkerConfig
+from notify_pg.push.worker import WorkerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDENS = sorted(

@@ -26,10 +26,10 @@ from notify_core.events import Event, parse_event
 from notify_core.partitions import Partition, partition_of
 from notify_core.replay import policy_from_mapping
 from notify_pg import migrate, migrations
-from notify_pg.errors import PartitionError
-from notify_pg.pipeline_ports import PgWorld, Session
-from notify_pg.seam import Seam
-from notify_pg.worker import Worker, WorkerConfig
+from notify_pg.db.errors import PartitionError
+from notify_pg.db.seam import Seam
+from notify_pg.push import PgWorld, Session
+from notify_pg.push.worker import Worker, WorkerConfig
 
 Connect = Callable[[], psycopg.Connection[Any]]
 
@@ -117,7 +117,7 @@ def test_migration_0007_keeps_a_cursor_as_partition_0_of_1(
     two partitions then takes over from there (one cursor always stands at one position)."""
     shipped = migrations()
     before = tuple(m for m in shipped if m.version < 7)
-    module = importlib.import_module("notify_pg.migrate")
+    module = importlib.import_module("notify_pg.db.migrate")
     dsn = new_database(None)
     with psycopg.connect(dsn, autocommit=True) as conn:
         monkeypatch.setattr(module, "migrations", lambda package: before)

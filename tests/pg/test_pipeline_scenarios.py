@@ -19,7 +19,7 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.kinds import Kind
 from notify_core.replay import policy_from_mapping
-from notify_pg.push import FakeCall, FakeProvider
+from notify_pg.push.providers import FakeCall, FakeProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 REPLAY = ROOT / "tests" / "replay"

@@ -14,8 +14,8 @@ from pgworld import ALEX, SAM, SCHEMA
 from test_migrations import catalog
 
 from notify_pg import forget_person
-from notify_pg.errors import Conflict, StorageError
-from notify_pg.registrations import PushRegistration, RegistrationRepository
+from notify_pg.db.errors import Conflict, StorageError
+from notify_pg.stores.registrations import PushRegistration, RegistrationRepository
 
 NOW = datetime(2026, 10, 23, 9, tzinfo=UTC)
 

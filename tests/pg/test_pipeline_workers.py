@@ -21,8 +21,8 @@ from test_pipeline_crash import _policy, append_burst, replayed
 
 from notify_core.events import parse_event
 from notify_core.replay import policy_from_mapping
-from notify_pg.push import FakeProvider
-from notify_pg.worker import Worker, WorkerConfig
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import Worker, WorkerConfig
 
 
 def add_reader(log: Log, person: str, registration: str) -> None:
@@ -244,7 +244,7 @@ def test_a_fan_out_costs_a_constant_number_of_statements(
 ) -> None:
     """Seed 001 TestGather_OneCallPerPortPerEvent: the facts of all candidates of an event are
     read in batches, so a message to 40 readers costs as many statements as one to 5."""
-    from notify_pg.seam import Seam
+    from notify_pg.db.seam import Seam
 
     counts: dict[int, int] = {}
     for readers in (5, 40):

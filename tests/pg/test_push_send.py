@@ -23,9 +23,9 @@ from notify_core.delivery import Notification, SendResult
 from notify_core.kinds import Kind
 from notify_core.levels import Target, TargetKind
 from notify_core.replay import policy_from_mapping
-from notify_pg.push import FakeProvider, ProviderGate, PushProvider
-from notify_pg.registrations import Registration, RegistrationRepository
-from notify_pg.worker import WorkerConfig
+from notify_pg.push.providers import FakeProvider, ProviderGate, PushProvider
+from notify_pg.push.worker import WorkerConfig
+from notify_pg.stores.registrations import Registration, RegistrationRepository
 
 CONFIG = WorkerConfig(
     max_age=timedelta(minutes=30),

@@ -272,7 +272,7 @@ def test_quiet_rules_batch_zone_sources_and_fallback(
         "WHERE user_id = %s AND time_zone = 'Europe/Berlin'",
         [SAM],
     )
-    facts_module = importlib.import_module("notify_pg.facts")
+    facts_module = importlib.import_module("notify_pg.stores.facts")
     loads: list[str] = []
 
     def counting(name: object, pointer: str = "/time_zone") -> str:

@@ -13,8 +13,8 @@ from pgworld import ALEX
 from notify_core.levels import Preference, Target
 from notify_core.quiet import QuietRule
 from notify_pg import Conflict, NotifyStore, StorageError
-from notify_pg.errors import translate
-from notify_pg.ids import new_id
+from notify_pg.db.errors import translate
+from notify_pg.db.ids import new_id
 from notify_pg.reference_host import ReferenceHost
 
 RULE = QuietRule(weekdays=1, start_local="22:00", end_local="07:00")

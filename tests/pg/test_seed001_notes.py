@@ -18,8 +18,8 @@ from notify_core.errors import NotifyError
 from notify_core.kinds import Kind
 from notify_core.replay import policy_from_mapping
 from notify_pg import EventLog
-from notify_pg.push import FakeProvider
-from notify_pg.worker import WorkerConfig
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import WorkerConfig
 
 
 @pytest.fixture

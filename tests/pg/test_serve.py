@@ -1,5 +1,5 @@
 """One-click unsubscribe and the inbox over real HTTP (seed 004 sections 9.1 and 10.4;
-docs/rules.md U3, U4, H1, H2): the reference app of notify_pg.serve, and `notify serve` itself,
+docs/rules.md U3, U4, H1, H2): the reference app of notify_pg.http.app, and `notify serve` itself,
 on real PostgreSQL, with the List-Unsubscribe URL of a mail received by a real SMTP server."""
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from scrape import by, scrape
 
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
-from notify_pg.inbox import InboxPreferences, emit
-from notify_pg.inbox_fanout import InboxFanOut
-from notify_pg.mail_secret import unsubscribe_secret
+from notify_pg.http.app import USER_HEADER, build_app, make_http_server, open_pool
+from notify_pg.inbox.fanout import InboxFanOut
+from notify_pg.inbox.reads import InboxPreferences, emit
+from notify_pg.mail.secret import unsubscribe_secret
+from notify_pg.mail.smtp import Outgoing, SmtpConfig, SmtpSender, mail_message
+from notify_pg.mail.unsubscribe import audited_unsubscribes
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.serve import USER_HEADER, build_app, make_http_server, open_pool
-from notify_pg.smtp import Outgoing, SmtpConfig, SmtpSender, mail_message
-from notify_pg.unsubscribe import audited_unsubscribes
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -16,10 +16,10 @@ import attrs
 import psycopg
 import pytest
 
-from notify_pg.push import FakeProvider
+from notify_pg.db.seam import Seam
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import Worker
 from notify_pg.reference_host import ReferenceHost
-from notify_pg.seam import Seam
-from notify_pg.worker import Worker
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

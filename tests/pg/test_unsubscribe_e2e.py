@@ -18,12 +18,12 @@ import pytest
 from mailpg import SENDER, Clock, Recorder, Run, at, events, smtp_server
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_pg.inbox import InboxPreferences
-from notify_pg.mail_drain import MailDrain, MailDrainConfig
-from notify_pg.mail_secret import unsubscribe_secret
+from notify_pg.http.app import USER_HEADER, build_app, make_http_server, open_pool
+from notify_pg.inbox.reads import InboxPreferences
+from notify_pg.mail.drain import MailDrain, MailDrainConfig
+from notify_pg.mail.secret import unsubscribe_secret
+from notify_pg.mail.smtp import SmtpConfig, SmtpSender
 from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.serve import USER_HEADER, build_app, make_http_server, open_pool
-from notify_pg.smtp import SmtpConfig, SmtpSender
 
 READ_ALL = [
     {"permission": "read_pages", "match": "all"},

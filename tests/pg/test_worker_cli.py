@@ -20,9 +20,9 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from notify_cli.main import cli
 from notify_core.events import parse_event
 from notify_pg import EventLog, NewEvent
+from notify_pg.push.worker import Worker, WorkerConfig
 from notify_pg.reference_host import ReferenceHost
 from notify_pg.reference_host.world import WorldLoader
-from notify_pg.worker import Worker, WorkerConfig
 
 PEOPLE = ("alex", "sam", "owner", "robin", "lotse")
 

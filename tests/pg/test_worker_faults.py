@@ -28,10 +28,10 @@ from notify_cli.main import cli
 from notify_core.delivery import Notification, SendResult
 from notify_core.kinds import Kind, kind_code
 from notify_core.replay import policy_from_mapping
-from notify_pg.push import FakeProvider
+from notify_pg.push.providers import FakeProvider
+from notify_pg.push.worker import Worker, WorkerConfig
 from notify_pg.reference_host import ReferenceHost
-from notify_pg.registrations import Registration
-from notify_pg.worker import Worker, WorkerConfig
+from notify_pg.stores.registrations import Registration
 
 PEOPLE = ("alex", "sam", "owner", "robin", "lotse")
 REGISTRATIONS = ("r-alex-phone", "r-sam-phone")

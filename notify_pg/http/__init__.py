@@ -1,0 +1,39 @@
+"""HTTP of notify_pg: framework-neutral handlers and the reference app that serves them.
+
+- `notify_pg.http.handlers`: plain functions from a request's values to a `Response`
+  (unsubscribe, inbox), for any framework;
+- `notify_pg.http.app`: the reference WSGI app and server of ``notify serve``.
+
+It imports the inbox and mail wings, never a worker. The names of the old module
+``notify_pg.http`` (the handlers) are re-exported here.
+"""
+
+from notify_pg.http.handlers import (
+    MAX_BODY_BYTES,
+    UNSUBSCRIBE_INFO_PATH,
+    UNSUBSCRIBE_PAGE,
+    Response,
+    inbox_dismiss,
+    inbox_list,
+    inbox_read,
+    inbox_read_one,
+    inbox_summary,
+    unsubscribe_get,
+    unsubscribe_info,
+    unsubscribe_post,
+)
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "UNSUBSCRIBE_INFO_PATH",
+    "UNSUBSCRIBE_PAGE",
+    "Response",
+    "inbox_dismiss",
+    "inbox_list",
+    "inbox_read",
+    "inbox_read_one",
+    "inbox_summary",
+    "unsubscribe_get",
+    "unsubscribe_info",
+    "unsubscribe_post",
+]

@@ -1,0 +1,454 @@
+"""A small reference web app over the HTTP handlers of `notify_pg.http.handlers` (``notify serve``).
+
+A WSGI app on Werkzeug with a `psycopg_pool` connection pool (the ``serve`` extra). It is a
+reference, for the demo and for tests that send real HTTP: a host mounts the handlers of
+`notify_pg.http.handlers` in its own framework behind its own authentication. Here the person of the
+inbox routes is whatever the ``X-Notify-User`` header says (`USER_HEADER`): put a proxy that
+authenticates and sets it in front, never expose these routes as they are.
+
+Routes (`build_app` makes them; `ReferenceApp.route` adds more):
+
+==========  ===================================  ===========================================
+method      path                                 handler
+==========  ===================================  ===========================================
+POST        /notifications/unsubscribe?t=TOKEN   `notify_pg.http.handlers.unsubscribe_post` (U3)
+GET         /notifications/unsubscribe?t=TOKEN   `notify_pg.http.handlers.unsubscribe_get` (U4)
+GET         /notifications/unsubscribe/info?t=   `notify_pg.http.handlers.unsubscribe_info` (U4)
+GET         /notifications?cursor=               `notify_pg.http.handlers.inbox_list` (H1)
+GET         /notifications/summary               `notify_pg.http.handlers.inbox_summary` (H1)
+PUT         /notifications/read                  `notify_pg.http.handlers.inbox_read` (H2)
+PUT         /notifications/ID/read               `notify_pg.http.handlers.inbox_read_one` (H2)
+DELETE      /notifications/ID                    `notify_pg.http.handlers.inbox_dismiss` (H2)
+GET         /unsubscribe?t=TOKEN                 a stand-in for the host's unsubscribe page
+==========  ===================================  ===========================================
+
+Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
+``401`` for an inbox route without the header, ``503`` when PostgreSQL fails, ``500`` with no
+detail for a bug (logged with its type only).
+
+Every request logs one line, ``request``, with its method, the route's template (``PUT
+/notifications/<entry>/read``, ``unmatched`` for none), the status and the duration: never
+the path as sent (it holds entry ids), a query string (unsubscribe tokens) nor a person. The
+app's ``on_request`` hook gets the same values (``notify serve --metrics-port`` counts them,
+`notify_pg.ops.metrics.HttpMetrics`).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+import socket
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
+from werkzeug.routing import Map, Rule
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request
+from werkzeug.wrappers import Response as WsgiResponse
+
+from notify_core.mail import UNSUBSCRIBE_PATH
+from notify_pg import http
+from notify_pg.db.errors import StorageError, translate
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn
+from notify_pg.mail.secret import unsubscribe_secret
+
+if TYPE_CHECKING:
+    from _typeshed.wsgi import StartResponse, WSGIEnvironment
+
+__all__ = [
+    "UNMATCHED",
+    "USER_HEADER",
+    "Handler",
+    "ReferenceApp",
+    "RequestHook",
+    "build_app",
+    "make_http_server",
+    "open_pool",
+]
+
+#: The header the reference app takes the inbox's person from (the host's proxy sets it).
+USER_HEADER: Final = "X-Notify-User"
+
+#: A route's handler: the app, the request and the URL's variables in; a response out.
+Handler = Callable[["ReferenceApp", Request, dict[str, Any]], http.Response]
+
+#: Told of every request: method, route template, status and duration in seconds.
+RequestHook = Callable[[str, str, int, float], None]
+
+#: The route of a request no route matched (404, 405): one label, whatever the path was.
+UNMATCHED: Final = "unmatched"
+
+#: Methods logged and counted by name; any other is ``other`` (a client picks the method,
+#: and a label must come from a closed vocabulary).
+_METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
+
+_log = logging.getLogger("notify_pg.serve")
+
+
+class ReferenceApp:
+    """The WSGI app: a Werkzeug URL map, one handler per endpoint, a connection pool.
+
+    Args:
+        pool: the connections (autocommit) the handlers use, one per request.
+        schema: the library's schema.
+        unsubscribe_page: where a ``GET`` on the one-click URL redirects (the host's page).
+        hidden_sites: the sites whose notifications are off, read per inbox request (N5:
+            their entries stay hidden); none by default.
+        on_request: called after each request with its method, route template, status and
+            duration in seconds (metrics); it must not raise.
+    """
+
+    def __init__(
+        self,
+        pool: ConnectionPool[Any],
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
+        hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
+        on_request: RequestHook | None = None,
+    ) -> None:
+        self.pool = pool
+        self.on_request = on_request
+        self.schema = schema
+        self.unsubscribe_page = unsubscribe_page
+        self.hidden_sites = hidden_sites or (lambda _conn: ())
+        self.url_map = Map(strict_slashes=False)
+        self._handlers: dict[str, Handler] = {}
+        self._secret: bytes | None = None
+        self._secret_lock = threading.Lock()
+
+    def route(self, path: str, methods: Iterable[str], endpoint: str, handler: Handler) -> None:
+        """Add a route: ``path`` in Werkzeug's rule syntax, answered by ``handler``."""
+        self.url_map.add(Rule(path, methods=list(methods), endpoint=endpoint))
+        self._handlers[endpoint] = handler
+
+    def secret(self, conn: Conn) -> bytes:
+        """The unsubscribe secret, read (or generated) once per process and kept in memory."""
+        with self._secret_lock:
+            if self._secret is None:
+                self._secret = unsubscribe_secret(conn, schema=self.schema)
+            return self._secret
+
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        """Answer one WSGI request and log it (one ``request`` line)."""
+        started = time.perf_counter()
+        request = Request(environ)
+        route, response = self._dispatch(request)
+        seconds = time.perf_counter() - started
+        method = request.method if request.method in _METHODS else "other"
+        status = response.status_code
+        fields = {
+            "method": method,
+            "route": route,
+            "status": status,
+            "duration_ms": round(seconds * 1000, 1),
+        }
+        _log.info("request", extra={"fields": fields})
+        if self.on_request is not None:
+            self.on_request(method, route, status, seconds)
+        return response(environ, start_response)
+
+    def dispatch(self, request: Request) -> WsgiResponse:
+        """Route a request to its handler and turn every failure into a clean answer."""
+        return self._dispatch(request)[1]
+
+    def _dispatch(self, request: Request) -> tuple[str, WsgiResponse]:
+        """The route's template (`UNMATCHED` for none) and the answer."""
+        route = UNMATCHED
+        try:
+            rule, values = self.url_map.bind_to_environ(request.environ).match(return_rule=True)
+            route = rule.rule
+            answer = self._handlers[str(rule.endpoint)](self, request, dict(values))
+        except MethodNotAllowed as exc:
+            allowed = ", ".join(sorted(exc.valid_methods or ()))
+            return route, _plain(405, "method not allowed", ("Allow", allowed))
+        except NotFound:
+            return route, _plain(404, "not found")
+        except HTTPException as exc:  # e.g. a body over the size limit
+            return route, _plain(exc.code or 400, exc.name.lower())
+        except (StorageError, psycopg.Error) as exc:
+            _log.warning("storage failed", extra={"fields": {"error_type": type(exc).__name__}})
+            return route, _plain(503, "storage unavailable", ("Retry-After", "5"))
+        except Exception as exc:  # a bug: answer without detail, keep serving
+            _log.error("handler failed", extra={"fields": {"error_type": type(exc).__name__}})
+            return route, _plain(500, "internal error")
+        response = WsgiResponse(
+            answer.body, status=answer.status, headers=list(answer.headers), direct_passthrough=True
+        )
+        return route, response
+
+
+def _plain(status: int, text: str, *headers: tuple[str, str]) -> WsgiResponse:
+    return WsgiResponse(
+        f"{text}\n", status=status, headers=[*headers], content_type="text/plain; charset=utf-8"
+    )
+
+
+def _body(request: Request) -> bytes:
+    # Read at most one byte over the limit: the handlers answer 400 to a longer body.
+    return request.stream.read(http.MAX_BODY_BYTES + 1)
+
+
+def _user(request: Request) -> str | None:
+    user = request.headers.get(USER_HEADER)
+    return user if user else None
+
+
+def _unauthorized() -> http.Response:
+    return http.Response(
+        status=401,
+        headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+        body=b'{"error":{"code":"unauthenticated"}}',
+    )
+
+
+def _unsubscribe_post(
+    app: ReferenceApp, request: Request, _values: dict[str, Any]
+) -> http.Response:
+    with app.pool.connection() as conn:
+        return http.unsubscribe_post(
+            conn,
+            secret=app.secret(conn),
+            query=request.query_string,
+            content_type=request.headers.get("Content-Type"),
+            body=_body(request),
+            schema=app.schema,
+        )
+
+
+def _unsubscribe_get(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> http.Response:
+    return http.unsubscribe_get(query=request.query_string, page=app.unsubscribe_page)
+
+
+def _unsubscribe_info(
+    app: ReferenceApp, request: Request, _values: dict[str, Any]
+) -> http.Response:
+    with app.pool.connection() as conn:
+        secret = app.secret(conn)
+    return http.unsubscribe_info(secret=secret, query=request.query_string)
+
+
+def _inbox(
+    call: Callable[[ReferenceApp, Request, dict[str, Any], Conn, str], http.Response],
+) -> Handler:
+    """Wrap an inbox handler: the person from the header (401 without), one connection."""
+
+    def handler(app: ReferenceApp, request: Request, values: dict[str, Any]) -> http.Response:
+        user = _user(request)
+        if user is None:
+            return _unauthorized()
+        with app.pool.connection() as conn:
+            return call(app, request, values, conn, user)
+
+    return handler
+
+
+_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Unsubscribe</title></head>
+<body><main>
+{content}
+</main></body></html>
+"""
+
+
+def _unsubscribe_page(
+    app: ReferenceApp, request: Request, _values: dict[str, Any]
+) -> http.Response:
+    """The reference app's stand-in for the host's unsubscribe page (where a GET on the
+    one-click URL leads): it names the token's categories, from the info call, and offers the
+    one-click POST for them or for all email. It changes nothing itself."""
+    with app.pool.connection() as conn:
+        secret = app.secret(conn)
+    info = http.unsubscribe_info(secret=secret, query=request.query_string)
+    if info.status != 200:
+        content = "<p>This unsubscribe link is not valid.</p>"
+    else:
+        token = request.args.get("t", "")
+        action = html.escape(f"{UNSUBSCRIBE_PATH}?{urllib.parse.urlencode({'t': token})}")
+        items = "".join(f"<li>{html.escape(c)}</li>" for c in json.loads(info.body)["categories"])
+        pair = '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
+        content = (
+            f"<p>Stop email about:</p><ul>{items}</ul>"
+            f'<form method="post" action="{action}">{pair}'
+            '<button type="submit">Unsubscribe from these</button></form>'
+            f'<form method="post" action="{action}">{pair}'
+            '<input type="hidden" name="scope" value="all">'
+            '<button type="submit">Stop all notification email</button></form>'
+        )
+    return http.Response(
+        status=info.status,
+        headers=(
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Content-Security-Policy", "default-src 'none'; form-action 'self'"),
+            ("Cache-Control", "no-store"),
+        ),
+        body=_PAGE.format(content=content).encode("utf-8"),
+    )
+
+
+@_inbox
+def _inbox_list(
+    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    return http.inbox_list(
+        conn,
+        user,
+        query=request.query_string,
+        hidden_sites=app.hidden_sites(conn),
+        schema=app.schema,
+    )
+
+
+@_inbox
+def _inbox_summary(
+    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    return http.inbox_summary(
+        conn,
+        user,
+        if_none_match=request.headers.get("If-None-Match"),
+        hidden_sites=app.hidden_sites(conn),
+        schema=app.schema,
+    )
+
+
+@_inbox
+def _inbox_read(
+    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    return http.inbox_read(
+        conn,
+        user,
+        content_type=request.headers.get("Content-Type"),
+        body=_body(request),
+        schema=app.schema,
+    )
+
+
+@_inbox
+def _inbox_read_one(
+    app: ReferenceApp, _request: Request, values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    return http.inbox_read_one(conn, user, values["entry"], schema=app.schema)
+
+
+@_inbox
+def _inbox_dismiss(
+    app: ReferenceApp, _request: Request, values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    return http.inbox_dismiss(conn, user, values["entry"], schema=app.schema)
+
+
+def build_app(
+    pool: ConnectionPool[Any],
+    *,
+    schema: str = DEFAULT_SCHEMA,
+    unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
+    hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
+    on_request: RequestHook | None = None,
+) -> ReferenceApp:
+    """Return the reference app with its routes (see the module's table).
+
+    More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
+    app this returns; ``on_request`` is `ReferenceApp`'s hook.
+    """
+    app = ReferenceApp(
+        pool,
+        schema=schema,
+        unsubscribe_page=unsubscribe_page,
+        hidden_sites=hidden_sites,
+        on_request=on_request,
+    )
+    app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
+    app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
+    app.route(http.UNSUBSCRIBE_INFO_PATH, ["GET"], "unsubscribe_info", _unsubscribe_info)
+    if unsubscribe_page == http.UNSUBSCRIBE_PAGE:
+        app.route(http.UNSUBSCRIBE_PAGE, ["GET"], "unsubscribe_page", _unsubscribe_page)
+    app.route("/notifications", ["GET"], "inbox_list", _inbox_list)
+    app.route("/notifications/summary", ["GET"], "inbox_summary", _inbox_summary)
+    app.route("/notifications/read", ["PUT"], "inbox_read", _inbox_read)
+    app.route("/notifications/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
+    app.route("/notifications/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
+    return app
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Werkzeug's request handler without its access log: the app logs each request with
+    its route's template (`ReferenceApp.__call__`), where Werkzeug's line would carry the
+    path and query as sent (entry ids, unsubscribe tokens)."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Log nothing (the app did)."""
+
+    def log_error(self, format: str, *args: Any) -> None:
+        """Log the server's own errors (bad request lines) with no values."""
+        _log.warning("bad request")
+
+
+def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
+    """Return a threaded HTTP server for ``app`` bound to ``host:port`` (0: a free port).
+
+    ``server.serve_forever()`` serves until ``server.shutdown()`` from another thread.
+
+    Raises:
+        OSError: the address cannot be bound (in use, not this machine's); the socket is
+            bound here so that the caller sees the error instead of Werkzeug's exit.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+        # Werkzeug serves a duplicate of the descriptor; this one is closed on leaving.
+        server = make_server(
+            host,
+            sock.getsockname()[1],
+            app,
+            threaded=True,
+            request_handler=_QuietHandler,
+            fd=sock.fileno(),
+        )
+    # What http.server's own bind would have set (skipped for a given descriptor).
+    server.server_name = host
+    server.server_port = int(server.server_address[1])
+    return server
+
+
+def open_pool(dsn: str, *, size: int = 4) -> ConnectionPool[Any]:
+    """Open a pool of up to ``size`` autocommit connections to ``dsn``.
+
+    One connection is made first, so that a database that cannot be reached is one clear
+    error instead of the pool's retries.
+
+    Raises:
+        StorageError: no connection within 10 s (``storage_unavailable``).
+    """
+    try:
+        psycopg.connect(dsn, connect_timeout=10).close()
+    except psycopg.Error as exc:
+        raise translate(exc) from exc
+    pool: ConnectionPool[Any] = ConnectionPool(
+        dsn,
+        min_size=1,
+        max_size=size,
+        kwargs={"autocommit": True, "application_name": "notify serve"},
+        open=False,
+        name="notify-serve",
+    )
+    pool.open()
+    try:
+        pool.wait(timeout=10)
+    except PoolTimeout as exc:
+        pool.close()
+        raise StorageError(
+            "storage_unavailable", "cannot connect to the database", retryable=True
+        ) from exc
+    return pool

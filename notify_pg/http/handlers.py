@@ -1,0 +1,432 @@
+"""Framework-neutral HTTP handlers: one-click unsubscribe (U3, U4) and the inbox (H1, H2).
+
+Each handler is a plain function of request values (the query string, the ``Content-Type``
+and the body bytes, an ``If-None-Match``, the person the host authenticated) that returns a
+`Response` value (status, headers, body bytes). No web framework type crosses the boundary:
+a host mounts them in its own framework, and `notify_pg.http.app` is a small reference app over
+them. Bad input is a clean ``400``, never an exception.
+
+Unsubscribe (no session, no cookie: the token is the only credential):
+
+- `unsubscribe_post`: the RFC 8058 one-click ``POST`` on the ``List-Unsubscribe`` URL with the
+  form body ``List-Unsubscribe=One-Click`` (``application/x-www-form-urlencoded`` or
+  ``multipart/form-data``), optionally ``scope=all``: ``200`` with no body, ``400`` with no
+  body for anything invalid, saying nothing about which part failed. Idempotent.
+- `unsubscribe_get`: a ``GET`` on the same URL changes nothing: ``303`` to the host's page.
+- `unsubscribe_info`: what a token would do (its categories), nothing about whose it is.
+
+Inbox (the person comes from the host's authentication):
+
+- `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor.
+- `inbox_summary`: ``{"unread", "badge", "latest_at"}`` with an ``ETag``; ``304`` when the
+  poll's ``If-None-Match`` names it.
+- `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import email.policy
+import functools
+import json
+import re
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import attrs
+
+from notify_core.errors import InvalidInput
+from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.instants import format_instant
+from notify_core.mail import UNSUBSCRIBE_PATH, verify_unsubscribe_token
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn
+from notify_pg.inbox.reads import InboxReads, ListedEntry
+from notify_pg.mail.unsubscribe import unsubscribe
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "UNSUBSCRIBE_INFO_PATH",
+    "UNSUBSCRIBE_PAGE",
+    "Response",
+    "inbox_dismiss",
+    "inbox_list",
+    "inbox_read",
+    "inbox_read_one",
+    "inbox_summary",
+    "unsubscribe_get",
+    "unsubscribe_info",
+    "unsubscribe_post",
+]
+
+#: The host's unsubscribe page a ``GET`` redirects to (it names the categories from the info
+#: call and offers the one-click ``POST``, with or without ``scope=all``).
+UNSUBSCRIBE_PAGE: Final = "/unsubscribe"
+#: Where the reference app answers the info call.
+UNSUBSCRIBE_INFO_PATH: Final = f"{UNSUBSCRIBE_PATH}/info"
+#: The largest request body a handler reads; a longer one is a ``400``.
+MAX_BODY_BYTES: Final = 64 * 1024
+
+_FORM: Final = "application/x-www-form-urlencoded"
+_MULTIPART: Final = "multipart/form-data"
+_JSON: Final = (("Content-Type", "application/json"),)
+_NO_STORE: Final = ("Cache-Control", "no-store")
+_CURSOR: Final = re.compile(r"(\d{1,18})\.(\d{1,18})")
+_ENTRY_ID: Final = re.compile(r"[1-9]\d{0,17}")
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MAX_ID: Final = 2**63 - 1
+
+
+@attrs.frozen(kw_only=True)
+class Response:
+    """What a handler answers: the status, the headers in order, and the body bytes."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+
+    def header(self, name: str) -> str | None:
+        """Return the first header of that name (case-insensitive), or ``None``."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers if k.lower() == wanted), None)
+
+
+@functools.cache
+def _reads(schema: str) -> InboxReads:
+    return InboxReads(schema)
+
+
+def _bare(status: int) -> Response:
+    return Response(status=status, headers=(_NO_STORE,))
+
+
+def _json(status: int, value: object, *extra: tuple[str, str]) -> Response:
+    body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Response(status=status, headers=(*_JSON, _NO_STORE, *extra), body=body)
+
+
+def _problem(code: str, message: str, pointer: str | None = None) -> Response:
+    error = {"code": code, "message": message}
+    if pointer is not None:
+        error["pointer"] = pointer
+    return _json(400, {"error": error})
+
+
+def _query(query: str | bytes) -> dict[str, list[str]] | None:
+    """Parse a query string strictly enough: UTF-8 text, or ``None``."""
+    try:
+        text = query.decode("utf-8") if isinstance(query, bytes) else query
+        return urllib.parse.parse_qs(
+            text, keep_blank_values=True, errors="strict", max_num_fields=20
+        )
+    except (UnicodeDecodeError, ValueError):
+        return None
+
+
+def _one(values: Mapping[str, list[str]], name: str) -> str | None:
+    found = values.get(name)
+    return found[0] if found is not None and len(found) == 1 else None
+
+
+def _token(query: str | bytes) -> str | None:
+    values = _query(query)
+    return None if values is None else _one(values, "t")
+
+
+def _media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def _form(content_type: str | None, body: bytes) -> dict[str, list[str]] | None:
+    """The fields of a form body (url-encoded or multipart), or ``None`` when unreadable."""
+    if len(body) > MAX_BODY_BYTES:
+        return None
+    media = _media_type(content_type)
+    if media in ("", _FORM):
+        return _query(body)
+    if media != _MULTIPART or content_type is None:
+        return None
+    # RFC 8058 prefers multipart/form-data; the standard library's MIME parser reads it.
+    try:
+        head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode("latin-1")
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+        if not message.is_multipart() or message.defects:
+            return None
+        fields: dict[str, list[str]] = {}
+        for part in message.iter_parts():
+            name = part.get_param("name", header="content-disposition")
+            payload = part.get_payload(decode=True)
+            if not isinstance(name, str) or not isinstance(payload, bytes):
+                return None
+            fields.setdefault(name, []).append(payload.decode("utf-8"))
+        return fields
+    except (UnicodeError, ValueError, TypeError, LookupError):
+        return None
+
+
+def _known() -> frozenset[str]:
+    return frozenset(CATEGORY_BY_KEY)
+
+
+def unsubscribe_post(
+    conn: Conn,
+    *,
+    secret: bytes,
+    query: str | bytes,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Answer the one-click ``POST`` (U3, RFC 8058).
+
+    Args:
+        secret: the instance's unsubscribe secret (`notify_pg.mail.secret.unsubscribe_secret`).
+        query: the URL's query string, holding the token as ``t``.
+        content_type: the request's ``Content-Type`` (url-encoded or multipart form; absent
+            reads as url-encoded).
+        body: the request body: ``List-Unsubscribe=One-Click``, optionally ``scope=all``.
+        at: the request's time (default now), recorded in the audit.
+
+    Returns:
+        ``200`` with no body once email is off for the token's categories (all of them with
+        ``scope=all``; in-app untouched), however often it is repeated; ``400`` with no body
+        for a missing, tampered or unknown token or a body that is not the one-click form.
+    """
+    form = _form(content_type, body)
+    token = _token(query)
+    if form is None or token is None or form.get("List-Unsubscribe") != ["One-Click"]:
+        return _bare(400)
+    scope_values = form.get("scope")
+    if scope_values is None:
+        scope = "token"
+    elif scope_values == ["all"]:
+        scope = "all"
+    else:
+        return _bare(400)
+    found = verify_unsubscribe_token(secret, token, known_categories=_known())
+    if found is None:
+        return _bare(400)
+    unsubscribe(conn, found, scope=scope, at=at, schema=schema)
+    return _bare(200)
+
+
+def unsubscribe_get(*, query: str | bytes, page: str = UNSUBSCRIBE_PAGE) -> Response:
+    """Answer a ``GET`` on the one-click URL (U4): ``303`` to the host's page, nothing changed.
+
+    Mail scanners fetch every link of a message, so a ``GET`` that acted would unsubscribe
+    people who never asked. The token goes along as ``t`` (whatever it is: the page's info
+    call tells a valid token from an invalid one).
+    """
+    token = _token(query)
+    target = page if token is None else f"{page}?{urllib.parse.urlencode({'t': token})}"
+    return Response(status=303, headers=(("Location", target), _NO_STORE))
+
+
+def unsubscribe_info(*, secret: bytes, query: str | bytes) -> Response:
+    """Answer the info call (U4): ``{"categories": [...]}`` a token would turn off.
+
+    It says nothing about whose token it is; an invalid token is a ``400`` with no body.
+    """
+    token = _token(query)
+    if token is None:
+        return _bare(400)
+    found = verify_unsubscribe_token(secret, token, known_categories=_known())
+    if found is None:
+        return _bare(400)
+    return _json(200, {"categories": list(found.categories)})
+
+
+def _cursor_text(position: tuple[datetime, int]) -> str:
+    at, entry = position
+    micros = (at - _EPOCH) // timedelta(microseconds=1)
+    return f"{micros}.{entry}"
+
+
+def _cursor(text: str) -> tuple[datetime, int] | None:
+    m = _CURSOR.fullmatch(text)
+    if m is None or int(m[2]) > _MAX_ID:
+        return None
+    try:
+        return _EPOCH + timedelta(microseconds=int(m[1])), int(m[2])
+    except OverflowError:
+        return None
+
+
+def _entry_json(entry: ListedEntry) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": entry.id,
+        "category": entry.category,
+        "variant": entry.variant,
+        "group_key": entry.group_key,
+        "title": entry.title,
+        "path": entry.path,
+        "locale": entry.locale,
+        "variants": list(entry.variants),
+        "count": entry.count,
+        "read": entry.read,
+        "created_at": format_instant(entry.created_at),
+        "updated_at": format_instant(entry.updated_at),
+    }
+    for name in ("site", "page", "comment", "actor", "excerpt"):
+        value = getattr(entry, name)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def inbox_list(
+    conn: Conn,
+    user: str,
+    *,
+    query: str | bytes = "",
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Answer the inbox list (H1): ``{"entries": [...], "next": cursor or null}``.
+
+    30 visible entries a page by ``(updated_at, id)`` descending; ``?cursor=`` with the
+    previous page's ``next`` gives the following page.
+    """
+    values = _query(query)
+    if values is None:
+        return _problem("invalid_query", "the query string is not UTF-8 form text")
+    after = None
+    if "cursor" in values:
+        text = _one(values, "cursor")
+        after = None if text is None else _cursor(text)
+        if after is None:
+            return _problem("invalid_cursor", "cursor is not a cursor of this list", "/cursor")
+    page = _reads(schema).list_entries(conn, user, after=after, hidden_sites=hidden_sites)
+    return _json(
+        200,
+        {
+            "entries": [_entry_json(e) for e in page.entries],
+            "next": None if page.next is None else _cursor_text(page.next),
+        },
+    )
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    if if_none_match is None:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    # A weak comparison (RFC 9110 13.1.2): W/ prefixes do not matter.
+    tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+    return etag in tags
+
+
+def inbox_summary(
+    conn: Conn,
+    user: str,
+    *,
+    if_none_match: str | None = None,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Answer the summary poll (H1): ``{"unread", "badge", "latest_at"}`` and its ``ETag``.
+
+    ``unread`` is counted up to 100 and ``badge`` shows ``99+`` above 99. A poll whose
+    ``If-None-Match`` names the current ``ETag`` gets ``304`` with no body.
+    """
+    found = _reads(schema).summary(conn, user, hidden_sites=hidden_sites)
+    etag = ("ETag", found.etag)
+    if _matches(if_none_match, found.etag):
+        return Response(status=304, headers=(etag, ("Cache-Control", "no-cache")))
+    latest = None if found.latest_at is None else format_instant(found.latest_at)
+    return _json(200, {"unread": found.unread, "badge": found.badge, "latest_at": latest}, etag)
+
+
+def _entry_id(text: str) -> int | None:
+    if _ENTRY_ID.fullmatch(text) is None or int(text) > _MAX_ID:
+        return None
+    return int(text)
+
+
+def inbox_read_one(
+    conn: Conn, user: str, entry: str, *, at: datetime | None = None, schema: str = DEFAULT_SCHEMA
+) -> Response:
+    """Mark one of the person's entries read (H2): ``{"read": [ids read now]}``.
+
+    ``entry`` is the id as the URL carries it; an entry already read, or not the person's,
+    reads nothing (``[]``). A pending email of an entry read is cancelled (E1).
+    """
+    entry_id = _entry_id(entry)
+    if entry_id is None:
+        return _problem("invalid_id", "an entry id is a positive integer", "/id")
+    read = _reads(schema).read(conn, user, ids=[entry_id], at=at)
+    return _json(200, {"read": read})
+
+
+def _ids(value: object) -> list[int] | None:
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if type(item) is not int or not 1 <= item <= _MAX_ID:
+            return None
+        out.append(item)
+    return out
+
+
+def _strings(value: object) -> list[str] | None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    return list(value)
+
+
+def inbox_read(
+    conn: Conn,
+    user: str,
+    *,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Mark the person's entries read (H2): all, or those matching every filter given.
+
+    The body is a JSON object with the optional members ``ids`` (entry ids), ``page`` (a
+    page id) and ``categories`` (category keys); an empty body or ``{}`` reads all. Answers
+    ``{"read": [ids read now]}``; a malformed body is a ``400`` naming the member.
+    """
+    if len(body) > MAX_BODY_BYTES:
+        return _problem("body_too_large", f"the body is over {MAX_BODY_BYTES} bytes")
+    if body.strip() and _media_type(content_type) not in ("", "application/json"):
+        return _problem("invalid_content_type", "the body must be application/json")
+    try:
+        value = json.loads(body.decode("utf-8")) if body.strip() else {}
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _problem("invalid_json", "the body is not a JSON object")
+    if not isinstance(value, dict):
+        return _problem("invalid_json", "the body is not a JSON object")
+    unknown = sorted(set(value) - {"ids", "page", "categories"})
+    if unknown:
+        return _problem("unknown_member", f"unknown member {unknown[0]!r}", f"/{unknown[0]}")
+    ids = None if "ids" not in value else _ids(value["ids"])
+    if "ids" in value and ids is None:
+        return _problem("invalid_ids", "ids is a list of positive integers", "/ids")
+    page = value.get("page")
+    if page is not None and not isinstance(page, str):
+        return _problem("invalid_page", "page is a page id (a string)", "/page")
+    categories = None if "categories" not in value else _strings(value["categories"])
+    if "categories" in value and categories is None:
+        return _problem("invalid_categories", "categories is a list of strings", "/categories")
+    try:
+        read = _reads(schema).read(conn, user, ids=ids, page=page, categories=categories, at=at)
+    except InvalidInput as exc:
+        return _problem(exc.code, exc.message, exc.pointer)
+    return _json(200, {"read": read})
+
+
+def inbox_dismiss(conn: Conn, user: str, entry: str, *, schema: str = DEFAULT_SCHEMA) -> Response:
+    """Dismiss (delete) one of the person's entries (H2): ``204``, or ``404`` when they have
+    no such entry."""
+    entry_id = _entry_id(entry)
+    if entry_id is None:
+        return _problem("invalid_id", "an entry id is a positive integer", "/id")
+    gone = _reads(schema).dismiss(conn, user, entry_id)
+    return _bare(204) if gone else _json(404, {"error": {"code": "not_found"}})

@@ -1,0 +1,799 @@
+"""The inbox's fan-out round on PostgreSQL (seed 004 section 7; docs/rules.md N5-N12, H4).
+
+`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED`` (a claim
+older than the timeout is taken again), and fans each out in keyset batches of 1,000
+candidates:
+
+- candidates come through the host's ports (`InboxHostPorts`: watchers, reviewers, people,
+  groups, pages, comments) and the library's own ``inbox_preferences`` (opt-ins); the sources
+  are merged on the person's id so that every category of one person falls into one batch
+  (one entry per person per event, N7);
+- the pure decision is the core's `fan_out`, with one `AccessCache` for the whole event (a
+  group set costs one access evaluation per event, however many batches);
+- each batch is one transaction: the entries are coalesced by multi-row
+  ``INSERT ... ON CONFLICT ... DO UPDATE`` statements of up to 500 rows, and the cursor (the
+  last person done) is written on the event row, so a worker that dies mid-fan-out leaves the
+  next worker to resume after the last committed batch, counting nobody twice.
+
+The event row is locked for each batch and its claim checked, so a claim taken back from a
+slow worker is never worked by two at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol, runtime_checkable
+
+import attrs
+import psycopg
+
+from notify_core.events import Event
+from notify_core.inbox.access import AccessCache, Group
+from notify_core.inbox.categories import Candidates, Category, Origin, event_variant
+from notify_core.inbox.coalesce import EmailState
+from notify_core.inbox.fanout import EntryDecision, InboxEvent, PersonFacts, fan_out, firing
+from notify_core.inbox.memory import page_after, strings
+from notify_core.inbox.pipeline import EmailAfter, due_is_shared, scheduled_email_after
+from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
+from notify_core.inbox.prefs import InboxPrefs, InboxSettings
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn, Seam, array_element, text_array
+from notify_pg.inbox.reads import purge
+
+__all__ = [
+    "CANDIDATE_BATCH",
+    "CLAIM_LIMIT",
+    "WRITE_BATCH",
+    "FanOutStats",
+    "InboxFanOut",
+    "InboxHostPorts",
+    "InboxPeopleAndUsers",
+    "InboxRound",
+    "Written",
+]
+
+#: Events claimed per round.
+CLAIM_LIMIT: Final = 50
+#: Candidates read per keyset batch.
+CANDIDATE_BATCH: Final = 1_000
+#: Entry rows per multi-row statement.
+WRITE_BATCH: Final = 500
+
+
+class InboxHostPorts(Protocol):
+    """What the fan-out reads of the host (a wiki), each on the worker's connection."""
+
+    def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
+        """Return a site (its notifications switch, N5), or ``None``."""
+
+    def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
+        """Return a page as it is now; a deleted page as it was, with ``deleted`` set."""
+
+    def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
+        """Return a comment, or ``None``."""
+
+    def inbox_watchers(self, conn: Conn, page: str, after: str, limit: int) -> Sequence[str]:
+        """Return up to ``limit`` watchers of a page with ids above ``after``, in id order."""
+
+    def inbox_reviewers(self, conn: Conn, page: PageInfo, after: str, limit: int) -> Sequence[str]:
+        """Return up to ``limit`` members of the reviewer groups of the enabled review rules
+        of the page's site matching the page, ids above ``after``, in id order, each once."""
+
+    def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts (active, human, system, groups, address) of the known people."""
+
+    def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
+        """Return every group and its rules."""
+
+    def inbox_settings(self, conn: Conn) -> InboxSettings:
+        """Return the sections and whether mail is configured."""
+
+    def inbox_email_delay(self, conn: Conn) -> timedelta:
+        """Return the instance's email delay (E2)."""
+
+    def inbox_retention_days(self, conn: Conn) -> int:
+        """Return how many days entries are kept (H3, 60 by default)."""
+
+    def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
+        """Return what the cadence reads of the known people among ``ids``."""
+
+
+@runtime_checkable
+class InboxPeopleAndUsers(Protocol):
+    """A port a host may add: `InboxHostPorts.inbox_people` and ``inbox_users`` in one read.
+
+    The fan-out asks it, when the host has it, once per batch for every candidate (the
+    cadence then comes for people without email too), in place of the two reads.
+    """
+
+    def inbox_people_and_users(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[Mapping[str, PersonFacts], Mapping[str, WikiUser]]:
+        """Return what ``inbox_people`` and what ``inbox_users`` return for ``ids``."""
+
+
+@attrs.frozen(kw_only=True)
+class Written:
+    """One entry as a fan-out left it: new (``inserted``) or coalesced.
+
+    ``read`` is true for an email-only entry closed at once (N12).
+    """
+
+    event: int
+    id: int
+    user_id: str
+    category: str
+    group_key: str
+    count: int
+    in_app: bool
+    email_state: str
+    email_after: datetime | None
+    read: bool
+    inserted: bool
+
+
+@attrs.define
+class FanOutStats:
+    """What rounds did: events done, entries written, batches, access evaluations, and the
+    seconds spent in the entries' write statements (``write_s``, round trips included).
+
+    ``skips`` counts the candidates that got no entry, by reason (``actor``, ``no_access``,
+    ...: one per candidate and category, as a replay's summary counts them); ``dropped``
+    counts the events that gave nobody anything before any candidate was read, by reason
+    (``page_exists``: a deletion whose page is still there; ``site_off``: the site's switch,
+    N5; ``unknown_page``). Neither is stored: skips are counts, never rows
+    (docs/decisions.md).
+    """
+
+    events: int = 0
+    entries: int = 0
+    batches: int = 0
+    access_evaluations: int = 0
+    lost_claims: int = 0
+    write_s: float = 0.0
+    skips: Counter[str] = attrs.field(factory=Counter)
+    dropped: Counter[str] = attrs.field(factory=Counter)
+
+
+@attrs.frozen
+class _Claimed:
+    id: int
+    event: Event
+    recipients: tuple[str, ...] | None
+    cursor: str | None
+
+
+@attrs.frozen
+class _EventFacts:
+    """What every batch of one event's fan-out shares."""
+
+    inbox: InboxEvent
+    page: PageInfo
+    site: SiteInfo | None
+    groups: Mapping[str, Group]
+    settings: InboxSettings
+    delay: timedelta
+    access: AccessCache
+    values: dict[str, Any]
+
+
+@attrs.frozen
+class _Facts:
+    """A batch's candidates (``ids``, sorted), their facts as the host answered them and
+    their stored choices (``prefs``, by person); ``users``: ``None`` when the host reads the
+    cadence apart (asked of the mailed, after the decisions)."""
+
+    ids: tuple[str, ...]
+    people: Mapping[str, PersonFacts]
+    prefs: Mapping[str, dict[tuple[str, str], bool]]
+    users: Mapping[str, WikiUser] | None
+
+
+@attrs.frozen
+class _Plan:
+    """A batch decided: its write statements' parameters, entries and skips (by reason)."""
+
+    statements: tuple[dict[str, Any], ...]
+    entries: int
+    skips: tuple[str, ...]
+
+
+class _LostClaim(Exception):
+    """The event's claim went to another worker (ours was older than the timeout)."""
+
+
+class InboxFanOut:
+    """Fan-out rounds of one worker over the outbox.
+
+    Args:
+        host: the host's ports.
+        schema: the library's schema.
+        worker: this worker's name (a unique suffix is added per instance).
+        claim_timeout: a claim older than this is taken again by another worker.
+        email_after: the cadence (E2): the person's schedule by default, as in a replay.
+        batch: candidates per keyset batch; ``write_batch``: rows per statement.
+        on_batch: a test hook, called after each committed batch with the event's id.
+        on_written: called after each committed batch with the entries it wrote.
+    """
+
+    def __init__(
+        self,
+        host: InboxHostPorts,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        worker: str = "worker",
+        claim_timeout: timedelta = timedelta(minutes=5),
+        email_after: EmailAfter = scheduled_email_after,
+        batch: int = CANDIDATE_BATCH,
+        write_batch: int = WRITE_BATCH,
+        claim_limit: int = CLAIM_LIMIT,
+        on_batch: Callable[[int], None] | None = None,
+        on_written: Callable[[Sequence[Written]], None] | None = None,
+    ) -> None:
+        self.host = host
+        self.schema = schema
+        self.worker = f"{worker}:{uuid.uuid4().hex[:12]}"
+        self.claim_timeout = claim_timeout
+        self.email_after = email_after
+        self.batch = batch
+        self.write_batch = write_batch
+        self.claim_limit = claim_limit
+        self.on_batch = on_batch
+        self.on_written = on_written
+        self.stats = FanOutStats()
+        self._seam = Seam("notify_pg", schema)
+
+    def round(self, conn: Conn) -> int:
+        """Claim up to 50 events and fan each out; return how many were finished.
+
+        ``conn`` is in autocommit mode: the claim and each batch commit on their own.
+        """
+        with self._seam.transaction(conn):
+            rows = self._seam.all(
+                conn,
+                "inbox_claim",
+                {"worker": self.worker, "timeout": self.claim_timeout, "limit": self.claim_limit},
+            )
+        done = 0
+        for claimed in sorted((_claimed(r) for r in rows), key=lambda c: c.id):
+            try:
+                self._fan_out(conn, claimed)
+            except _LostClaim:
+                self.stats.lost_claims += 1
+                continue
+            done += 1
+        self.stats.events += done
+        return done
+
+    def drain(self, conn: Conn, *, max_rounds: int = 1_000) -> int:
+        """Run rounds until the outbox has nothing to claim; return the events finished."""
+        total = 0
+        for _ in range(max_rounds):
+            done = self.round(conn)
+            total += done
+            if done == 0:
+                break
+        return total
+
+    # --- one event ---------------------------------------------------------------------------
+
+    def _fan_out(self, conn: Conn, claimed: _Claimed) -> None:
+        host, event = self.host, claimed.event
+        found = self._describe(conn, claimed)
+        if found is None:
+            self._finish(conn, claimed.id)
+            return
+        inbox, page = found
+        site = host.inbox_site(conn, page.site)
+        if site is not None and not site.notifications:  # N5: no entry
+            self.stats.dropped["site_off"] += 1
+            self._finish(conn, claimed.id)
+            return
+        groups = host.inbox_groups(conn)
+        settings = host.inbox_settings(conn)
+        delay = host.inbox_email_delay(conn)
+        access = AccessCache(groups, inbox.page)
+        sources = [(c, c.candidates) for c in firing(inbox)]
+        the_event = _EventFacts(
+            inbox=inbox,
+            page=page,
+            site=site,
+            groups=groups,
+            settings=settings,
+            delay=delay,
+            access=access,
+            values=self._event_values(conn, claimed, inbox, page),
+        )
+        candidates, end = self._batch(
+            conn, claimed, event, inbox, page, sources, claimed.cursor or ""
+        )
+        plan: _Plan | None = None
+        while True:
+            written: list[Written] = []
+            with self._seam.transaction(conn):
+                if (
+                    self._seam.one(
+                        conn, "inbox_hold_claim", {"id": claimed.id, "worker": self.worker}
+                    )
+                    is None
+                ):
+                    raise _LostClaim
+                if plan is None:
+                    plan = self._plan(conn, the_event, candidates, self._facts(conn, candidates))
+                for params in plan.statements[:-1]:
+                    written.extend(self._send(conn, claimed, params))
+                # The next batch is read now, before this batch's last statement: the server
+                # then runs that statement, the cursor and the commit while this process
+                # decides the next batch (a pipeline). Nothing of it is written before the
+                # next batch holds the claim again; a lost claim drops it unwritten.
+                # Only the last statement goes in the pipeline: the others run one round trip
+                # each, so that with one row a statement (the benchmark's baseline) the writes
+                # stay a loop of statements and their round trips.
+                ahead: tuple[dict[str, list[str]], str | None] | None = None
+                next_plan: _Plan | None = None
+                plan_next: Callable[[], _Plan] | None = None
+                if end is not None:
+                    following, after = self._batch(conn, claimed, event, inbox, page, sources, end)
+                    ahead = (following, after)
+                    facts = self._facts(conn, following)
+                    if facts.users is None:  # the host reads the cadence after the decisions
+                        next_plan = self._plan(conn, the_event, following, facts)
+                    else:  # pure: run while the server works
+                        plan_next = functools.partial(self._plan, conn, the_event, following, facts)
+                last_written, planned = self._finish_batch(conn, claimed, plan, end, plan_next)
+                written.extend(last_written)
+                if planned is not None:
+                    next_plan = planned
+                self.stats.entries += plan.entries
+                self.stats.skips.update(plan.skips)
+            self.stats.batches += 1
+            self.stats.access_evaluations = access.evaluations
+            if self.on_written is not None and written:
+                self.on_written(written)
+            if self.on_batch is not None:
+                self.on_batch(claimed.id)
+            if ahead is None:
+                return
+            candidates, end = ahead
+            plan = next_plan
+
+    def _finish_batch(
+        self,
+        conn: Conn,
+        claimed: _Claimed,
+        plan: _Plan,
+        end: str | None,
+        plan_next: Callable[[], _Plan] | None,
+    ) -> tuple[list[Written], _Plan | None]:
+        """Send the batch's last statement and its cursor (or the event done) in a pipeline,
+        run ``plan_next`` (the next batch's decisions) while the server runs them, and return
+        what the last statement wrote (read back only for a listener) and the next plan.
+
+        With a libpq too old for pipelines (before 14) the statements run one after the other
+        and the next batch is decided after them.
+        """
+        if not psycopg.Pipeline.is_supported():
+            written = self._send(conn, claimed, plan.statements[-1]) if plan.statements else []
+            self._mark(conn, claimed, end)
+            return written, None if plan_next is None else plan_next()
+        listening = self.on_written is not None
+        planned: _Plan | None = None
+        last = None
+        with self._seam.translated(), conn.pipeline() as pipeline:
+            started = time.perf_counter()
+            if plan.statements:
+                name = "inbox_upsert_returning" if listening else "inbox_upsert"
+                last = conn.execute(self._seam.query(name), plan.statements[-1])
+            self._mark(conn, claimed, end)
+            sending = time.perf_counter() - started
+            if plan_next is not None:
+                planned = plan_next()
+            started = time.perf_counter()
+            pipeline.sync()
+            if last is not None:
+                self.stats.write_s += sending + time.perf_counter() - started
+            rows = last.fetchall() if last is not None and listening else []
+        return [_written(claimed.id, r) for r in rows], planned
+
+    def _mark(self, conn: Conn, claimed: _Claimed, end: str | None) -> None:
+        """Record the cursor of a batch, renewing the claim, or (``end`` is ``None``) the
+        event done."""
+        if end is None:
+            self._seam.run(conn, "inbox_processed", {"id": claimed.id, "worker": self.worker})
+        else:
+            self._seam.run(
+                conn,
+                "inbox_set_cursor",
+                {"id": claimed.id, "worker": self.worker, "cursor": end},
+            )
+
+    def _finish(self, conn: Conn, event_id: int) -> None:
+        with self._seam.transaction(conn):
+            self._seam.run(conn, "inbox_processed", {"id": event_id, "worker": self.worker})
+
+    def _describe(self, conn: Conn, claimed: _Claimed) -> tuple[InboxEvent, PageInfo] | None:
+        """The event as the fan-out sees it, with its page; ``None``: nothing to fan out."""
+        host, event = self.host, claimed.event
+        p, kind = event.payload, event.type
+        ids: dict[str, str] = {}
+        parent_author = None
+        previous: frozenset[str] = frozenset()
+        page_id: str | None
+        if kind.startswith("comment."):
+            comment_id = str(p["comment"])
+            ids["comment"] = comment_id
+            comment = host.inbox_comment(conn, comment_id)
+            page_id = str(p["page"]) if "page" in p else (comment.page if comment else None)
+            if kind == "comment.edited":
+                # The host hands the mentions before the edit in the payload: by the time the
+                # fan-out runs, its comment row holds the new ones.
+                previous = strings(p.get("previous_mentions"))
+            elif "parent" in p:
+                ids["parent"] = str(p["parent"])
+                parent = host.inbox_comment(conn, ids["parent"])
+                parent_author = parent.author if parent is not None else None
+        else:
+            page_id = str(p["page"])
+            if kind.startswith("submission."):
+                ids["submission"] = str(p["submission"])
+        if page_id is None:
+            self.stats.dropped["unknown_page"] += 1
+            return None
+        ids["page"] = page_id
+        page = host.inbox_page(conn, page_id)
+        if page is None:
+            self.stats.dropped["unknown_page"] += 1
+            return None
+        if kind == "page.deleted":
+            if not page.deleted:
+                self.stats.dropped["page_exists"] += 1
+                return None  # page_exists: the delete failed after its emit
+        elif kind in ("page.edited", "page.renamed"):
+            page = page_after(page, event)
+        inbox = InboxEvent(
+            id=str(claimed.id),
+            type=kind,
+            origin=Origin(event.origin or "user"),
+            actor=event.actor,
+            site=page.site,
+            page=page.access,
+            ids=ids,
+            variant=event_variant(kind, None if p.get("variant") is None else str(p["variant"])),
+            parent_author=parent_author,
+            previous_mentions=previous,
+        )
+        return inbox, page
+
+    def _batch(
+        self,
+        conn: Conn,
+        claimed: _Claimed,
+        event: Event,
+        inbox: InboxEvent,
+        page: PageInfo,
+        sources: Sequence[tuple[Category, Candidates]],
+        after: str,
+    ) -> tuple[dict[str, list[str]], str | None]:
+        """One keyset batch of every source: the people with ids in ``(after, end]``.
+
+        ``end`` is the smallest last id of the sources that filled their batch (``None``:
+        every source is exhausted), so each person's categories all fall into one batch.
+        """
+        limit = self.batch
+        read: dict[str, list[str]] = {}
+        end: str | None = None
+        for category, source in sources:
+            if source is Candidates.WATCHERS:
+                if claimed.recipients is not None:  # a deletion: captured at its emit (N9)
+                    got = [r for r in claimed.recipients if r > after][:limit]
+                else:
+                    got = list(self.host.inbox_watchers(conn, page.id, after, limit))
+            elif source is Candidates.REVIEWERS:
+                got = list(self.host.inbox_reviewers(conn, page, after, limit))
+            elif source is Candidates.OPTED_IN:
+                got = [
+                    r[0]
+                    for r in self._seam.all(
+                        conn,
+                        "inbox_opted_in",
+                        {"category": category.key, "after": after, "limit": limit},
+                    )
+                ]
+            elif source is Candidates.PARENT_AUTHOR:
+                got = [inbox.parent_author] if inbox.parent_author else []
+                got = [g for g in got if g > after]
+            else:
+                got = sorted(g for g in strings(event.payload.get("mentions")) if g > after)
+            read[category.key] = got
+            if source in _PAGED and len(got) >= limit and (end is None or got[-1] < end):
+                end = got[-1]
+        if end is not None:
+            bound = end
+            read = {key: [g for g in got if g <= bound] for key, got in read.items()}
+        return read, end
+
+    def _people(
+        self, conn: Conn, ids: Sequence[str]
+    ) -> tuple[
+        Mapping[str, PersonFacts],
+        dict[str, dict[tuple[str, str], bool]],
+        Mapping[str, WikiUser] | None,
+    ]:
+        """The candidates' facts as the host answers them (a host may build them on first use:
+        `_plan` copies them), their stored choices, and their cadence when the host reads
+        both at once (`InboxPeopleAndUsers`; ``None``: asked later, of the mailed)."""
+        users: Mapping[str, WikiUser] | None = None
+        if isinstance(self.host, InboxPeopleAndUsers):
+            people, users = self.host.inbox_people_and_users(conn, ids)
+        else:
+            people = self.host.inbox_people(conn, ids)
+        stored: dict[str, dict[tuple[str, str], bool]] = {}
+        for user, category, channel, enabled in self._seam.all(
+            conn, "inbox_prefs_of", {"ids": text_array(ids)}
+        ):
+            stored.setdefault(user, {})[(category, channel)] = bool(enabled)
+        return people, stored, users
+
+    def _event_values(
+        self, conn: Conn, claimed: _Claimed, inbox: InboxEvent, page: PageInfo
+    ) -> dict[str, Any]:
+        """The columns every entry of the event shares (its page, actor, time: N11)."""
+        event = claimed.event
+        comment = inbox.ids.get("comment")
+        excerpt = event.payload.get("excerpt")
+        if comment is not None and excerpt is None:
+            found = self.host.inbox_comment(conn, comment)
+            excerpt = found.excerpt if found is not None else None
+        return {
+            "site_id": page.site,
+            "variant": inbox.variant,
+            "page_id": page.id,
+            "comment_id": comment,
+            "actor_id": event.actor,
+            "title": page.title,
+            "path": page.path,
+            "locale": page.locale,
+            "excerpt": None if excerpt is None else str(excerpt),
+            "last_event": claimed.id,
+            "at": event.occurred_at,
+        }
+
+    def _facts(self, conn: Conn, candidates: Mapping[str, Sequence[str]]) -> _Facts:
+        """Read the facts of a batch's candidates (`_people`)."""
+        ids = sorted({p for listed in candidates.values() for p in listed})
+        if not ids:
+            return _Facts(ids=(), people={}, prefs={}, users={})
+        people, prefs, users = self._people(conn, ids)
+        return _Facts(ids=tuple(ids), people=people, prefs=prefs, users=users)
+
+    def _plan(
+        self,
+        conn: Conn,
+        the_event: _EventFacts,
+        candidates: Mapping[str, Sequence[str]],
+        facts: _Facts,
+    ) -> _Plan:
+        """Decide a batch (the core's `fan_out`) and build its write statements' parameters.
+
+        Pure when ``facts.users`` is known; otherwise the host is asked the cadence of the
+        mailed people first.
+        """
+        if not facts.ids:
+            return _Plan(statements=(), entries=0, skips=())
+        # The host's answer is copied here, not when it was read: a host that builds its
+        # mapping on first use (the reference wiki) then converts its rows while the server
+        # runs the last statement of the batch before (`_finish_batch`).
+        people = dict(facts.people.items())
+        for user, rows in facts.prefs.items():
+            found = people.get(user)
+            if found is not None:
+                people[user] = found._replace(prefs=InboxPrefs(rows=rows))
+        result = fan_out(
+            the_event.inbox,
+            candidates,
+            people,
+            the_event.groups,
+            the_event.settings,
+            access=the_event.access,
+        )
+        users: Mapping[str, WikiUser]
+        if facts.users is None:
+            mailed = [d.recipient for d in result.entries if d.email]
+            users = self.host.inbox_users(conn, mailed) if mailed else {}
+        else:
+            users = dict(facts.users.items())
+        return _Plan(
+            statements=self._statements(the_event, result.entries, users),
+            entries=len(result.entries),
+            skips=tuple(skip.reason.value for skip in result.skips),
+        )
+
+    def _statements(
+        self,
+        the_event: _EventFacts,
+        decisions: Sequence[EntryDecision],
+        users: Mapping[str, WikiUser],
+    ) -> tuple[dict[str, Any], ...]:
+        """The parameters of the statements coalescing a batch, ``write_batch`` rows each."""
+        inbox, values = the_event.inbox, the_event.values
+        dues = self._dues(decisions, users, values["at"], the_event.delay, the_event.site)
+        # The per-person columns go as array literals built here: psycopg dumps a list element
+        # by element in Python. What repeats (category, group key, in_app, email state, due
+        # time) goes once per kind, and each row names its kind by number (from 1): an event's
+        # rows are of a few kinds, the due times of a few schedules.
+        group_keys: dict[str, str] = {}
+        pending, none = EmailState.PENDING.value, EmailState.NONE.value
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(decisions), self.write_batch):
+            end = start + self.write_batch
+            kinds: dict[tuple[str, bool, bool, datetime | None], str] = {}
+            numbers: list[str] = []
+            for d, due in zip(decisions[start:end], dues[start:end], strict=True):
+                kind = (d.category.key, d.in_app, d.email, due)
+                number = kinds.get(kind)
+                if number is None:
+                    number = kinds[kind] = str(len(kinds) + 1)
+                    if kind[0] not in group_keys:
+                        group_keys[kind[0]] = d.category.group_key(inbox.ids)
+                numbers.append(number)
+            out.append(
+                {
+                    **values,
+                    "user_id": text_array([d.recipient for d in decisions[start:end]]),
+                    "kind": _array(numbers),
+                    "category": text_array([k[0] for k in kinds]),
+                    "group_key": text_array([group_keys[k[0]] for k in kinds]),
+                    "in_app": _array(["t" if k[1] else "f" for k in kinds]),
+                    "email_state": text_array([pending if k[2] else none for k in kinds]),
+                    "email_after": _array([_timestamp_literal(k[3]) for k in kinds]),
+                }
+            )
+        return tuple(out)
+
+    def _send(self, conn: Conn, claimed: _Claimed, params: Mapping[str, Any]) -> list[Written]:
+        """Run one write statement; the rows it wrote are read back only for a listener
+        (``on_written``): without one, returning ten thousand rows costs both sides for
+        nothing."""
+        started = time.perf_counter()
+        out: list[Written] = []
+        if self.on_written is not None:
+            rows = self._seam.all(conn, "inbox_upsert_returning", params)
+            out = [_written(claimed.id, r) for r in rows]
+        else:
+            self._seam.run(conn, "inbox_upsert", params)
+        self.stats.write_s += time.perf_counter() - started
+        return out
+
+    def _dues(
+        self,
+        decisions: Sequence[EntryDecision],
+        users: Mapping[str, WikiUser],
+        at: datetime,
+        delay: timedelta,
+        site: SiteInfo | None,
+    ) -> list[datetime | None]:
+        """``email_after`` of each decision (``None`` without email), as a replay computes it.
+
+        With the default cadence a due time that depends on no person (``immediate``, a
+        category without digest) is computed once per schedule (`due_is_shared`).
+        """
+        email_after = self.email_after
+        shared_ok = email_after is scheduled_email_after
+        shared: dict[tuple[str, int | None, bool], datetime] = {}
+        out: list[datetime | None] = []
+        for d in decisions:
+            if not d.email:
+                out.append(None)
+                continue
+            user = users.get(d.recipient)
+            if not shared_ok or user is None:
+                out.append(email_after(user, d.category, at, delay, site))
+                continue
+            schedule, hour = user.email_schedule, user.daily_hour
+            if type(schedule) is not str or not (hour is None or type(hour) is int):
+                out.append(email_after(user, d.category, at, delay, site))
+                continue
+            memo = (schedule, hour, d.category.digest)
+            due = shared.get(memo)
+            if due is None:
+                due = email_after(user, d.category, at, delay, site)
+                if due_is_shared(user, d.category):
+                    shared[memo] = due
+            out.append(due)
+        return out
+
+
+class InboxRound:
+    """The inbox's round of `notify worker`: fan out until the outbox has nothing to claim,
+    and purge (H3) at the first round and then once per ``purge_every``.
+
+    Args:
+        fanout: the fan-out of this worker.
+        clock: the current instant (the purge's).
+        purge_every: the pause between two purges.
+        max_rounds: fan-out rounds per call at most (the worker's other rounds go on).
+    """
+
+    def __init__(
+        self,
+        fanout: InboxFanOut,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        purge_every: timedelta = timedelta(days=1),
+        max_rounds: int = 20,
+    ) -> None:
+        self.fanout = fanout
+        self.clock = clock
+        self.purge_every = purge_every
+        self.max_rounds = max_rounds
+        self.next_purge: datetime | None = None
+        self.purged: dict[str, int] = {"entries": 0, "outbox": 0}
+
+    def __call__(self, conn: Conn) -> int:
+        """Run the round on the worker's connection (autocommit); return the work done."""
+        work = self.fanout.drain(conn, max_rounds=self.max_rounds)
+        now = self.clock()
+        if self.next_purge is None or now >= self.next_purge:
+            days = self.fanout.host.inbox_retention_days(conn)
+            counts = purge(conn, retention_days=days, now=now, schema=self.fanout.schema)
+            for what, count in counts.items():
+                self.purged[what] += count
+                work += count
+            self.next_purge = now + self.purge_every
+        return work
+
+
+_PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
+
+
+def _array(elements: Sequence[str]) -> str:
+    """A PostgreSQL array literal of elements already quoted (or ``NULL``)."""
+    return "{" + ",".join(elements) + "}"
+
+
+def _timestamp_literal(value: datetime | None) -> str:
+    """An array element of an instant (``NULL`` for none)."""
+    if value is None:
+        return "NULL"
+    # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
+    return array_element(value.isoformat())
+
+
+def _written(event: int, row: tuple[Any, ...]) -> Written:
+    id_, user, category, key, count, in_app, email, due, read_at, inserted = row
+    return Written(
+        event=event,
+        id=int(id_),
+        user_id=user,
+        category=category,
+        group_key=key,
+        count=int(count),
+        in_app=bool(in_app),
+        email_state=email,
+        email_after=due,
+        read=read_at is not None,
+        inserted=bool(inserted),
+    )
+
+
+def _claimed(row: tuple[Any, ...]) -> _Claimed:
+    id_, type_, origin, actor, payload, recipients, occurred_at, cursor = row
+    event = Event(
+        seq=int(id_),
+        type=type_,
+        occurred_at=occurred_at,
+        payload=payload,
+        actor=actor,
+        origin=origin,
+    )
+    return _Claimed(
+        id=int(id_),
+        event=event,
+        recipients=None if recipients is None else tuple(sorted(recipients)),
+        cursor=cursor,
+    )

@@ -1,0 +1,398 @@
+"""The inbox on PostgreSQL (seed 004): the host's emit, inbox reads and the purge.
+
+- `emit` is what a host calls in the transaction of the action that caused an event: one
+  INSERT into ``inbox_outbox`` and nothing else (H4). It never fails the host's transaction.
+- `InboxReads` are the framework-neutral reads of one person's inbox (H1, H2): a keyset page,
+  the summary with its ETag, reads by id, all or filter, and dismissal.
+- `purge` deletes entries past retention and processed outbox events older than a day (H3).
+- `InboxPreferences` stores inbox choices only where they differ from the defaults (N2).
+
+The fan-out that turns outbox rows into entries is `notify_pg.inbox.fanout`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import attrs
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from notify_core.errors import InvalidInput
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, categories_for
+from notify_core.inbox.pipeline import ACTIVITY_TYPES
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
+
+__all__ = [
+    "PAGE_SIZE",
+    "UNREAD_CAP",
+    "InboxPage",
+    "InboxPreferences",
+    "InboxReads",
+    "InboxSummary",
+    "ListedEntry",
+    "comment_deleted",
+    "emit",
+    "purge",
+]
+
+_log = logging.getLogger("notify_pg.inbox")
+
+#: Entries per page of the inbox list (H1).
+PAGE_SIZE: Final = 30
+#: The unread count is counted up to this many (shown as "99+" above 99, H1).
+UNREAD_CAP: Final = 100
+#: What viewing a page (False) or its talk tab (True) marks read (H2).
+VIEW_READS: Final = {
+    False: ("page_created", "watched_page"),
+    True: ("comment_reply", "mention", "watched_page_comment"),
+}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def emit(
+    conn: Conn,
+    type: str,
+    payload: Mapping[str, Any],
+    *,
+    actor: str | None = None,
+    origin: str = "user",
+    occurred_at: datetime | None = None,
+    capture_watchers: sql.Composed | sql.SQL | None = None,
+    site_notifications: bool = True,
+    schema: str = DEFAULT_SCHEMA,
+) -> int | None:
+    """Write one wiki event into the outbox; return its id, or ``None`` when nothing is written.
+
+    Called by the host after its action succeeded, inside the action's transaction. Nothing is
+    written for a site whose notifications are off (N5: ``site_notifications`` false), an
+    event type that is not an activity, or an origin no category fires for (N6). A deletion
+    hands ``capture_watchers``, a query of one text column (the page's watchers in the host's
+    tables): the same INSERT stores its result, so the ids never pass through Python and the
+    watchers are those before the page and its watch rows go (N9).
+
+    It never raises: a payload that cannot be encoded fails before anything is sent, and the
+    INSERT runs inside the function ``inbox_emit`` whose exception block turns a failure into
+    a WARNING and ``None`` on the server, so the host's transaction goes on (one round trip,
+    no savepoint of the client's).
+    """
+    if not site_notifications or type not in ACTIVITY_TYPES:
+        return None
+    try:
+        kind = Origin(origin)
+    except ValueError:
+        _log.error("emit refused", extra={"fields": {"type": type, "reason": "bad_origin"}})
+        return None
+    if not any(kind in category.origins for category in categories_for(type)):
+        return None
+    try:
+        params = {
+            "type": type,
+            "origin": origin,
+            "actor": actor,
+            "payload": Jsonb(dict(payload)),
+            "occurred_at": occurred_at or _now(),
+        }
+        seam = _seam(schema)
+        if capture_watchers is None:
+            query: sql.Composed = seam.query("inbox_emit")
+        else:
+            text = trusted_sql(load_queries("notify_pg")["inbox_emit_capturing"])
+            query = sql.SQL(text).format(schema=sql.Identifier(schema), recipients=capture_watchers)
+        row = conn.execute(query, params).fetchone()
+    except Exception as exc:  # emit must never fail the host's action (seed 004 section 6.1)
+        _log.error("emit failed", extra={"fields": {"type": type, "error_type": type_name(exc)}})
+        return None
+    if row is None or row[0] is None:
+        _log.error("emit failed", extra={"fields": {"type": type, "error_type": "server"}})
+        return None
+    return int(row[0])
+
+
+@functools.cache
+def _seam(schema: str) -> Seam:
+    """One seam per schema for `emit` (its composed queries are kept)."""
+    return Seam("notify_pg", schema)
+
+
+def type_name(exc: BaseException) -> str:
+    """The name of an exception's class (for logs that never carry values)."""
+    return type(exc).__name__
+
+
+@attrs.frozen(kw_only=True)
+class ListedEntry:
+    """One entry as the inbox lists it (the snapshot of N11; no email details)."""
+
+    id: int
+    site: str | None
+    category: str
+    variant: str
+    group_key: str
+    page: str | None
+    comment: str | None
+    actor: str | None
+    title: str
+    path: str
+    locale: str
+    excerpt: str | None
+    variants: tuple[str, ...]
+    count: int
+    read: bool
+    created_at: datetime
+    updated_at: datetime
+
+
+@attrs.frozen(kw_only=True)
+class InboxPage:
+    """One page of the inbox and the keyset position of the next (``None``: the last page)."""
+
+    entries: tuple[ListedEntry, ...]
+    next: tuple[datetime, int] | None
+
+
+@attrs.frozen(kw_only=True)
+class InboxSummary:
+    """The badge: ``unread`` (counted up to 100), ``latest_at`` and the ETag of both (H1)."""
+
+    unread: int
+    latest_at: datetime | None
+    etag: str
+
+    @property
+    def badge(self) -> str:
+        """The unread count as shown: ``99+`` above 99."""
+        return "99+" if self.unread > 99 else str(self.unread)
+
+
+def _etag(unread: int, latest_at: datetime | None) -> str:
+    stamp = "" if latest_at is None else latest_at.isoformat()
+    digest = hashlib.sha256(f"{unread}|{stamp}".encode()).hexdigest()[:16]
+    return f'"{digest}"'
+
+
+class InboxReads:
+    """The reads of one person's inbox (H1, H2), framework-neutral: values in, values out.
+
+    ``hidden_sites`` are the sites whose notifications are off: their entries are kept but
+    not shown (N5). Every call touches only the person's own rows.
+    """
+
+    def __init__(self, schema: str = DEFAULT_SCHEMA) -> None:
+        self._seam = Seam("notify_pg", schema)
+
+    def list_entries(
+        self,
+        conn: Conn,
+        user_id: str,
+        *,
+        after: tuple[datetime, int] | None = None,
+        hidden_sites: Sequence[str] = (),
+        limit: int = PAGE_SIZE,
+    ) -> InboxPage:
+        """Return a page of the person's visible entries, newest first (``(updated_at, id)``)."""
+        rows = self._seam.all(
+            conn,
+            "inbox_list",
+            {
+                "user_id": user_id,
+                "hidden_sites": list(hidden_sites),
+                "before_at": after[0] if after else None,
+                "before_id": after[1] if after else None,
+                "limit": limit + 1,
+            },
+        )
+        listed = tuple(_listed(r) for r in rows[:limit])
+        more = len(rows) > limit
+        return InboxPage(
+            entries=listed,
+            next=(listed[-1].updated_at, listed[-1].id) if more and listed else None,
+        )
+
+    def summary(
+        self, conn: Conn, user_id: str, *, hidden_sites: Sequence[str] = ()
+    ) -> InboxSummary:
+        """Return the unread count (up to 100), the latest time and their ETag."""
+        params = {"user_id": user_id, "hidden_sites": list(hidden_sites), "cap": UNREAD_CAP}
+        count = self._seam.one(conn, "inbox_unread_count", params)
+        latest = self._seam.one(conn, "inbox_latest_at", params)
+        unread = int(count[0]) if count else 0
+        latest_at = latest[0] if latest else None
+        return InboxSummary(unread=unread, latest_at=latest_at, etag=_etag(unread, latest_at))
+
+    def read(
+        self,
+        conn: Conn,
+        user_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        page: str | None = None,
+        categories: Sequence[str] | None = None,
+        at: datetime | None = None,
+    ) -> list[int]:
+        """Mark the person's unread entries read: all, or those matching every filter given.
+
+        A pending email of an entry read is cancelled (``skipped``, E1). Returns the ids read.
+        """
+        if categories is not None:
+            for key in categories:
+                if key not in CATEGORY_BY_KEY:
+                    raise InvalidInput(
+                        "unknown_category", f"unknown category {key!r}", "/categories"
+                    )
+        rows = self._seam.all(
+            conn,
+            "inbox_read",
+            {
+                "user_id": user_id,
+                "at": at or _now(),
+                "ids": None if ids is None else list(ids),
+                "page_id": page,
+                "categories": None if categories is None else list(categories),
+            },
+        )
+        return sorted(int(r[0]) for r in rows)
+
+    def read_on_view(
+        self, conn: Conn, user_id: str, page: str, *, talk: bool = False, at: datetime | None = None
+    ) -> list[int]:
+        """Mark what viewing a page (or its talk tab) reads (H2)."""
+        return self.read(conn, user_id, page=page, categories=VIEW_READS[talk], at=at)
+
+    def dismiss(self, conn: Conn, user_id: str, entry_id: int) -> bool:
+        """Delete one of the person's entries; ``False`` when they have no such entry."""
+        return self._seam.run(conn, "inbox_dismiss", {"id": entry_id, "user_id": user_id}) > 0
+
+
+def _listed(row: tuple[Any, ...]) -> ListedEntry:
+    (
+        id_,
+        site,
+        category,
+        variant,
+        group_key,
+        page,
+        comment,
+        actor,
+        title,
+        path,
+        locale,
+        excerpt,
+        variants,
+        count,
+        _in_app,
+        _email,
+        read_at,
+        created_at,
+        updated_at,
+    ) = row
+    return ListedEntry(
+        id=int(id_),
+        site=site,
+        category=category,
+        variant=variant,
+        group_key=group_key,
+        page=page,
+        comment=comment,
+        actor=actor,
+        title=title,
+        path=path,
+        locale=locale,
+        excerpt=excerpt if comment is not None else None,  # N11: only while it exists
+        variants=tuple(variants),
+        count=int(count),
+        read=read_at is not None,
+        created_at=created_at,
+        updated_at=updated_at,
+    )
+
+
+class InboxPreferences:
+    """Inbox choices per person, category and channel, stored only off their default (N2)."""
+
+    def __init__(self, schema: str = DEFAULT_SCHEMA) -> None:
+        self._seam = Seam("notify_pg", schema)
+
+    def set(self, conn: Conn, user_id: str, category: str, channel: str, enabled: bool) -> None:
+        """Set one choice; the category's default deletes the row instead of storing it."""
+        found = CATEGORY_BY_KEY.get(category)
+        if found is None:
+            raise InvalidInput("unknown_category", f"unknown category {category!r}", "/category")
+        if channel not in ("in_app", "email"):
+            raise InvalidInput("unknown_channel", f"unknown channel {channel!r}", "/channel")
+        params = {"user_id": user_id, "category": category, "channel": channel}
+        if enabled == getattr(found.defaults, channel):
+            self._seam.run(conn, "inbox_pref_delete", params)
+        else:
+            self._seam.run(conn, "inbox_pref_put", {**params, "enabled": enabled})
+
+    def stop_all_email(self, conn: Conn, user_id: str) -> None:
+        """Turn email off for every category (N2)."""
+        with self._seam.transaction(conn):
+            for category in CATEGORY_BY_KEY:
+                self.set(conn, user_id, category, "email", False)
+
+    def rows(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, dict[tuple[str, str], bool]]:
+        """Return the stored choices of many people."""
+        out: dict[str, dict[tuple[str, str], bool]] = {}
+        for user, category, channel, enabled in self._seam.all(
+            conn, "inbox_prefs_of", {"ids": text_array(list(user_ids))}
+        ):
+            out.setdefault(user, {})[(category, channel)] = bool(enabled)
+        return out
+
+
+def comment_deleted(conn: Conn, comment: str, *, schema: str = DEFAULT_SCHEMA) -> int:
+    """Tell the inbox a comment is gone (the host calls it in the deleting transaction).
+
+    Its entries stay, but no longer show its excerpt (N11). Returns the entries touched.
+    """
+    return _seam(schema).run(conn, "inbox_comment_deleted", {"comment_id": comment})
+
+
+#: Entries and outbox rows deleted per statement by the purge (H3).
+PURGE_BATCH: Final = 10_000
+
+
+def purge(
+    conn: Conn,
+    *,
+    retention_days: int = 60,
+    now: datetime | None = None,
+    batch: int = PURGE_BATCH,
+    schema: str = DEFAULT_SCHEMA,
+) -> dict[str, int]:
+    """Delete entries not changed for ``retention_days`` (read or not) and outbox events
+    processed more than a day ago, in batches of ``batch`` rows, each batch its own
+    transaction (H3). Returns how many of each went."""
+    seam = Seam("notify_pg", schema)
+    at = now or _now()
+    counts = {"entries": 0, "outbox": 0}
+    before = at - timedelta(days=retention_days)
+    after = ""  # the entries' walk over the people resumes at the last person of a batch
+    while True:
+        with seam.transaction(conn):
+            gone, last = seam.one(
+                conn, "inbox_purge_entries", {"before": before, "batch": batch, "after": after}
+            ) or (0, None)
+        counts["entries"] += gone
+        if gone < batch or last is None:
+            break
+        after = last
+    before = at - timedelta(days=1)
+    while True:
+        with seam.transaction(conn):
+            gone = seam.run(conn, "inbox_purge_outbox", {"before": before, "batch": batch})
+        counts["outbox"] += gone
+        if gone < batch:
+            break
+    return counts

@@ -1,0 +1,116 @@
+"""One-click unsubscribe on PostgreSQL (rule U3): turn a person's email off and audit it.
+
+`unsubscribe` is what the one-click ``POST`` does once its token verified (`notify_pg.http.handlers`
+answers the request): email off for the token's categories, or for every category with
+``scope=all``, in-app choices untouched, one audit row with the token's person as the actor.
+It is idempotent: a repeated request leaves the same choices (and audits an empty
+``changed``). A host with its own HTTP layer calls it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Final
+
+import attrs
+
+from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.mail import Unsubscribe
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.reads import InboxPreferences
+
+__all__ = ["SCOPES", "AuditedUnsubscribe", "audited_unsubscribes", "unsubscribe"]
+
+#: ``token``: the token's categories; ``all``: every category (stop all email, N2).
+SCOPES: Final = ("token", "all")
+
+
+@attrs.frozen(kw_only=True)
+class AuditedUnsubscribe:
+    """One audited one-click unsubscribe of a person (the actor is the token's person).
+
+    ``categories`` are those turned off; ``changed`` those whose email was on before.
+    """
+
+    scope: str
+    token_categories: tuple[str, ...]
+    categories: tuple[str, ...]
+    changed: tuple[str, ...]
+    at: datetime
+
+
+def unsubscribe(
+    conn: Conn,
+    request: Unsubscribe,
+    *,
+    scope: str = "token",
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> AuditedUnsubscribe:
+    """Turn email off for a verified token's categories (or all) and audit it, in one
+    transaction (U3).
+
+    Args:
+        request: what `verify_unsubscribe_token` answered for the token.
+        scope: ``token`` (the token's categories) or ``all`` (every category).
+        at: the request's time (default now).
+
+    Raises:
+        ValueError: an unknown scope (a caller's mistake: the HTTP handler checks it).
+        StorageError: PostgreSQL failed; nothing was changed.
+    """
+    if scope not in SCOPES:
+        raise ValueError(f"unknown unsubscribe scope {scope!r}")
+    when = at or datetime.now(UTC)
+    seam = Seam("notify_pg", schema)
+    prefs = InboxPreferences(schema)
+    person = request.person
+    chosen = sorted(CATEGORY_BY_KEY) if scope == "all" else sorted(request.categories)
+    with seam.transaction(conn):
+        # Two requests of one person at once: the second sees the first's choices, so only
+        # one of them names a category as changed.
+        seam.one(conn, "unsubscribe_lock_person", {"user_id": person})
+        stored = prefs.rows(conn, [person]).get(person, {})
+        changed = [
+            key for key in chosen if stored.get((key, "email"), CATEGORY_BY_KEY[key].defaults.email)
+        ]
+        for key in chosen:
+            prefs.set(conn, person, key, "email", False)
+        seam.run(
+            conn,
+            "unsubscribe_audit_insert",
+            {
+                "user_id": person,
+                "scope": scope,
+                "token_categories": list(request.categories),
+                "categories": chosen,
+                "changed": changed,
+                "at": when,
+            },
+        )
+    return AuditedUnsubscribe(
+        scope=scope,
+        token_categories=tuple(request.categories),
+        categories=tuple(chosen),
+        changed=tuple(changed),
+        at=when,
+    )
+
+
+def audited_unsubscribes(
+    conn: Conn, person: str, *, schema: str = DEFAULT_SCHEMA
+) -> Sequence[AuditedUnsubscribe]:
+    """Return the audited one-click unsubscribes of a person, oldest first."""
+    rows = Seam("notify_pg", schema).all(conn, "unsubscribe_audit_of", {"user_id": person})
+    return [
+        AuditedUnsubscribe(
+            scope=scope,
+            token_categories=tuple(token_categories),
+            categories=tuple(categories),
+            changed=tuple(changed),
+            at=at,
+        )
+        for scope, token_categories, categories, changed, at in rows
+    ]

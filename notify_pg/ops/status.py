@@ -1,0 +1,142 @@
+"""How far the pipeline on PostgreSQL is behind: consumer lag, due-work backlog, the inbox's
+outbox backlog and its mail queue."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from notify_core.instants import format_instant
+from notify_pg.db.errors import translate
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn, Seam
+
+__all__ = ["pipeline_status"]
+
+
+def pipeline_status(
+    conn_or_dsn: Conn | str,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    mail_configured: Callable[[Conn], bool | None] | None = None,
+) -> dict[str, Any]:
+    """Return the consumers' lag and the due-work backlog of ``schema`` as a JSON object.
+
+    ``consumers``: per consumer its ``name``, ``partitions`` (the count), ``position`` (the
+    lowest of its partitions: every event up to it is handled for everybody), ``lag`` (events
+    after that position), ``updated_at`` (the latest move of any partition), and ``parts``:
+    per partition its ``part``, ``position``, ``lag`` and ``updated_at``; and, once a round
+    of the consumer failed, ``last_failure``: ``at``, ``round`` (``consumer``, ``due`` or
+    ``push``), ``code``, ``sqlstate`` (when PostgreSQL gave one), ``message`` (PostgreSQL's
+    message, never a value) and ``failures`` (failed rounds so far). A consumer that failed
+    before it had cursors is listed with its name and ``last_failure`` only.
+    ``due``: ``windows`` (open, ended), ``releases`` (pending, due), ``badge_syncs``
+    (pending, due) and ``push_sends`` (pending, due, leased, oldest ``next_at``), counted at
+    the database's clock. ``inbox``: ``outbox`` (``backlog``: events not fanned out yet,
+    ``oldest_at`` and ``oldest_age_s`` of the oldest), ``email`` (entries whose email is
+    ``pending``, of them ``due`` now, ``sending``, ``next_due_at``, and ``sent_24h`` and
+    ``failed_24h``: entries sent and given up over the last 24 hours) and
+    ``mail_configured``, the host's answer (N4) when ``mail_configured`` reads it (``None``:
+    left out). Instants are RFC 3339 UTC text; absent values are omitted (G5).
+
+    Raises:
+        StorageError: PostgreSQL is unreachable or the schema is missing.
+    """
+    if isinstance(conn_or_dsn, str):
+        try:
+            with psycopg.connect(conn_or_dsn, autocommit=True, connect_timeout=10) as conn:
+                return _status(conn, schema, mail_configured)
+        except psycopg.Error as exc:
+            raise translate(exc) from exc
+    return _status(conn_or_dsn, schema, mail_configured)
+
+
+def _inbox(
+    seam: Seam, conn: Conn, mail_configured: Callable[[Conn], bool | None] | None
+) -> dict[str, Any]:
+    row = seam.one(conn, "status_inbox")
+    assert row is not None
+    backlog, oldest, pending, due, sending, next_due, sent, failed, now = row
+    outbox: dict[str, Any] = {"backlog": backlog}
+    if oldest is not None:
+        outbox["oldest_at"] = format_instant(oldest)
+        outbox["oldest_age_s"] = max(0, int((now - oldest).total_seconds()))
+    email: dict[str, Any] = {"pending": pending, "due": due, "sending": sending}
+    if next_due is not None:
+        email["next_due_at"] = format_instant(next_due)
+    email["sent_24h"] = sent
+    email["failed_24h"] = failed
+    out: dict[str, Any] = {"outbox": outbox, "email": email}
+    configured = mail_configured(conn) if mail_configured is not None else None
+    if configured is not None:
+        out["mail_configured"] = configured
+    return out
+
+
+def _status(
+    conn: Conn, schema: str, mail_configured: Callable[[Conn], bool | None] | None = None
+) -> dict[str, Any]:
+    seam = Seam("notify_pg", schema)
+    head = seam.one(conn, "head_seq")
+    by_name: dict[str, list[tuple[Any, ...]]] = {}
+    for cursor in seam.all(conn, "status_consumers"):
+        by_name.setdefault(cursor[0], []).append(tuple(cursor))
+    consumers = []
+    for name, rows in by_name.items():
+        slowest = min(rows, key=lambda r: (r[3], r[1]))
+        consumers.append(
+            {
+                "name": name,
+                "partitions": slowest[2],
+                "position": slowest[3],
+                "lag": slowest[4],
+                "updated_at": format_instant(max(r[5] for r in rows)),
+                "parts": [
+                    {
+                        "part": part,
+                        "position": position,
+                        "lag": lag,
+                        "updated_at": format_instant(updated_at),
+                    }
+                    for _name, part, _parts, position, lag, updated_at in rows
+                ],
+            }
+        )
+    failures = {row[0]: row for row in seam.all(conn, "status_failures")}
+    for consumer in consumers:
+        failure = failures.pop(consumer["name"], None)
+        if failure is not None:
+            consumer["last_failure"] = _failure(failure)
+    consumers.extend({"name": name, "last_failure": _failure(f)} for name, f in failures.items())
+    row = seam.one(conn, "status_backlog")
+    assert row is not None
+    windows, ended, releases, due_releases, syncs, due_syncs, sends, due_sends, leased = row[:9]
+    oldest, now = row[9:]
+    push_sends: dict[str, Any] = {"pending": sends, "due": due_sends, "leased": leased}
+    if oldest is not None:
+        push_sends["oldest_next_at"] = format_instant(oldest)
+    return {
+        "schema": schema,
+        "head_seq": head[0] if head is not None else 0,
+        "at": format_instant(now),
+        "consumers": consumers,
+        "due": {
+            "windows": {"open": windows, "ended": ended},
+            "releases": {"pending": releases, "due": due_releases},
+            "badge_syncs": {"pending": syncs, "due": due_syncs},
+            "push_sends": push_sends,
+        },
+        "inbox": _inbox(seam, conn, mail_configured),
+    }
+
+
+def _failure(row: tuple[Any, ...]) -> dict[str, Any]:
+    _name, at, round_, code, sqlstate, message, failures = row
+    out: dict[str, Any] = {"at": format_instant(at), "round": round_, "code": code}
+    if sqlstate is not None:
+        out["sqlstate"] = sqlstate
+    out["message"] = message
+    out["failures"] = failures
+    return out

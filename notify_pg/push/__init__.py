@@ -1,0 +1,29 @@
+"""The push path of notify_pg: the pipeline on PostgreSQL and the sending of hints.
+
+- `notify_pg.push.session`, `world`, `preferences`, `schedule`: the ports of
+  `notify_core.ports` for one transaction (`Session`, `PgWorld`, `PgPreferences`, `PgSchedule`);
+- `notify_pg.push.worker`: the push worker (consumer rounds, due work, push sends);
+- `notify_pg.push.providers`: the provider port, the process-wide gate and a fake;
+- `notify_pg.push.recorder`: what the worker tells a metrics recorder.
+
+It imports `notify_pg.stores` and `notify_pg.db`, never the inbox, mail or HTTP wings. The
+names of the old module ``notify_pg.push`` (the providers) and of ``notify_pg.pipeline_ports``
+are re-exported here.
+"""
+
+from notify_pg.push.preferences import PgPreferences
+from notify_pg.push.providers import FakeCall, FakeProvider, ProviderGate, PushProvider
+from notify_pg.push.schedule import PgSchedule
+from notify_pg.push.session import Session
+from notify_pg.push.world import PgWorld
+
+__all__ = [
+    "FakeCall",
+    "FakeProvider",
+    "PgPreferences",
+    "PgSchedule",
+    "PgWorld",
+    "ProviderGate",
+    "PushProvider",
+    "Session",
+]

@@ -1,0 +1,133 @@
+"""One transaction of a worker (`Session`) and what the pipeline's ports share of it.
+
+The ports of `notify_core.ports` on PostgreSQL (`PgWorld`, `PgPreferences`, `PgSchedule`)
+answer from the caches of one `Session`: the facts of the candidates of one fan-out, or of one
+page of due work, loaded at once so that a fan-out costs a constant number of queries.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final
+
+import attrs
+
+from notify_core.decide import Connection, Device, Switches
+from notify_core.levels import LevelFacts, TargetKind
+from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo, Window
+from notify_core.quiet import QuietRule
+from notify_pg.db.seam import Conn
+from notify_pg.stores.events import NewEvent
+from notify_pg.stores.ports import NotificationPath
+
+__all__ = ["ADMIN_ENABLED_KEY", "DUE_PAGE", "INPUT_NEEDED_KEY", "Session", "as_utc", "thread_path"]
+
+
+#: The personal switches the pipeline reads (D3, D7).
+ADMIN_ENABLED_KEY: Final = "notify.admin_enabled"
+INPUT_NEEDED_KEY: Final = "notify.input_needed_breaks_quiet_hours"
+
+#: Due work a round claims per page (one query per table) and prefetches the facts of; held
+#: rows are skipped (other workers run them).
+DUE_PAGE: Final = 100
+
+
+@attrs.define
+class Session:
+    """What the ports of one transaction share: the connection, the log position, caches.
+
+    Args:
+        conn: the connection whose transaction the round runs in.
+        position: the ``seq`` of the event being handled; facts read from the log are those
+            before it. ``None`` for due work outside an event: then the host's current facts.
+        now: the event's time (the time of events the pipeline appends while handling it).
+    """
+
+    conn: Conn
+    position: int | None = None
+    now: datetime | None = None
+    batch: tuple[str, ...] = ()
+    users: dict[str, UserInfo | None] = attrs.field(factory=dict)
+    threads: dict[str, ThreadInfo | None] = attrs.field(factory=dict)
+    channels: dict[str, ChannelInfo | None] = attrs.field(factory=dict)
+    allowed: dict[tuple[str, str], bool] = attrs.field(factory=dict)
+    devices: dict[str, tuple[Device, ...]] = attrs.field(factory=dict)
+    connections: dict[str, tuple[Connection, ...]] = attrs.field(factory=dict)
+    windows: dict[tuple[str, str], Window | None] = attrs.field(factory=dict)
+    read: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    mentions: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    levels: dict[tuple[str, str], LevelFacts] = attrs.field(factory=dict)
+    #: Per person, the threads of the badge (`PgWorld.badge_threads`).
+    badge: dict[str, list[str]] = attrs.field(factory=dict)
+    quiet: dict[str, tuple[QuietRule, ...]] = attrs.field(factory=dict)
+    switches: dict[str, Switches | None] = attrs.field(factory=dict)
+    registered: dict[str, frozenset[str]] = attrs.field(factory=dict)
+    uncounted: dict[tuple[str, int, int], int] = attrs.field(factory=dict)
+    #: Per loaded thread, its notification path (`thread_path`; a badge asks per person).
+    paths: dict[str, NotificationPath | None] = attrs.field(factory=dict)
+    #: The log's head + 1 (the position due work outside an event reads the log before).
+    head: int | None = None
+    #: Events the pipeline appends (following), appended at the end of the round.
+    appends: list[NewEvent] = attrs.field(factory=list)
+    #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
+    synced: dict[str, int | None] = attrs.field(factory=dict)
+
+    def at(self, position: int | None, now: datetime | None) -> None:
+        """Move to another event (or to due work) and forget what was cached."""
+        self.position, self.now = position, now
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop every cache (host facts may have changed since they were read)."""
+        self.batch = ()
+        self.head = None
+        for cache in (
+            self.users,
+            self.threads,
+            self.channels,
+            self.allowed,
+            self.devices,
+            self.connections,
+            self.windows,
+            self.read,
+            self.mentions,
+            self.levels,
+            self.badge,
+            self.quiet,
+            self.switches,
+            self.registered,
+            self.uncounted,
+            self.paths,
+        ):
+            cache.clear()
+
+    def people(self, user: str) -> list[str]:
+        """Return whom to load when ``user`` is asked for: the whole batch if they are in it."""
+        return list(self.batch) if user in self.batch else [user]
+
+
+def thread_path(session: Session, thread: str) -> NotificationPath | None:
+    """The path of a thread whose facts the session holds (``None``: not loaded, or the thread
+    or its channel is unknown): the host's `StructurePort.notification_path` of it. Kept per
+    thread while the thread is loaded (the badges of a push round ask once per person)."""
+    paths = session.paths
+    if thread in paths:
+        return paths[thread]
+    info = session.threads.get(thread)
+    channel = session.channels.get(info.channel) if info is not None else None
+    if channel is None:
+        return None
+    path = paths[thread] = NotificationPath(
+        kind=TargetKind.THREAD,
+        space_id=channel.space,
+        channel_id=channel.id,
+        thread_id=thread,
+        channel_kind=channel.kind,
+        channel_default=channel.default_level,
+    )
+    return path
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` in UTC (the tables and the core compare instants in UTC)."""
+    return value.astimezone(UTC)
