@@ -15,7 +15,6 @@ from typing import Final
 
 import attrs
 
-from notify_core.badge import ThreadBadgeFacts, counts_for_badge, read_lowers_badge
 from notify_core.decide import (
     Collect,
     Decision,
@@ -38,8 +37,9 @@ from notify_core.decide import (
 )
 from notify_core.events import Event
 from notify_core.kinds import Kind, RunState
-from notify_core.levels import LevelFacts, effective
-from notify_core.ports import Due, PreferenceFacts, Schedule, ThreadInfo, WorldFacts
+from notify_core.levels import LevelFacts
+from notify_core.pipeline_badge import counted_threads, sync_after_read
+from notify_core.ports import Due, PreferenceFacts, Schedule, WorldFacts
 
 __all__ = ["Candidate", "Hint", "Pipeline", "Trigger", "classify"]
 
@@ -549,25 +549,6 @@ class Pipeline:
                 return
             self._badge_on_read(event, event.audience, str(p["thread"]), int(p["last_read_seq"]))  # type: ignore[call-overload]
 
-    def _badge_facts(
-        self, user: str, thread: str, now: datetime, info: ThreadInfo | None = None
-    ) -> ThreadBadgeFacts | None:
-        info = info or self.world.thread(thread)
-        if info is None:
-            return None
-        channel = self.world.channel(info.channel)
-        levels = self.prefs.level_facts(thread, [user]).get(user, _DEFAULT_LEVELS)
-        return ThreadBadgeFacts(
-            thread=thread,
-            readable=self.world.allowed(user, thread),
-            dm=channel is not None and channel.direct,
-            level=effective(levels, now),
-            last_message_seq=info.last_message_seq,
-            unread_floor_seq=info.unread_floor_seq,
-            read_seq=self.world.read_seq(user, thread),
-            unread_mentions=self.world.unread_mentions(user, thread),
-        )
-
     def counted_threads(self, user: str, now: datetime) -> list[str]:
         """Return the threads that count for a person's badge at ``now`` (B1).
 
@@ -575,36 +556,15 @@ class Pipeline:
         carries the badge of its recipient at send time) and for the cleared list of a badge
         sync; the badge sync of the pipeline counts the same way.
         """
-        counted = []
-        world = self.world
-        for thread in world.badge_threads(user):
-            info = world.thread(thread)
-            # A thread that is not unread never counts (B1): skip building its facts.
-            if info is None or info.last_message_seq <= max(
-                world.read_seq(user, thread), info.unread_floor_seq
-            ):
-                continue
-            facts = self._badge_facts(user, thread, now, info)
-            if facts is not None and counts_for_badge(facts):
-                counted.append(thread)
-        return counted
+        return counted_threads(self.world, self.prefs, user, now)
 
     def _badge_on_read(self, event: Event, user: str, thread: str, new_seq: int) -> None:
         """B2: a read that lowers the badge schedules one sync, at most one per interval."""
-        facts = self._badge_facts(user, thread, event.occurred_at)
-        if facts is None or new_seq <= facts.read_seq:
-            return  # a mark as unread or a read of what was read (B3: own messages) lowers nothing
-        after = self.world.unread_mentions(user, thread, new_seq) if facts.unread_mentions else 0
-        if not read_lowers_badge(facts, facts.read_seq, new_seq, unread_mentions_after=after):
-            return
-        last, pending = self.schedule.badge_sync(user)
-        if pending:
-            return  # the pending sync will carry this read
-        at = event.occurred_at
-        if last is not None and last + self.policy.badge_sync_min_interval > at:
-            at = last + self.policy.badge_sync_min_interval
-        self.schedule.set_badge_sync(user, last, True)
-        self.schedule.schedule(Due(at=at, recipient=user, what="badge_sync", kind=Kind.SYNC))
+        at = sync_after_read(
+            self.world, self.prefs, self.schedule, self.policy, event, user, thread, new_seq
+        )
+        if at is not None:
+            self.schedule.schedule(Due(at=at, recipient=user, what="badge_sync", kind=Kind.SYNC))
 
     # --- due work ---------------------------------------------------------------------------
 
@@ -690,5 +650,4 @@ class Pipeline:
 _STARTER_KINDS: Final = frozenset({Kind.RUN_DONE, Kind.RUN_FAILED, Kind.INPUT_NEEDED})
 _NOT_ALLOWED: Final = Skip(reason=SkipReason.NOT_ALLOWED)
 _NO_ROUTE: Final = Skip(reason=SkipReason.NO_ROUTE)
-_DEFAULT_LEVELS: Final = LevelFacts()
 _NO_SWITCHES: Final = Switches()

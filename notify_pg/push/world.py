@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from notify_core.decide import MOBILE, Connection, Device
+from notify_core.decide import Connection, Device
+from notify_core.decision_values import MOBILE
 from notify_core.events import Event
 from notify_core.kinds import RunState, run_active
 from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window

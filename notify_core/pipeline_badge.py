@@ -1,0 +1,107 @@
+"""The badge inside the hint pipeline: which threads count (B1) and when a read syncs (B2).
+
+`notify_core.badge` decides for one thread from its facts; this module gathers those facts
+through the pipeline's ports (`WorldFacts`, `PreferenceFacts`, `Schedule`) for
+`notify_core.pipeline.Pipeline`, which calls it on reads and at badge syncs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Final
+
+from notify_core.badge import ThreadBadgeFacts, counts_for_badge, read_lowers_badge
+from notify_core.decide import Policy
+from notify_core.events import Event
+from notify_core.levels import LevelFacts, effective
+from notify_core.ports import PreferenceFacts, Schedule, ThreadInfo, WorldFacts
+
+__all__ = ["badge_facts", "counted_threads", "sync_after_read"]
+
+_DEFAULT_LEVELS: Final = LevelFacts()
+
+
+def badge_facts(
+    world: WorldFacts,
+    prefs: PreferenceFacts,
+    user: str,
+    thread: str,
+    now: datetime,
+    info: ThreadInfo | None = None,
+) -> ThreadBadgeFacts | None:
+    """The facts of one thread for one person's badge at ``now``, or ``None`` (thread unknown).
+
+    Args:
+        world: the host's facts.
+        prefs: the preferences (the person's level for the thread).
+        user: the person.
+        thread: the thread.
+        now: the instant the level is read at.
+        info: the thread's facts when the caller read them already.
+    """
+    info = info or world.thread(thread)
+    if info is None:
+        return None
+    channel = world.channel(info.channel)
+    levels = prefs.level_facts(thread, [user]).get(user, _DEFAULT_LEVELS)
+    return ThreadBadgeFacts(
+        thread=thread,
+        readable=world.allowed(user, thread),
+        dm=channel is not None and channel.direct,
+        level=effective(levels, now),
+        last_message_seq=info.last_message_seq,
+        unread_floor_seq=info.unread_floor_seq,
+        read_seq=world.read_seq(user, thread),
+        unread_mentions=world.unread_mentions(user, thread),
+    )
+
+
+def counted_threads(
+    world: WorldFacts, prefs: PreferenceFacts, user: str, now: datetime
+) -> list[str]:
+    """Return the threads that count for a person's badge at ``now`` (B1): the badge is their
+    number."""
+    counted = []
+    for thread in world.badge_threads(user):
+        info = world.thread(thread)
+        # A thread that is not unread never counts (B1): skip building its facts.
+        if info is None or info.last_message_seq <= max(
+            world.read_seq(user, thread), info.unread_floor_seq
+        ):
+            continue
+        facts = badge_facts(world, prefs, user, thread, now, info)
+        if facts is not None and counts_for_badge(facts):
+            counted.append(thread)
+    return counted
+
+
+def sync_after_read(
+    world: WorldFacts,
+    prefs: PreferenceFacts,
+    schedule: Schedule,
+    policy: Policy,
+    event: Event,
+    user: str,
+    thread: str,
+    new_seq: int,
+) -> datetime | None:
+    """B2: when a read lowers the badge, mark a sync pending and return its due time.
+
+    At most one sync is pending per person and syncs are ``policy.badge_sync_min_interval``
+    apart. ``None``: the read lowers nothing (a mark as unread, a read of what was read, B3's
+    own messages), or a pending sync will carry it.
+    """
+    facts = badge_facts(world, prefs, user, thread, event.occurred_at)
+    if facts is None or new_seq <= facts.read_seq:
+        return None
+    after = world.unread_mentions(user, thread, new_seq) if facts.unread_mentions else 0
+    if not read_lowers_badge(facts, facts.read_seq, new_seq, unread_mentions_after=after):
+        return None
+    last, pending = schedule.badge_sync(user)
+    if pending:
+        return None
+    at = event.occurred_at
+    if last is not None and last + policy.badge_sync_min_interval > at:
+        at = last + policy.badge_sync_min_interval
+    schedule.set_badge_sync(user, last, True)
+    return at

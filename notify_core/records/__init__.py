@@ -1,0 +1,65 @@
+"""Preference records: the Message Preference pattern of seed 002 as a pure store value.
+
+Rules: docs/rules.md#records (section 8). A `PreferenceStore` is an immutable value holding
+every preference record ever made, indexed per principal. The three writes are pure
+transitions that return ``(new_store, outcome)``; the three reads answer from the store alone::
+
+    set(principal_ref, fields)  -> Ok(id) | Refused(invalid-request | undeclared-channel)
+    suspend(preference_id)      -> Ok | Refused(not-known | not-active)
+    delete(preference_id)       -> Ok | Refused(not-known | already-deleted)
+    current_for(principal_ref)  -> the record currently in effect | None ("none")
+    read(preference_id)         -> the whole record, deleted included | None ("not-known")
+    in_effect_at(principal, t)  -> the record that governed t (Check 2.1, half-open 2.2)
+    supersession_gaps(history, bound) -> each gap read against the bound (Check 4.1-4.2)
+    check_failures(history)     -> what Check 3.1, 5.1 and 5.2 find wrong in stored records
+
+Refusals are values, never exceptions: a refused write answers `Refused` and hands back the
+very store it was given (Operation 30). What raises is a fault that must not become an outcome:
+a caller's wrong type or naive datetime (`UsageError`, `NaiveDatetime`, rule G2) and the host's
+faults at the seam - a degenerate declared channel set (`DegenerateChannelSet`, Instance 13-16)
+or a blank or reused preference id (`InvalidPreferenceId`, Identity 2-4, Invariant 8).
+``storage-failure`` is a member of `Refusal` for the PostgreSQL adapter; the pure store never
+answers it.
+
+The host supplies ``now``, the new preference id and the declared channel set at the seam; no
+guard reads ``now`` (Clock dependence 1-2), it is only stamped. Preference fields and metadata
+are opaque JSON values, stored deeply frozen (tuples and `FrozenMap`) and never interpreted.
+"""
+
+from notify_core.opaque import FrozenMap, Opaque, freeze_opaque, json_pointer_token
+from notify_core.records.checks import (
+    CheckFailure,
+    GapReading,
+    SupersessionGap,
+    check_failures,
+    supersession_gaps,
+)
+from notify_core.records.store import Ok, Outcome, PreferenceStore, Refused
+from notify_core.records.values import (
+    DegenerateChannelSet,
+    InvalidPreferenceId,
+    PreferenceRecord,
+    Refusal,
+    Status,
+)
+
+__all__ = [
+    "CheckFailure",
+    "DegenerateChannelSet",
+    "FrozenMap",
+    "GapReading",
+    "InvalidPreferenceId",
+    "Ok",
+    "Opaque",
+    "Outcome",
+    "PreferenceRecord",
+    "PreferenceStore",
+    "Refusal",
+    "Refused",
+    "Status",
+    "SupersessionGap",
+    "check_failures",
+    "freeze_opaque",
+    "json_pointer_token",
+    "supersession_gaps",
+]
