@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from notify_cli import fastjson
 from notify_cli.options import EXIT_BAD_INPUT, open_out, writing
-from notify_core.replay import dumps_line
+from notify_core.lines import dumps_line
 from notify_core.synth import SynthConfig, synth_events
 
 _stderr = Console(stderr=True)
