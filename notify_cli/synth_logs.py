@@ -9,9 +9,11 @@ mentions (now and then of someone who cannot read the channel), direct messages,
 presence changes, preference, quiet-hours and settings changes, grants and revocations,
 expiring access and pending devices.
 
-Pure (rule G1): no I/O, no clock, and the randomness is a small generator of its own seeded
-by the caller (`Chance`), so the same seed gives the same log on every Python version and
-platform. The generator's own state is bounded by the world's size, not the log's length.
+Pure: no I/O, no clock, and the randomness is a small generator of its own seeded by the
+caller (`Chance`), so the same seed gives the same log on every Python version and platform.
+The generator's own state is bounded by the world's size, not the log's length. It was
+`notify_core.synth`; it makes test input and decides nothing, so it left the core
+(docs/decisions.md, 2026-12-01).
 """
 
 from __future__ import annotations
