@@ -290,8 +290,8 @@ def _read_log(path: str) -> tuple[list[dict[str, Any]], list[int]]:
 def _write_hints(path: str, hints: list[Hint], seq_map: dict[int, int], include_skips: bool) -> int:
     """Write hints as `notify replay` does (seqs of the file); return how many."""
     from notify_core.decide import Skip, SkipReason
+    from notify_core.lines import dumps_hint
     from notify_core.pipeline import Trigger
-    from notify_core.replay import dumps_hint
 
     lines = []
     for hint in hints:

@@ -37,7 +37,8 @@ from notify_core.errors import NotifyError
 from notify_core.events import EventError
 from notify_core.inbox.pipeline import MailLine
 from notify_core.instants import format_instant
-from notify_core.replay import Replay, Summary, compare, dumps_item
+from notify_core.lines import dumps_item, dumps_line
+from notify_core.replay import Replay, Summary, compare
 
 _stderr = Console(stderr=True)
 
@@ -106,7 +107,7 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             for event in read_event_log(conn, schema):
-                yield json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+                yield dumps_line(event)
     except (psycopg.Error, NotifyError) as exc:  # the adapter translates most psycopg errors
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadInput(f"cannot read {schema}.event_log: {reason}") from None
@@ -451,7 +452,7 @@ def _print_explanation(
     kind: str, seq: int, recipient: str, explanation: object, as_json: bool
 ) -> None:
     from notify_core.decide import Explanation
-    from notify_core.tables import decision_to_json
+    from notify_core.lines import decision_to_json
 
     assert isinstance(explanation, Explanation)
     steps = [

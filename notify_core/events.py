@@ -18,9 +18,9 @@ from typing import Final
 import attrs
 
 from notify_core.errors import InvalidInput, InvalidRule, NotifyError
-from notify_core.inbox.payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, WIKI_PERSONAL
 from notify_core.instants import parse_instant
 from notify_core.quiet import validate_time_zone
+from notify_core.wiki_payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, WIKI_PERSONAL
 
 __all__ = [
     "MAX_EVENT_DEPTH",

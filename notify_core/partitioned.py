@@ -28,9 +28,10 @@ import attrs
 
 from notify_core.events import EventError
 from notify_core.inbox.pipeline import InboxLine, MailLine
+from notify_core.lines import Item, UnknownReference, dumps_item, dumps_json
 from notify_core.partitions import Partition
 from notify_core.pipeline import Hint, Trigger
-from notify_core.replay import Item, Replay, Summary, UnknownReference, dumps_item, dumps_json
+from notify_core.replay import Replay, Summary
 
 __all__ = [
     "END",

@@ -6,7 +6,6 @@ output of the same lines and policy is the same, byte for byte (formats.md secti
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -24,14 +23,17 @@ from notify_core.inbox.pipeline import (
     InboxLine,
     InboxPipeline,
     MailLine,
-    inbox_line_to_json,
-    mail_line_to_json,
 )
-from notify_core.instants import MAX_DURATION, format_instant_cached, seconds
+from notify_core.instants import MAX_DURATION, seconds
 from notify_core.levels import parse_level
+
+# The lines' shapes live in `notify_core.lines`; these names stay importable from here, where
+# users and the docs have imported them since the first release.
+from notify_core.lines import Item as Item
+from notify_core.lines import UnknownReference, dumps_hint, dumps_item, dumps_line, hint_to_json
+from notify_core.lines import dumps_json as dumps_json
 from notify_core.memory import MemoryStore
 from notify_core.pipeline import Hint, Pipeline, Trigger
-from notify_core.tables import decision_to_json
 
 __all__ = [
     "KNOWN",
@@ -192,89 +194,6 @@ _CHAT_KINDS: Final = frozenset({"user", "space", "channel", "thread", "device"})
 #: envelope's ``audience``), the type of object, the collection of those (``None``: a target,
 #: whose value names the type) and the pointer of an unknown one.
 _Ref = tuple[str | None, str, Container[str] | None, str]
-
-
-@attrs.frozen(kw_only=True)
-class UnknownReference:
-    """An event names an object the log never created: counted, and a skip line.
-
-    The event is still applied as far as it can be; nothing it names is invented.
-    """
-
-    seq: int
-    at: datetime
-    type: str
-    id: str
-    pointer: str
-
-    def to_json(self) -> dict[str, object]:
-        """Return the skip line of the replay output (docs/formats.md), members in order."""
-        return {
-            "seq": self.seq,
-            "trigger": Trigger.EVENT.value,
-            "at": format_instant_cached(self.at),
-            "decision": "skip",
-            "reason": "unknown_reference",
-            "reference": {"type": self.type, "id": self.id},
-            "pointer": self.pointer,
-        }
-
-
-#: What a replay writes: hints, entry and mail lines, unknown references.
-Item = Hint | InboxLine | MailLine | UnknownReference
-
-
-def hint_to_json(hint: Hint) -> dict[str, object]:
-    """Return the replay output object of a hint (formats.md section 3), members in order."""
-    out: dict[str, object] = {}
-    if hint.seq is not None:
-        out["seq"] = hint.seq
-    out["trigger"] = hint.trigger.value
-    out["at"] = format_instant_cached(hint.at)
-    out["recipient"] = hint.recipient
-    out["kind"] = hint.kind.value
-    if hint.thread is not None:
-        out["thread"] = hint.thread
-    if hint.message is not None:
-        out["message"] = hint.message
-    if hint.target is not None:
-        out["target"] = hint.target
-    out.update(decision_to_json(hint.decision))
-    return out
-
-
-def dumps_json(obj: object) -> str:
-    """Return a JSON value as one compact line: UTF-8 text as is, no spaces."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-
-
-def dumps_hint(hint: Hint, dumps: Callable[[object], str] = dumps_json) -> str:
-    """Return the JSON line of a hint: compact, members in format order, no ``null``.
-
-    Args:
-        hint: the hint.
-        dumps: the encoder; any other must give the same text as `dumps_json` (the CLI hands
-            in orjson, which does for hints: they hold only strings, integers and booleans).
-    """
-    return dumps(hint_to_json(hint))
-
-
-def dumps_item(item: Item, dumps: Callable[[object], str] = dumps_json) -> str:
-    """Return the JSON line of a hint, an inbox entry line, a mail line or an unknown
-    reference's skip (formats.md sections 3, 4)."""
-    if type(item) is Hint:
-        return dumps(hint_to_json(item))
-    if type(item) is UnknownReference:
-        return dumps(item.to_json())
-    if type(item) is InboxLine:
-        return dumps(inbox_line_to_json(item))
-    assert isinstance(item, MailLine)
-    return dumps(mail_line_to_json(item))
-
-
-def dumps_line(obj: Mapping[str, object], dumps: Callable[[object], str] = dumps_json) -> str:
-    """Return a JSON object as one compact line, as `dumps_hint` writes (event logs too)."""
-    return dumps(obj)
 
 
 def _percentile(sorted_values: list[int], q: float) -> int:

@@ -8,7 +8,6 @@ judge a case lives here, so tests can run tables without the CLI too.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -18,15 +17,12 @@ import attrs
 
 from notify_core.badge import ThreadBadgeFacts, badge_count
 from notify_core.decide import (
-    Collect,
     Connection,
-    Decision,
     Device,
     EventFacts,
     FlushState,
     Policy,
     RecipientFacts,
-    Send,
     Switches,
     decide,
     flush,
@@ -37,19 +33,18 @@ from notify_core.errors import InvalidInput, NotifyError
 from notify_core.events import loads_json
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.tables import INBOX_FUNCTIONS
-from notify_core.instants import (
-    MAX_DURATION,
-    format_instant,
-    format_instant_cached,
-    parse_instant,
-    seconds,
-)
+from notify_core.instants import MAX_DURATION, format_instant, parse_instant, seconds
 from notify_core.json_members import as_bool as _bool
 from notify_core.json_members import as_object as _object
 from notify_core.json_members import as_str as _str
 from notify_core.json_members import member as _member
 from notify_core.kinds import kind_code, kind_from_code
 from notify_core.levels import LevelFacts, Preference, parse_level, resolve_level
+
+# `decision_to_json` moved to `notify_core.lines` with the other line shapes; the explicit
+# alias keeps ``from notify_core.tables import decision_to_json`` working.
+from notify_core.lines import decision_to_json as decision_to_json
+from notify_core.lines import dumps_json
 from notify_core.mail.tables import mail_functions
 from notify_core.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_until, rule_from_json
 from notify_core.records_tables import RECORD_FUNCTIONS
@@ -304,27 +299,6 @@ def _facts(inp: JsonObject) -> tuple[EventFacts, RecipientFacts]:
         window_end=_instant(inp, "window_end", "", required=False),
     )
     return event, person
-
-
-def decision_to_json(decision: Decision) -> dict[str, Json]:
-    """Return the JSON answer of a decision (formats.md section 1 and 3)."""
-    if isinstance(decision, Send):
-        out: dict[str, Json] = {"decision": "send", "quiet": decision.quiet}
-        routes = []
-        for route in decision.routes:
-            item: dict[str, Json] = {"device": route.device, "via": route.via.value}
-            if route.due is not None:
-                item["due"] = format_instant_cached(route.due)
-            routes.append(item)
-        out["routes"] = routes
-        if decision.opens_window_until is not None:
-            out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
-        if decision.count is not None:
-            out["count"] = decision.count
-        return out
-    if isinstance(decision, Collect):
-        return {"decision": "collect", "until": format_instant_cached(decision.until)}
-    return {"decision": "skip", "reason": decision.reason.value}
 
 
 def _decide(inp: JsonObject) -> dict[str, Json]:
@@ -632,10 +606,10 @@ def _same(expected: Json, actual: Json) -> bool:
 
 
 def _show(value: Json) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dumps_json(value)
 
 
 def dumps_case(case: Case, expect: Mapping[str, Json]) -> str:
     """Return the JSON line of a case with ``expect`` replaced (for ``notify table run``)."""
     obj = {"id": case.id, "function": case.function, "input": case.input, "expect": expect}
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return dumps_json(obj)

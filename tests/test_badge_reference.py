@@ -3,10 +3,10 @@
 `reference_model.Reference` is a small model of the badge rules (B) written from the rules
 alone: it imports nothing of the pipeline, the store or the badge module, keeps its own world
 (rights, levels, read positions, mentions) from the events, and answers the badge, the unread
-count of a flush and D9's read check. Synthetic logs (`notify_core.synth`, seeds and sizes drawn by
-hypothesis) go through the replay line by line; every badge sync, flush and release it
-decides is checked against the reference as it stands at that moment (due work runs before
-the event that follows it), and so is when badge syncs happen (B2).
+count of a flush and D9's read check. Synthetic logs (`notify_cli.synth_logs`, seeds and
+sizes drawn by hypothesis) go through the replay line by line; every badge sync, flush and
+release it decides is checked against the reference as it stands at that moment (due work
+runs before the event that follows it), and so is when badge syncs happen (B2).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from reference_model import Reference, instant
 from strategies_world import seeded_small_world, small_world_logs
 
+from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.decide import Policy
 from notify_core.pipeline import Hint
 from notify_core.replay import Replay, dumps_line, hint_to_json
-from notify_core.synth import SynthConfig, synth_events
 
 
 class Checked:

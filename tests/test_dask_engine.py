@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from notify_cli.main import cli
+from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.partitioned import Group
-from notify_core.synth import SynthConfig, synth_events
 from tests.inbox_log import WikiLog
 
 TESTS = Path(__file__).parent

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.instants import parse_instant
 from notify_core.levels import Level, LevelFacts, Preference
 from notify_core.memory import MemoryStore
 from notify_core.ports import ChannelInfo, ThreadInfo
 from notify_core.replay import Replay
-from notify_core.synth import SynthConfig, synth_events
 
 PEOPLE = [f"u{i}" for i in range(8)]
 LEVELS = [level.value for level in Level]

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.events import EventError
 from notify_core.partitioned import merge_groups, merge_summaries, run_partition
 from notify_core.partitions import Partition
 from notify_core.replay import Replay, dumps_item, policy_from_mapping
-from notify_core.synth import SynthConfig, synth_events
 from tests.inbox_log import WikiLog
 
 TESTS = Path(__file__).parent

@@ -16,11 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.errors import UsageError
 from notify_core.events import EventError
 from notify_core.partitions import Partition, Partitions, partition_of
 from notify_core.replay import Replay, dumps_hint, policy_from_mapping
-from notify_core.synth import SynthConfig, synth_events
 
 HERE = Path(__file__).parent / "replay"
 GOLDENS = sorted(p for p in HERE.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))

@@ -1,4 +1,4 @@
-"""notify_core.synth and ``notify synth``: a deterministic, valid, large-instance event log."""
+"""notify_cli.synth_logs and ``notify synth``: a deterministic, valid, large-instance event log."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
+from notify_cli.synth_logs import Chance, SynthConfig, synth_events
 from notify_core.events import EventError
 from notify_core.instants import parse_instant
 from notify_core.replay import Replay, dumps_line
-from notify_core.synth import Chance, SynthConfig, synth_events
 
 SMALL = SynthConfig(events=6_000, users=300, seed=3, max_fanout=120)
 

@@ -20,7 +20,7 @@ import functools
 import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import attrs
 
@@ -56,8 +56,14 @@ from notify_core.inbox.ports import (
     take_ids,
     unread_all,
 )
-from notify_core.instants import format_instant_cached, require_instant
+from notify_core.instants import require_instant
 from notify_core.mail import EmailSchedule, QueuedEmail, Schedule, email_after_for, reschedule
+
+if TYPE_CHECKING:
+    # Moved to `notify_core.lines` (one module shapes every output line); still importable
+    # from here through the module's ``__getattr__``, without an import cycle at run time.
+    from notify_core.lines import inbox_line_to_json as inbox_line_to_json
+    from notify_core.lines import mail_line_to_json as mail_line_to_json
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -75,6 +81,8 @@ __all__ = [
     "scheduled_email_after",
 ]
 
+#: The names `__getattr__` finds in `notify_core.lines`.
+_MOVED_TO_LINES: Final = frozenset({"inbox_line_to_json", "mail_line_to_json"})
 #: Events that may give entries.
 ACTIVITY_TYPES: Final = frozenset(
     {
@@ -738,59 +746,11 @@ _LINE_ORDER: Final = operator.itemgetter(2, 3)
 _BY_RECIPIENT: Final = operator.itemgetter(2)
 
 
-def inbox_line_to_json(line: InboxLine) -> dict[str, object]:
-    """Return the replay output object of an entry line (formats.md section 4), in order."""
-    out: dict[str, object] = {"seq": line.seq, "trigger": "inbox", "at": _instant(line.at)}
-    out["recipient"] = line.recipient
-    if line.site is not None:
-        out["site"] = line.site
-    out["category"] = line.category
-    out["variant"] = line.variant
-    out["group_key"] = line.group_key
-    entry = line.entry
-    if entry is not None:
-        out["entry"] = entry.id
-    out["decision"] = line.decision.value
-    if line.reason is not None:
-        out["reason"] = line.reason.value
-    if entry is not None:
-        state: EntryState = entry.state
-        out["count"] = state.count
-        out["in_app"] = state.in_app
-        out["email"] = state.email.value
-        if state.email_after is not None:
-            out["email_after"] = _instant(state.email_after)
-    return out
+def __getattr__(name: str) -> object:
+    """Give the JSON shapes of the lines, which moved to `notify_core.lines`, under their old
+    names (imported on first use: `notify_core.lines` imports this module)."""
+    if name in _MOVED_TO_LINES:
+        from notify_core import lines
 
-
-def _instant(value: datetime) -> str:
-    return format_instant_cached(value)
-
-
-def mail_line_to_json(line: MailLine) -> dict[str, object]:
-    """Return the replay output object of a mail line (formats.md section 4), in order."""
-    out: dict[str, object] = {
-        "trigger": "mail",
-        "at": _instant(line.at),
-        "recipient": line.recipient,
-        "site": line.site,
-        "decision": line.decision,
-    }
-    if line.reason is not None:
-        out["reason"] = line.reason.value
-    if line.template is not None:
-        out["template"] = line.template
-    out["entries"] = [
-        {
-            "entry": e.id,
-            "category": e.category,
-            "variant": e.state.variant,
-            "count": e.state.count,
-        }
-        for e in line.entries
-    ]
-    if line.more:
-        out["more"] = line.more
-    if line.decision == "send":
-        out["unsubscribe"] = list(line.unsubscribe)
-    return out
+        return getattr(lines, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

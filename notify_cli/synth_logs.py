@@ -9,9 +9,10 @@ mentions (now and then of someone who cannot read the channel), direct messages,
 presence changes, preference, quiet-hours and settings changes, grants and revocations,
 expiring access and pending devices.
 
-Pure (rule G1): no I/O, no clock, and the randomness is a small generator of its own seeded
-by the caller (`Chance`), so the same seed gives the same log on every Python version and
-platform. The generator's own state is bounded by the world's size, not the log's length.
+Pure: no I/O, no clock, and the randomness is a small generator of its own seeded by the
+caller (`Chance`), so the same seed gives the same log on every Python version and platform.
+The generator's own state is bounded by the world's size, not the log's length. It was
+`notify_core.synth`: it decides nothing, so it left the core (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -162,8 +163,8 @@ def _instant(start: datetime, ms: int) -> str:
 
 
 @attrs.define
-class _Synth:
-    """The generator's state: the world it has made so far and the clock."""
+class _World:
+    """The generator's state, the world it has made so far and the clock; it makes the world."""
 
     config: SynthConfig
     rng: Chance
@@ -218,8 +219,6 @@ class _Synth:
     def next_id(self, prefix: str) -> str:
         self.counter += 1
         return f"{prefix}-{self.counter}"
-
-    # --- the world --------------------------------------------------------------------------
 
     def setup(self) -> Iterator[dict[str, object]]:
         config, rng = self.config, self.rng
@@ -384,7 +383,10 @@ class _Synth:
             payload["deleted"] = True
         return self.event("notification_pref.updated", payload, actor=user, audience=user)
 
-    # --- activity ---------------------------------------------------------------------------
+
+@attrs.define
+class _Synth(_World):
+    """The generator: the world of `_World`, then activity in it."""
 
     def activity(self) -> list[dict[str, object]]:
         self.tick()
