@@ -1,0 +1,77 @@
+"""`MemorySchedule`: the in-memory twin of `notify_core.ports.Schedule`.
+
+Bundling windows, due work (window flushes, delayed pushes, badge syncs) and each person's
+last badge sync, on a heap and two dictionaries. It learns nothing from the event log: the
+pipeline alone writes it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from datetime import datetime
+
+import attrs
+
+from notify_core.ports import Due, Window
+
+__all__ = ["MemorySchedule"]
+
+
+@attrs.define
+class MemorySchedule:
+    """Windows and due work of one replay, in memory (`notify_core.ports.Schedule`).
+
+    Args:
+        windows: the open windows, by (person, thread).
+        queue: the due work as a heap of its `Due` order keys (see `schedule`).
+        queued: how many pieces of work were ever scheduled (the tie-breaker of equal keys).
+        syncs: per person, the last badge sync and whether one is pending.
+    """
+
+    windows: dict[tuple[str, str], Window] = attrs.field(factory=dict)
+    queue: list[tuple[datetime, str, str, str, str, int, Due]] = attrs.field(factory=list)
+    queued: int = 0
+    syncs: dict[str, tuple[datetime | None, bool]] = attrs.field(factory=dict)
+
+    def window(self, user: str, thread: str) -> Window | None:
+        """Return a person's window on a thread."""
+        return self.windows.get((user, thread))
+
+    def open_window(self, user: str, thread: str, end: datetime) -> None:
+        """Open a window and schedule its flush at ``end``."""
+        self.windows[(user, thread)] = Window(end=end)
+        self.schedule(Due(at=end, recipient=user, thread=thread, what="flush"))
+
+    def collect(self, user: str, thread: str) -> None:
+        """Count one more collected message."""
+        window = self.windows[(user, thread)]
+        self.windows[(user, thread)] = Window(end=window.end, collected=window.collected + 1)
+
+    def close_window(self, user: str, thread: str) -> None:
+        """Forget a window."""
+        self.windows.pop((user, thread), None)
+
+    def schedule(self, due: Due) -> None:
+        """Schedule work in `Due` order; equal keys keep their scheduling order."""
+        self.queued += 1
+        # The key of Due's order as a plain tuple: compared natively, not by attrs' __lt__.
+        key = (due.at, due.recipient, due.thread, due.device, due.what, self.queued, due)
+        heapq.heappush(self.queue, key)
+
+    def pop_due(self, until: datetime) -> Due | None:
+        """Take the first work due at or before ``until``."""
+        if self.queue and self.queue[0][0] <= until:
+            return heapq.heappop(self.queue)[-1]
+        return None
+
+    def next_due(self) -> datetime | None:
+        """Return when the first pending work comes due."""
+        return self.queue[0][0] if self.queue else None
+
+    def badge_sync(self, user: str) -> tuple[datetime | None, bool]:
+        """Return the last badge sync of a person and whether one is pending."""
+        return self.syncs.get(user, (None, False))
+
+    def set_badge_sync(self, user: str, last: datetime | None, pending: bool) -> None:
+        """Record a person's last badge sync and whether one is pending."""
+        self.syncs[user] = (last, pending)
