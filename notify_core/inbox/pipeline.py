@@ -11,30 +11,39 @@ Email: entries get their state (``pending`` with ``email_after``); the drain tha
 is not part of this path yet. ``email_after`` comes from the callable handed in: by default
 `scheduled_email_after`, which is `notify_core.mail.email_after_for` (E2) with the person's
 schedule and zones; a change of a person's schedule moves their pending entries (E3).
+
+The pipeline's other sides have rooms of their own: the cadence (`notify_core.inbox.cadence`),
+the replay's mail drain (`notify_core.inbox.sending`) and the reads
+(`notify_core.inbox.reads`); this module re-exports their names it always had.
 """
 
 from __future__ import annotations
 
 import enum
-import functools
 import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 import attrs
 
 from notify_core.events import Event
+from notify_core.inbox.cadence import (
+    EmailAfter,
+    due_is_shared,
+    email_schedule,
+    immediate_email_after,
+    reschedule_entries,
+    scheduled_email_after,
+)
 from notify_core.inbox.categories import (
-    CATEGORIES,
     CATEGORY_BY_KEY,
     Candidates,
     Category,
     Origin,
     event_variant,
 )
-from notify_core.inbox.coalesce import EmailState, EntryState, mail_done, read, transition
-from notify_core.inbox.drain import MailSkip, plan_mails
+from notify_core.inbox.coalesce import EmailState, EntryState, transition
 from notify_core.inbox.fanout import (
     EntryDecision,
     InboxEvent,
@@ -49,15 +58,15 @@ from notify_core.inbox.ports import (
     EntryStore,
     EntryTarget,
     PageInfo,
-    SiteInfo,
     WikiFacts,
     WikiUser,
     save_all,
     take_ids,
     unread_all,
 )
+from notify_core.inbox.reads import READ_TYPES, apply_read
+from notify_core.inbox.sending import MailLine, drain_mails
 from notify_core.instants import require_instant
-from notify_core.mail import EmailSchedule, QueuedEmail, Schedule, email_after_for, reschedule
 
 if TYPE_CHECKING:
     # Moved to `notify_core.lines` (one module shapes every output line); still importable
@@ -97,7 +106,7 @@ ACTIVITY_TYPES: Final = frozenset(
     }
 )
 #: Events that change entries: views, reads, dismissals (H2).
-_READS: Final = frozenset({"page.viewed", "inbox.read", "inbox.dismissed"})
+_READS: Final = READ_TYPES
 #: Every event type the inbox path reads (the rest of a log is the hints' alone).
 INBOX_TYPES: Final = frozenset(
     {
@@ -121,13 +130,6 @@ INBOX_TYPES: Final = frozenset(
         "notifications.settings",
     }
 )
-#: The categories whose mails may wait for a digest (E2, E3).
-_DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
-#: What viewing a page (or its talk tab) marks read (H2).
-_VIEW_READS: Final = {
-    False: frozenset({"watched_page", "page_created"}),
-    True: frozenset({"watched_page_comment", "comment_reply", "mention"}),
-}
 
 
 class EntryDecisionKind(enum.StrEnum):
@@ -154,87 +156,6 @@ class InboxLine(NamedTuple):
     site: str | None = None
     entry: Entry | None = None
     reason: InboxSkip | None = None
-
-
-class MailLine(NamedTuple):
-    """One mail of a drain, or one reason due entries were skipped (formats.md section 4)."""
-
-    at: datetime
-    recipient: str
-    site: str
-    decision: str
-    entries: tuple[Entry, ...]
-    reason: MailSkip | None = None
-    template: str | None = None
-    more: int = 0
-    unsubscribe: tuple[str, ...] = ()
-
-
-#: Computes ``email_after`` (E2) for a person (``None``: unknown), a category, an instant, the
-#: email delay and the entry's site (``None``: unknown).
-EmailAfter = Callable[[WikiUser | None, Category, datetime, timedelta, SiteInfo | None], datetime]
-
-
-def immediate_email_after(
-    user: WikiUser | None,
-    category: Category,
-    now: datetime,
-    delay: timedelta,
-    site: SiteInfo | None = None,
-) -> datetime:
-    """E2's ``immediate`` rule: ``now + email_delay``, whatever the schedule."""
-    return now + delay
-
-
-def email_schedule(user: WikiUser) -> EmailSchedule:
-    """Return a person's email schedule with its daily hour (E2)."""
-    schedule, hour = user.email_schedule, user.daily_hour
-    if type(schedule) is str and (hour is None or type(hour) is int):
-        return _schedule(schedule, hour)
-    return EmailSchedule(schedule=schedule, daily_hour=hour)
-
-
-@functools.lru_cache(maxsize=256)
-def _schedule(schedule: str, hour: int | None) -> EmailSchedule:
-    # A fan-out asks for the schedule of every person it starts an email for, and there are a
-    # handful of distinct ones: a validated value (frozen, so shared) is built once per pair.
-    # Only exact str and int/None reach here, so equal keys (1 == True) mean equal values; an
-    # invalid pair raises and is not cached.
-    return EmailSchedule(schedule=schedule, daily_hour=hour)
-
-
-def scheduled_email_after(
-    user: WikiUser | None,
-    category: Category,
-    now: datetime,
-    delay: timedelta,
-    site: SiteInfo | None = None,
-) -> datetime:
-    """`email_after_for` (E2) with the person's schedule, zone and the site's zone.
-
-    A person the host does not know is ``immediate``; a category with ``digest: no`` always is.
-    """
-    if user is None:
-        return now + delay
-    return email_after_for(
-        email_schedule(user),
-        now,
-        person=user.id,
-        digest=category.digest,
-        time_zone=user.time_zone,
-        site_time_zone=site.time_zone if site is not None else None,
-        delay=delay,
-    )
-
-
-def due_is_shared(user: WikiUser, category: Category) -> bool:
-    """Whether `scheduled_email_after` gives every person of this schedule the same due time.
-
-    ``immediate`` and a category without digest give ``now + delay`` whoever the person is
-    (`email_after_for` reads neither the person's offset nor a zone then); ``hourly`` and
-    ``daily`` depend on the person's offset.
-    """
-    return not category.digest or email_schedule(user).schedule is Schedule.IMMEDIATE
 
 
 @attrs.define
@@ -273,40 +194,7 @@ class InboxPipeline:
     def _reschedule(self, event: Event, before: WikiUser | None) -> None:
         """E3: a changed schedule (daily: hour or zone) moves the person's pending entries."""
         after = self.wiki.user(str(event.payload["user"]))
-        if before is None or after is None or before == after:
-            return
-        entries, wiki = self.entries, self.wiki
-        pending = [e for e in entries.unread_of(after.id) if e.state.email is EmailState.PENDING]
-        if not pending:
-            return
-        zones = {}
-        for entry in pending:
-            site = wiki.site(entry.target.site) if entry.target.site is not None else None
-            zones[entry.id] = site.time_zone if site is not None else None
-        moved = reschedule(
-            (
-                QueuedEmail(
-                    entry=e.id,
-                    category=e.category,
-                    email=e.state.email.value,
-                    email_after=e.state.email_after,
-                    site_time_zone=zones[e.id],
-                )
-                for e in pending
-            ),
-            person=after.id,
-            old=email_schedule(before),
-            new=email_schedule(after),
-            old_time_zone=before.time_zone,
-            new_time_zone=after.time_zone,
-            now=event.occurred_at,
-            digest_categories=_DIGEST,
-            delay=wiki.email_delay(),
-        )
-        for entry in pending:
-            due = moved.get(entry.id)
-            if due is not None:
-                entries.save(entry._replace(state=attrs.evolve(entry.state, email_after=due)))
+        reschedule_entries(self.wiki, self.entries, before, after, event.occurred_at)
 
     # --- fan-out ----------------------------------------------------------------------------
 
@@ -516,7 +404,7 @@ class InboxPipeline:
         states: dict[
             tuple[int, bool, bool, datetime | None], tuple[EntryState | None, EntryState]
         ] = {}
-        olds, take = self._open(decisions, ids, one_category)
+        olds, take = _open_entries(entries, decisions, ids, one_category)
         none, new_kind, coalesce_kind = (
             EmailState.NONE,
             EntryDecisionKind.NEW,
@@ -615,47 +503,6 @@ class InboxPipeline:
         save_all(entries, written)
         return lines
 
-    def _open(
-        self, decisions: Sequence[EntryDecision], ids: Mapping[str, str], one_category: bool
-    ) -> tuple[Sequence[Entry | None], dict[str, Callable[[], str]]]:
-        """The unread entry of each decision, and per key the taker of the new entries' ids.
-
-        A person has one entry decision per event (`fan_out` reaches each person once), so
-        no decision's entry is another's unread one: the store is read before any write, and
-        the ids of the new entries are taken in one call per key (`take_ids`).
-        """
-        entries = self.entries
-        if not decisions:
-            return [], {}
-        olds: Sequence[Entry | None]
-        fresh: dict[str, list[str]] = {}
-        if one_category:
-            key = decisions[0].category.group_key(ids)
-            people = [decision[0] for decision in decisions]
-            olds = unread_all(entries, key, people)
-            fresh[key] = [person for person, old in zip(people, olds, strict=True) if old is None]
-        else:
-            unread = entries.unread
-            found: list[Entry | None] = []
-            remember = found.append
-            last: Category | None = None
-            starting: list[str] = []
-            for person, category, _, _ in decisions:
-                if category is not last:
-                    last, key = category, category.group_key(ids)
-                    starting = fresh.setdefault(key, [])
-                old = unread(person, key)
-                remember(old)
-                if old is None:
-                    starting.append(person)
-            olds = found
-        take = {
-            key: iter(take_ids(entries, key, people)).__next__
-            for key, people in fresh.items()
-            if people
-        }
-        return olds, take
-
     # --- the mail drain (E4) ----------------------------------------------------------------
 
     def next_mail_due(self) -> datetime | None:
@@ -663,76 +510,58 @@ class InboxPipeline:
         return self.entries.next_due()
 
     def drain(self, at: datetime) -> list[MailLine]:
-        """Send (in a replay: decide) the mails of every pending entry due at or before ``at``.
-
-        Entries sent become ``sent``, skipped ones ``skipped``; email-only ones close (N12).
-        Lines come by recipient, then site: the send first, then skips by reason.
-        """
-        due = self.entries.due(at)
-        if not due:
-            return []
-        wiki, entries = self.wiki, self.entries
-
-        def site_on(site: str) -> bool:
-            info = wiki.site(site)
-            return info is None or info.notifications
-
-        plans = plan_mails(
-            due,
-            site_on=site_on,
-            people=wiki.people({e.person for e in due}),
-            settings=wiki.settings(),
-            first_site=wiki.first_site(),
-        )
-        lines = []
-        for plan in plans:
-            sent = plan.skip is None
-            for entry in plan.sent if sent else plan.entries:
-                entries.save(entry._replace(state=mail_done(entry.state, sent)))
-            lines.append(
-                MailLine(
-                    at,
-                    plan.recipient,
-                    plan.site,
-                    "send" if sent else "skip",
-                    plan.entries,
-                    plan.skip,
-                    plan.template,
-                    plan.more,
-                    plan.unsubscribe,
-                )
-            )
-        return lines
+        """Send (in a replay: decide) the mails of every pending entry due at or before ``at``
+        (`notify_core.inbox.sending.drain_mails`)."""
+        return drain_mails(self.wiki, self.entries, at)
 
     # --- reads (H2) -------------------------------------------------------------------------
 
     def _read(self, event: Event) -> None:
-        p, entries = event.payload, self.entries
-        if event.type == "inbox.dismissed":
-            found = entries.get(str(p["id"]))
-            if found is not None and (event.audience in (None, found.person)):
-                entries.dismiss(found.id)
-            return
-        person = str(event.audience)
-        if event.type == "page.viewed":
-            page, categories = str(p["page"]), _VIEW_READS[p.get("talk") is True]
-            chosen = [
-                e for e in entries.unread_of(person) if e.page == page and e.category in categories
-            ]
-        else:
-            ids = set(p.get("ids", ())) if "ids" in p else None  # type: ignore[call-overload]
-            wanted = set(p.get("categories", ())) if "categories" in p else None  # type: ignore[call-overload]
-            page_filter = str(p["page"]) if "page" in p else None
-            chosen = [
-                e
-                for e in entries.unread_of(person)
-                if (ids is None or e.id in ids)
-                and (wanted is None or e.category in wanted)
-                and (page_filter is None or e.page == page_filter)
-            ]
-        for entry in chosen:
-            if entry.state.in_app:  # an email-only entry is in no inbox: it closes by its email
-                entries.save(entry._replace(state=read(entry.state)))
+        apply_read(self.entries, event)
+
+
+def _open_entries(
+    entries: EntryStore,
+    decisions: Sequence[EntryDecision],
+    ids: Mapping[str, str],
+    one_category: bool,
+) -> tuple[Sequence[Entry | None], dict[str, Callable[[], str]]]:
+    """The unread entry of each decision, and per key the taker of the new entries' ids.
+
+    A person has one entry decision per event (`fan_out` reaches each person once), so
+    no decision's entry is another's unread one: the store is read before any write, and
+    the ids of the new entries are taken in one call per key (`take_ids`).
+    """
+    if not decisions:
+        return [], {}
+    olds: Sequence[Entry | None]
+    fresh: dict[str, list[str]] = {}
+    if one_category:
+        key = decisions[0].category.group_key(ids)
+        people = [decision[0] for decision in decisions]
+        olds = unread_all(entries, key, people)
+        fresh[key] = [person for person, old in zip(people, olds, strict=True) if old is None]
+    else:
+        unread = entries.unread
+        found: list[Entry | None] = []
+        remember = found.append
+        last: Category | None = None
+        starting: list[str] = []
+        for person, category, _, _ in decisions:
+            if category is not last:
+                last, key = category, category.group_key(ids)
+                starting = fresh.setdefault(key, [])
+            old = unread(person, key)
+            remember(old)
+            if old is None:
+                starting.append(person)
+        olds = found
+    take = {
+        key: iter(take_ids(entries, key, people)).__next__
+        for key, people in fresh.items()
+        if people
+    }
+    return olds, take
 
 
 def _variant(event: Event) -> str:
