@@ -1,8 +1,9 @@
 """The inbox's fan-out round on PostgreSQL (seed 004 section 7; docs/rules.md N5-N12, H4).
 
-`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED`` (a claim
-older than the timeout is taken again), and fans each out in keyset batches of 1,000
-candidates:
+`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED``, each claim
+tied to the claiming session (`notify_pg.inbox.claims`: a worker takes its own claims again at
+once, any worker those of a session that is gone, and any claim older than the timeout), and
+fans each out in keyset batches of 1,000 candidates:
 
 - candidates come through the host's ports (`InboxHostPorts`: watchers, reviewers, people,
   groups, pages, comments) and the library's own ``inbox_preferences`` (opt-ins); the sources
@@ -16,7 +17,10 @@ candidates:
   next worker to resume after the last committed batch, counting nobody twice.
 
 The event row is locked for each batch and its claim checked, so a claim taken back from a
-slow worker is never worked by two at once.
+slow worker is never worked by two at once. A stop (``stop``, `notify worker`'s SIGTERM) is
+checked between events: the event in progress is finished, the other claims given back.
+The event as the fan-out sees it comes from `notify_pg.inbox.describe`, the write statements'
+parameters from `notify_pg.inbox.statements`.
 """
 
 from __future__ import annotations

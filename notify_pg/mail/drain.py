@@ -21,6 +21,13 @@
    failed (E5), and the rows not tried go back to ``pending`` at their due time before the
    claim, the claim's attempt undone (docs/decisions.md).
 
+A stop (``stop``) is checked between mails: the rest of the claim goes back the same way. When
+PostgreSQL fails in the middle of a round, the mark of a mail already sent and the release of
+the rows not tried are held (`notify_pg.mail.claims.MailWrites`) and written first when it is
+back: no mail is sent twice by a worker that survives, nobody waits for a lease. At least once
+is left only where a worker dies between a send and its mark; the mail sent again keeps its
+``Message-ID`` (derived from stable ids, `notify_pg.mail.claims.message_id`).
+
 `MailRound` runs rounds inside `notify worker` and knows when to run again: at the next due
 ``email_after`` (or a lease's end), at the latest after ``poll`` (the safety net for entries
 other processes write), never by querying every second; after a round stopped by an
