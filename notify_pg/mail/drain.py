@@ -238,7 +238,8 @@ class MailDrain:
         failure: Exception | None = None
         try:
             plans = self._plan(conn, [c.entry for c in claimed.values()])
-        except DB_ERRORS as exc:  # nothing tried: every row goes back once the database is
+        except DB_ERRORS as exc:
+            # Nothing tried: every row goes back once the database is back.
             plans, failure = [], exc
             untried = [c.entry for c in claimed.values()]
         sender: list[MailSender] = []
