@@ -516,6 +516,9 @@ CREATE TABLE {schema}.inbox_entries (
     read_at        timestamptz,
     created_at     timestamptz NOT NULL,
     updated_at     timestamptz NOT NULL,
+    -- Why the drain skipped the email (E4) and when (migration 0021).
+    email_skip     text,
+    email_skipped_at timestamptz,
     CONSTRAINT inbox_entries_pkey PRIMARY KEY (id),
     CONSTRAINT inbox_entries_count_check CHECK (count >= 1),
     CONSTRAINT inbox_entries_email_state_check

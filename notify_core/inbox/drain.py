@@ -5,8 +5,14 @@ entry, ``digest`` for several, at most `MAX_SHOWN` shown latest first (ties by i
 descending) with "and N more" for the rest; every entry sent is marked sent and its category
 joins the mail's unsubscribe list. Entries whose site is switched off (``site_off``), whose
 section no longer delivers email (``section_off``) or whose email is now off by the person's
-choice or N4 (``preference``) are skipped, one skip per reason. An entry without a site goes
-with the instance's first site.
+choice or N4 (``preference``) are skipped, one skip per reason. The person is checked again
+at the drain's own instant, as the fan-out checks them (N7): a person no longer active, no
+longer human or now a system account gets no mail (``inactive``), and an entry whose target the
+person can no longer read with its category's permission (N8, against the page as the host
+holds it now: `DrainAccess`) is skipped as ``no_access``; access is computed once per page,
+group set and permission. An entry that several reasons would skip takes the first of
+``site_off``, ``inactive``, ``no_access``, ``section_off``, ``preference``. An entry without a
+site goes with the instance's first site.
 """
 
 from __future__ import annotations
@@ -18,23 +24,61 @@ from typing import Final
 
 import attrs
 
-from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.inbox.access import AccessCache, Group, PageFacts
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Permission
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import Entry
 from notify_core.inbox.prefs import Delivery, InboxSettings
 
-__all__ = ["MAX_SHOWN", "MailPlan", "MailSkip", "plan_mails"]
+__all__ = ["MAX_SHOWN", "DrainAccess", "MailPlan", "MailSkip", "plan_mails"]
 
 #: Entries a mail shows; the rest are "and N more" (E4).
 MAX_SHOWN: Final = 50
 
 
 class MailSkip(enum.StrEnum):
-    """Why due entries are not sent (E4), in the order they are checked."""
+    """Why due entries are not sent (E4), in the order they are checked (an entry several
+    reasons would skip takes the first)."""
 
     SITE_OFF = "site_off"
+    INACTIVE = "inactive"
+    NO_ACCESS = "no_access"
     SECTION_OFF = "section_off"
     PREFERENCE = "preference"
+
+
+@attrs.define
+class DrainAccess:
+    """What the drain reads to check access again at its instant (E4 over N8).
+
+    Args:
+        groups: the instance's groups and their rules, as they are now.
+        pages: each entry's page as the host holds it now (a deleted one as it was, N9). A
+            page the host no longer knows at all is not checked again: nothing newer than
+            what the fan-out checked is known of it (docs/decisions.md).
+
+    ``evaluations`` counts the rule evaluations: one per page, group set and permission,
+    however many entries and people share them (N7's batching, at the drain).
+    """
+
+    groups: Mapping[str, Group]
+    pages: Mapping[str, PageFacts]
+    _caches: dict[str, AccessCache] = attrs.field(factory=dict, init=False)
+
+    @property
+    def evaluations(self) -> int:
+        """The rule evaluations made so far."""
+        return sum(cache.evaluations for cache in self._caches.values())
+
+    def readable(self, page: str, groups: frozenset[str], permission: Permission) -> bool:
+        """Whether members of ``groups`` hold ``permission`` on ``page`` now (unknown: yes)."""
+        cache = self._caches.get(page)
+        if cache is None:
+            facts = self.pages.get(page)
+            if facts is None:
+                return True
+            cache = self._caches[page] = AccessCache(self.groups, facts)
+        return cache.holds(groups, permission)
 
 
 @attrs.frozen(kw_only=True)
@@ -84,16 +128,19 @@ def plan_mails(
     people: Mapping[str, PersonFacts],
     settings: InboxSettings,
     first_site: str | None,
+    access: DrainAccess | None = None,
 ) -> list[MailPlan]:
     """Group the entries due at a drain instant into mails and skips (E4).
 
     Args:
         due: the ``pending`` entries due at or before the instant.
         site_on: whether a site's notifications are on (N5).
-        people: the facts of the entries' people (a person missing: email is off).
+        people: the facts of the entries' people (a person missing: ``inactive``, as the
+            fan-out reads a candidate the host does not know).
         settings: sections and whether mail is configured (N3, N4).
         first_site: the instance's first site (by creation), for entries without a site;
             ``None``: such entries are skipped as ``site_off``.
+        access: the groups and pages to check access again with (``None``: not checked).
 
     Returns:
         By recipient, then site: the send first, then skips by reason (in text order).
@@ -127,7 +174,7 @@ def plan_mails(
     append = plans.append
     skips: list[MailPlan] = []  # a (person, site)'s skips, after its send
     person = None
-    defaults_only = email_possible = False
+    defaults_only = email_possible = active = False
     facts = None
     for (person_key, site), entries in sorted(groups.items()):
         if person_key != person:
@@ -136,7 +183,9 @@ def plan_mails(
             email_possible = (
                 facts is not None and mail_configured and facts.verified and bool(facts.email)
             )
-            defaults_only = email_possible and facts is not None and not facts.prefs.rows
+            active = facts is not None and facts.recipient
+            # The defaults' verdicts hold only for a person still to be mailed at all.
+            defaults_only = active and email_possible and facts is not None and not facts.prefs.rows
         on = site_is_on.get(site)
         if on is None:
             on = site_is_on[site] = bool(site) and site_on(site)
@@ -146,6 +195,8 @@ def plan_mails(
         verdicts: Mapping[str, MailSkip | None]
         if not on:
             verdicts = dict.fromkeys(categories, MailSkip.SITE_OFF)
+        elif not active:
+            verdicts = dict.fromkeys(categories, MailSkip.INACTIVE)
         elif defaults_only:
             verdicts = by_default
         else:
@@ -161,9 +212,24 @@ def plan_mails(
                 )
                 for key in categories
             }
+        # Entries whose page the person can no longer read (E4 over N8): walked only when the
+        # access is checked and some category of the group needs a permission.
+        blocked: set[str] = set()
+        if access is not None and on and active and facts is not None:
+            person_groups = facts.groups
+            for entry in entries:
+                permission = CATEGORY_BY_KEY[entry.category].access
+                page = entry.target.page
+                if (
+                    permission is not None
+                    and page is not None
+                    and not access.readable(page, person_groups, permission)
+                ):
+                    blocked.add(entry.id)
         send: list[Entry]
-        if (defaults_only and on and categories <= sent_by_default) or not any(
-            [verdicts[key] for key in categories]
+        if not blocked and (
+            (defaults_only and on and categories <= sent_by_default)
+            or not any([verdicts[key] for key in categories])
         ):
             send = entries
         else:
@@ -171,7 +237,7 @@ def plan_mails(
             categories = set()
             reasons: dict[MailSkip, list[Entry]] = {}
             for entry in entries:
-                reason = verdicts[entry.category]
+                reason = MailSkip.NO_ACCESS if entry.id in blocked else verdicts[entry.category]
                 if reason is None:
                     send.append(entry)
                     categories.add(entry.category)

@@ -12,8 +12,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
+from notify_core.inbox.access import PageFacts
 from notify_core.inbox.coalesce import mail_done
-from notify_core.inbox.drain import MailSkip, plan_mails
+from notify_core.inbox.drain import DrainAccess, MailSkip, plan_mails
 from notify_core.inbox.ports import Entry, EntryStore, WikiFacts
 
 __all__ = ["MailLine", "drain_mails"]
@@ -37,7 +38,9 @@ def drain_mails(wiki: WikiFacts, entries: EntryStore, at: datetime) -> list[Mail
     """Send (in a replay: decide) the mails of every pending entry due at or before ``at``.
 
     Entries sent become ``sent``, skipped ones ``skipped``; email-only ones close (N12).
-    Lines come by recipient, then site: the send first, then skips by reason.
+    The people, sections, groups and pages are those of the instant: the person is checked
+    again (``inactive``, ``no_access``, E4). Lines come by recipient, then site: the send
+    first, then skips by reason.
     """
     due = entries.due(at)
     if not due:
@@ -47,12 +50,18 @@ def drain_mails(wiki: WikiFacts, entries: EntryStore, at: datetime) -> list[Mail
         info = wiki.site(site)
         return info is None or info.notifications
 
+    pages: dict[str, PageFacts] = {}
+    for page_id in {e.target.page for e in due if e.target.page is not None}:
+        page = wiki.page(page_id)
+        if page is not None:
+            pages[page_id] = page.access
     plans = plan_mails(
         due,
         site_on=site_on,
         people=wiki.people({e.person for e in due}),
         settings=wiki.settings(),
         first_site=wiki.first_site(),
+        access=DrainAccess(groups=wiki.groups(), pages=pages),
     )
     lines = []
     for plan in plans:

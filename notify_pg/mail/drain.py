@@ -46,7 +46,9 @@ from typing import Any, Final
 import attrs
 
 from notify_core.errors import NotifyError
-from notify_core.inbox.drain import MailPlan, plan_mails
+from notify_core.inbox.access import PageFacts
+from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.inbox.drain import DrainAccess, MailPlan, plan_mails
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import Entry, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs
@@ -306,7 +308,9 @@ class MailDrain:
         """Send (or skip) one mail and mark it; ``sender`` and ``secret`` are the round's,
         opened or read on first use."""
         if plan.skip is not None:
-            self._mark(conn, "mail_skipped", plan.entries, lease_until, claimed)
+            self._mark(
+                conn, "mail_skipped", plan.entries, lease_until, claimed, reason=plan.skip.value
+            )
             self.stats.mails[f"skip_{plan.skip.value}"] += 1
             self.stats.entries["skipped"] += len(plan.entries)
             self._done(now, plan, "skipped")
@@ -401,7 +405,30 @@ class MailDrain:
             people=people,
             settings=host.inbox_settings(conn),
             first_site=first,
+            access=self._access(conn, entries),
         )
+
+    def _access(self, conn: Conn, entries: Sequence[Entry]) -> DrainAccess:
+        """The groups of now and the pages of the entries that need a permission, as the host
+        holds them now (a deleted page as it was), for the drain's access check (E4 over N8).
+
+        A page is read once per round however many entries point at it; access itself is
+        computed once per page, group set and permission (`DrainAccess`).
+        """
+        host = self.host
+        wanted = sorted(
+            {
+                e.target.page
+                for e in entries
+                if e.target.page is not None and CATEGORY_BY_KEY[e.category].access is not None
+            }
+        )
+        pages: dict[str, PageFacts] = {}
+        for page_id in wanted:
+            page = host.inbox_page(conn, page_id)
+            if page is not None:
+                pages[page_id] = page.access
+        return DrainAccess(groups=host.inbox_groups(conn) if wanted else {}, pages=pages)
 
     def _outgoing(
         self, conn: Conn, plan: MailPlan, claimed: Mapping[str, Claimed], secret: bytes
@@ -461,9 +488,13 @@ class MailDrain:
         entries: Sequence[Entry],
         lease_until: datetime,
         claimed: Mapping[str, Claimed],
+        *,
+        reason: str | None = None,
     ) -> None:
         ids = [claimed[e.id].table_id for e in entries]
-        params = {"ids": ids, "at": self.clock(), "lease_until": lease_until}
+        params: dict[str, Any] = {"ids": ids, "at": self.clock(), "lease_until": lease_until}
+        if reason is not None:  # a skip records why (E4, `notify db status`)
+            params["reason"] = reason
         self._writes.write(conn, Write(query, params))
 
     def _failed(

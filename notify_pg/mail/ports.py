@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from notify_core.inbox.access import Group
 from notify_core.inbox.fanout import PersonFacts
-from notify_core.inbox.ports import SiteInfo, WikiUser
+from notify_core.inbox.ports import PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxSettings
 from notify_pg.db.seam import Conn
 from notify_pg.mail.smtp import Outgoing
@@ -31,6 +32,13 @@ class MailHostPorts(Protocol):
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return the locale (and schedule) of the known people among ``ids``."""
+
+    def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
+        """Return a page as it is now (a deleted one as it was), or ``None``: the drain checks
+        access again against it (E4)."""
+
+    def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
+        """Return every group and its rules (E4: access checked again at the drain)."""
 
 
 class MailSender(Protocol):

@@ -37,7 +37,9 @@ def pipeline_status(
     the database's clock. ``inbox``: ``outbox`` (``backlog``: events not fanned out yet,
     ``oldest_at`` and ``oldest_age_s`` of the oldest), ``email`` (entries whose email is
     ``pending``, of them ``due`` now, ``sending``, ``next_due_at``, and ``sent_24h`` and
-    ``failed_24h``: entries sent and given up over the last 24 hours) and
+    ``failed_24h``: entries sent and given up over the last 24 hours, ``skipped_24h``: the
+    drain's skips over the last 24 hours by reason, E4: ``site_off``, ``inactive``,
+    ``no_access``, ``section_off``, ``preference``) and
     ``mail_configured``, the host's answer (N4) when ``mail_configured`` reads it (``None``:
     left out). Instants are RFC 3339 UTC text; absent values are omitted (G5).
 
@@ -68,6 +70,8 @@ def _inbox(
         email["next_due_at"] = format_instant(next_due)
     email["sent_24h"] = sent
     email["failed_24h"] = failed
+    # The drain's skips by reason (E4), only the reasons that occurred.
+    email["skipped_24h"] = {str(r[0]): int(r[1]) for r in seam.all(conn, "status_mail_skips")}
     out: dict[str, Any] = {"outbox": outbox, "email": email}
     configured = mail_configured(conn) if mail_configured is not None else None
     if configured is not None:

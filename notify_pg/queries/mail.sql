@@ -43,9 +43,11 @@ WHERE id = ANY(%(ids)s::bigint[]) AND email_state = 'sending'
   AND email_after = %(lease_until)s
 
 -- name: mail_skipped
--- Due rows the drain does not send (site off, section off, email now off: E4).
+-- Due rows the drain does not send (site off, person inactive, no access, section off, email
+-- now off: E4), with the reason and the time for `notify db status`.
 UPDATE {schema}.inbox_entries
 SET email_state = 'skipped', email_after = NULL,
+    email_skip = %(reason)s, email_skipped_at = %(at)s,
     read_at = CASE WHEN read_at IS NULL AND NOT in_app THEN %(at)s ELSE read_at END
 WHERE id = ANY(%(ids)s::bigint[]) AND email_state = 'sending'
   AND email_after = %(lease_until)s
@@ -101,6 +103,13 @@ SELECT
     (SELECT count(*) FROM {schema}.inbox_entries
      WHERE emailed_at > now() - make_interval(hours => 24) AND email_state = 'failed'),
     now()
+
+-- name: status_mail_skips
+-- The drain's skips of the last 24 hours by reason (E4), at the clock of the database.
+SELECT email_skip, count(*) FROM {schema}.inbox_entries
+WHERE email_skipped_at > now() - make_interval(hours => 24) AND email_skip IS NOT NULL
+GROUP BY email_skip
+ORDER BY email_skip
 
 -- name: mail_pending_of
 -- The pending emails of one person with their sites, locked for a reschedule (E3).

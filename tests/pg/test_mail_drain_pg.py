@@ -760,6 +760,7 @@ def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
         "next_due_at": (now + timedelta(hours=1)).isoformat().replace("+00:00", "Z"),
         "sent_24h": 1,
         "failed_24h": 1,
+        "skipped_24h": {},
     }
     assert inbox["mail_configured"] is True
     other = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn, "--host-schema", "none"])
