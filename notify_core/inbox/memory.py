@@ -507,6 +507,10 @@ class EntryMemory:
         del self._queued[entry_id]
         return self._pending_at(at, entry_id)
 
+    def entries_of(self, person: str) -> list[Entry]:
+        """Return every entry of a person, read or not (the inbox list, H1)."""
+        return [e for e in self.entries.values() if e.person == person]
+
     def unread_of(self, person: str) -> Sequence[Entry]:
         """Return a person's unread entries."""
         return list(self.unread_keys.get(person, {}).values())

@@ -6,31 +6,32 @@ reference, for the demo and for tests that send real HTTP: a host mounts the han
 inbox routes is whatever the ``X-Notify-User`` header says (`USER_HEADER`): put a proxy that
 authenticates and sets it in front, never expose these routes as they are.
 
-Routes (`build_app` makes them; `ReferenceApp.route` adds more):
+Routes (`build_app` makes them; `ReferenceApp.route` adds more; handlers of
+`notify_pg.http.handlers`):
 
-==========  ===================================  ===========================================
-method      path                                 handler
-==========  ===================================  ===========================================
-POST        /notifications/unsubscribe?t=TOKEN   `notify_pg.http.handlers.unsubscribe_post` (U3)
-GET         /notifications/unsubscribe?t=TOKEN   `notify_pg.http.handlers.unsubscribe_get` (U4)
-GET         /notifications/unsubscribe/info?t=   `notify_pg.http.handlers.unsubscribe_info` (U4)
-GET         /notifications?cursor=               `notify_pg.http.handlers.inbox_list` (H1)
-GET         /notifications/summary               `notify_pg.http.handlers.inbox_summary` (H1)
-PUT         /notifications/read                  `notify_pg.http.handlers.inbox_read` (H2)
-PUT         /notifications/ID/read               `notify_pg.http.handlers.inbox_read_one` (H2)
-DELETE      /notifications/ID                    `notify_pg.http.handlers.inbox_dismiss` (H2)
-GET         /unsubscribe?t=TOKEN                 a stand-in for the host's unsubscribe page
-==========  ===================================  ===========================================
+==========  =========================================  =========================================
+method      path                                       handler
+==========  =========================================  =========================================
+POST        /notifications/unsubscribe?t=TOKEN         ``unsubscribe_post`` (U3)
+GET         /notifications/unsubscribe?t=TOKEN         ``unsubscribe_get`` (U4)
+GET         /notifications/unsubscribe/info?t=         ``unsubscribe_info`` (U4)
+GET         /sites/SITE/notifications?cursor=&unread=  ``inbox_list`` (H1)
+GET         /sites/SITE/notifications/summary          ``inbox_summary`` (H1)
+PUT         /sites/SITE/notifications/read             ``inbox_read`` (H2)
+PUT         /sites/SITE/notifications/ID/read          ``inbox_read_one`` (H2)
+DELETE      /sites/SITE/notifications/ID               ``inbox_dismiss`` (H2)
+GET         /unsubscribe?t=TOKEN                       a stand-in for the host's unsubscribe page
+==========  =========================================  =========================================
 
 Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
 ``401`` for an inbox route without the header, ``503`` when PostgreSQL fails, ``500`` with no
 detail for a bug (logged with its type only).
 
 Every request logs one line, ``request``, with its method, the route's template (``PUT
-/notifications/<entry>/read``, ``unmatched`` for none), the status and the duration: never
-the path as sent (it holds entry ids), a query string (unsubscribe tokens) nor a person. The
-app's ``on_request`` hook gets the same values (``notify serve --metrics-port`` counts them,
-`notify_pg.ops.metrics.HttpMetrics`).
+/sites/<site>/notifications/<entry>/read``, ``unmatched`` for none), the status and the
+duration: never the path as sent (it holds entry ids), a query string (unsubscribe tokens)
+nor a person. The app's ``on_request`` hook gets the same values (``notify serve
+--metrics-port`` counts them, `notify_pg.ops.metrics.HttpMetrics`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = [
+    "INBOX_PREFIX",
     "UNMATCHED",
     "USER_HEADER",
     "Handler",
@@ -74,6 +76,9 @@ __all__ = [
     "open_pool",
 ]
 
+#: Where the reference app mounts the inboxes: ``/sites/<site>/notifications`` (H1: one inbox
+#: per site, the site in the path as seed 004's ``/_api/sites/:siteId/notifications``).
+INBOX_PREFIX: Final = "/sites"
 #: The header the reference app takes the inbox's person from (the host's proxy sets it).
 USER_HEADER: Final = "X-Notify-User"
 
@@ -296,39 +301,42 @@ def _unsubscribe_page(
 
 @_inbox
 def _inbox_list(
-    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+    app: ReferenceApp, request: Request, values: dict[str, Any], conn: Conn, user: str
 ) -> http.Response:
     return http.inbox_list(
         conn,
         user,
         query=request.query_string,
         hidden_sites=app.hidden_sites(conn),
+        site=values["site"],
         schema=app.schema,
     )
 
 
 @_inbox
 def _inbox_summary(
-    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+    app: ReferenceApp, request: Request, values: dict[str, Any], conn: Conn, user: str
 ) -> http.Response:
     return http.inbox_summary(
         conn,
         user,
         if_none_match=request.headers.get("If-None-Match"),
         hidden_sites=app.hidden_sites(conn),
+        site=values["site"],
         schema=app.schema,
     )
 
 
 @_inbox
 def _inbox_read(
-    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+    app: ReferenceApp, request: Request, values: dict[str, Any], conn: Conn, user: str
 ) -> http.Response:
     return http.inbox_read(
         conn,
         user,
         content_type=request.headers.get("Content-Type"),
         body=_body(request),
+        site=values["site"],
         schema=app.schema,
     )
 
@@ -337,14 +345,14 @@ def _inbox_read(
 def _inbox_read_one(
     app: ReferenceApp, _request: Request, values: dict[str, Any], conn: Conn, user: str
 ) -> http.Response:
-    return http.inbox_read_one(conn, user, values["entry"], schema=app.schema)
+    return http.inbox_read_one(conn, user, values["entry"], site=values["site"], schema=app.schema)
 
 
 @_inbox
 def _inbox_dismiss(
     app: ReferenceApp, _request: Request, values: dict[str, Any], conn: Conn, user: str
 ) -> http.Response:
-    return http.inbox_dismiss(conn, user, values["entry"], schema=app.schema)
+    return http.inbox_dismiss(conn, user, values["entry"], site=values["site"], schema=app.schema)
 
 
 def build_app(
@@ -372,11 +380,13 @@ def build_app(
     app.route(http.UNSUBSCRIBE_INFO_PATH, ["GET"], "unsubscribe_info", _unsubscribe_info)
     if unsubscribe_page == http.UNSUBSCRIBE_PAGE:
         app.route(http.UNSUBSCRIBE_PAGE, ["GET"], "unsubscribe_page", _unsubscribe_page)
-    app.route("/notifications", ["GET"], "inbox_list", _inbox_list)
-    app.route("/notifications/summary", ["GET"], "inbox_summary", _inbox_summary)
-    app.route("/notifications/read", ["PUT"], "inbox_read", _inbox_read)
-    app.route("/notifications/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
-    app.route("/notifications/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
+    # One inbox per site (H1), the site in the path as seed 004 mounts its routes.
+    inbox = f"{INBOX_PREFIX}/<site>/notifications"
+    app.route(inbox, ["GET"], "inbox_list", _inbox_list)
+    app.route(f"{inbox}/summary", ["GET"], "inbox_summary", _inbox_summary)
+    app.route(f"{inbox}/read", ["PUT"], "inbox_read", _inbox_read)
+    app.route(f"{inbox}/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
+    app.route(f"{inbox}/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
     return app
 
 

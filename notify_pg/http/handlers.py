@@ -15,12 +15,17 @@ Unsubscribe (no session, no cookie: the token is the only credential):
 - `unsubscribe_get`: a ``GET`` on the same URL changes nothing: ``303`` to the host's page.
 - `unsubscribe_info`: what a token would do (its categories), nothing about whose it is.
 
-Inbox (the person comes from the host's authentication):
+Inbox (the person comes from the host's authentication; the site from the URL's path, as
+seed 004 mounts ``/_api/sites/:siteId/notifications``): each handler takes ``site``, the site
+whose inbox is asked, and answers for that site's entries and those with no site (H1;
+``None``: every site).
 
-- `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor.
+- `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor;
+  ``?unread=1`` lists only the unread ones.
 - `inbox_summary`: ``{"unread", "badge", "latest_at"}`` with an ``ETag``; ``304`` when the
   poll's ``If-None-Match`` names it.
 - `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
+  None of them reaches an email-only entry (H2: only a page view does).
 """
 
 from __future__ import annotations
@@ -77,6 +82,14 @@ _CURSOR: Final = re.compile(r"(\d{1,18})\.(\d{1,18})")
 _ENTRY_ID: Final = re.compile(r"[1-9]\d{0,17}")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_ID: Final = 2**63 - 1
+#: The values of the list's ``unread`` flag.
+_FLAGS: Final[Mapping[str | None, bool]] = {
+    "1": True,
+    "true": True,
+    "0": False,
+    "false": False,
+    "": False,
+}
 
 
 @attrs.frozen(kw_only=True)
@@ -283,12 +296,14 @@ def inbox_list(
     *,
     query: str | bytes = "",
     hidden_sites: Sequence[str] = (),
+    site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
 ) -> Response:
-    """Answer the inbox list (H1): ``{"entries": [...], "next": cursor or null}``.
+    """Answer the inbox list of a site (H1): ``{"entries": [...], "next": cursor or null}``.
 
-    30 visible entries a page by ``(updated_at, id)`` descending; ``?cursor=`` with the
-    previous page's ``next`` gives the following page.
+    30 visible entries a page by ``(updated_at, id)`` descending, of ``site`` and with no
+    site; ``?cursor=`` with the previous page's ``next`` gives the following page;
+    ``?unread=1`` (or ``true``) only the unread entries (``0``, ``false`` or empty: all).
     """
     values = _query(query)
     if values is None:
@@ -299,7 +314,15 @@ def inbox_list(
         after = None if text is None else _cursor(text)
         if after is None:
             return _problem("invalid_cursor", "cursor is not a cursor of this list", "/cursor")
-    page = _reads(schema).list_entries(conn, user, after=after, hidden_sites=hidden_sites)
+    unread_only = False
+    if "unread" in values:
+        flag = _one(values, "unread")
+        if flag not in _FLAGS:
+            return _problem("invalid_unread", "unread is 1, true, 0, false or empty", "/unread")
+        unread_only = _FLAGS[flag]
+    page = _reads(schema).list_entries(
+        conn, user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
+    )
     return _json(
         200,
         {
@@ -325,14 +348,16 @@ def inbox_summary(
     *,
     if_none_match: str | None = None,
     hidden_sites: Sequence[str] = (),
+    site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
 ) -> Response:
-    """Answer the summary poll (H1): ``{"unread", "badge", "latest_at"}`` and its ``ETag``.
+    """Answer the summary poll of a site (H1): ``{"unread", "badge", "latest_at"}`` and its
+    ``ETag``, over the entries `inbox_list` lists for ``site``.
 
     ``unread`` is counted up to 100 and ``badge`` shows ``99+`` above 99. A poll whose
     ``If-None-Match`` names the current ``ETag`` gets ``304`` with no body.
     """
-    found = _reads(schema).summary(conn, user, hidden_sites=hidden_sites)
+    found = _reads(schema).summary(conn, user, hidden_sites=hidden_sites, site=site)
     etag = ("ETag", found.etag)
     if _matches(if_none_match, found.etag):
         return Response(status=304, headers=(etag, ("Cache-Control", "no-cache")))
@@ -347,7 +372,13 @@ def _entry_id(text: str) -> int | None:
 
 
 def inbox_read_one(
-    conn: Conn, user: str, entry: str, *, at: datetime | None = None, schema: str = DEFAULT_SCHEMA
+    conn: Conn,
+    user: str,
+    entry: str,
+    *,
+    at: datetime | None = None,
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
 ) -> Response:
     """Mark one of the person's entries read (H2): ``{"read": [ids read now]}``.
 
@@ -357,7 +388,7 @@ def inbox_read_one(
     entry_id = _entry_id(entry)
     if entry_id is None:
         return _problem("invalid_id", "an entry id is a positive integer", "/id")
-    read = _reads(schema).read(conn, user, ids=[entry_id], at=at)
+    read = _reads(schema).read(conn, user, ids=[entry_id], at=at, site=site)
     return _json(200, {"read": read})
 
 
@@ -385,9 +416,11 @@ def inbox_read(
     content_type: str | None,
     body: bytes,
     at: datetime | None = None,
+    site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
 ) -> Response:
-    """Mark the person's entries read (H2): all, or those matching every filter given.
+    """Mark the person's entries of ``site`` (and with no site) read (H2): all, or those
+    matching every filter given.
 
     The body is a JSON object with the optional members ``ids`` (entry ids), ``page`` (a
     page id) and ``categories`` (category keys); an empty body or ``{}`` reads all. Answers
@@ -416,17 +449,21 @@ def inbox_read(
     if "categories" in value and categories is None:
         return _problem("invalid_categories", "categories is a list of strings", "/categories")
     try:
-        read = _reads(schema).read(conn, user, ids=ids, page=page, categories=categories, at=at)
+        read = _reads(schema).read(
+            conn, user, ids=ids, page=page, categories=categories, at=at, site=site
+        )
     except InvalidInput as exc:
         return _problem(exc.code, exc.message, exc.pointer)
     return _json(200, {"read": read})
 
 
-def inbox_dismiss(conn: Conn, user: str, entry: str, *, schema: str = DEFAULT_SCHEMA) -> Response:
-    """Dismiss (delete) one of the person's entries (H2): ``204``, or ``404`` when they have
-    no such entry."""
+def inbox_dismiss(
+    conn: Conn, user: str, entry: str, *, site: str | None = None, schema: str = DEFAULT_SCHEMA
+) -> Response:
+    """Dismiss (delete) one of the person's entries of ``site`` (or with no site) (H2):
+    ``204``, or ``404`` when their inbox shows no such entry."""
     entry_id = _entry_id(entry)
     if entry_id is None:
         return _problem("invalid_id", "an entry id is a positive integer", "/id")
-    gone = _reads(schema).dismiss(conn, user, entry_id)
+    gone = _reads(schema).dismiss(conn, user, entry_id, site=site)
     return _bare(204) if gone else _json(404, {"error": {"code": "not_found"}})

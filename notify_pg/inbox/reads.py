@@ -26,6 +26,7 @@ from psycopg.types.json import Jsonb
 from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, categories_for
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
+from notify_core.inbox.ports import PageInfo
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
@@ -39,6 +40,7 @@ __all__ = [
     "ListedEntry",
     "comment_deleted",
     "emit",
+    "page_payload",
     "purge",
 ]
 
@@ -68,6 +70,7 @@ def emit(
     origin: str = "user",
     occurred_at: datetime | None = None,
     capture_watchers: sql.Composed | sql.SQL | None = None,
+    page_as_was: PageInfo | None = None,
     site_notifications: bool = True,
     schema: str = DEFAULT_SCHEMA,
 ) -> int | None:
@@ -78,7 +81,10 @@ def emit(
     event type that is not an activity, or an origin no category fires for (N6). A deletion
     hands ``capture_watchers``, a query of one text column (the page's watchers in the host's
     tables): the same INSERT stores its result, so the ids never pass through Python and the
-    watchers are those before the page and its watch rows go (N9).
+    watchers are those before the page and its watch rows go (N9). A deletion also hands
+    ``page_as_was``, the page as it was before it went (site, path, locale, title, tags):
+    the event carries it (`page_payload`), and the fan-out checks access and takes the
+    entries' snapshot from it, never from a page row the host may already have removed (N9).
 
     It never raises: a payload that cannot be encoded fails before anything is sent, and the
     INSERT runs inside the function ``inbox_emit`` whose exception block turns a failure into
@@ -99,7 +105,9 @@ def emit(
             "type": type,
             "origin": origin,
             "actor": actor,
-            "payload": Jsonb(dict(payload)),
+            "payload": Jsonb(
+                dict(payload) if page_as_was is None else {**payload, **page_payload(page_as_was)}
+            ),
             "occurred_at": occurred_at or _now(),
         }
         seam = _seam(schema)
@@ -116,6 +124,18 @@ def emit(
         _log.error("emit failed", extra={"fields": {"type": type, "error_type": "server"}})
         return None
     return int(row[0])
+
+
+def page_payload(page: PageInfo) -> dict[str, Any]:
+    """The members a deletion's outbox payload carries of its page as it was (N9): ``site``,
+    ``path``, ``locale``, ``title`` and ``tags`` (sorted), as ``page.created`` names them."""
+    return {
+        "site": page.site,
+        "path": page.path,
+        "locale": page.locale,
+        "title": page.title,
+        "tags": sorted(page.tags),
+    }
 
 
 @functools.cache
@@ -183,8 +203,10 @@ def _etag(unread: int, latest_at: datetime | None) -> str:
 class InboxReads:
     """The reads of one person's inbox (H1, H2), framework-neutral: values in, values out.
 
-    ``hidden_sites`` are the sites whose notifications are off: their entries are kept but
-    not shown (N5). Every call touches only the person's own rows.
+    ``site`` is the site whose inbox is asked: its entries and those with no site (``None``:
+    every site, as before inboxes were per site). ``hidden_sites`` are the sites whose
+    notifications are off: their entries are kept but not shown (N5). Every call touches only
+    the person's own rows, and only those the inbox shows (in-app), except a page view (H2).
     """
 
     def __init__(self, schema: str = DEFAULT_SCHEMA) -> None:
@@ -198,14 +220,19 @@ class InboxReads:
         after: tuple[datetime, int] | None = None,
         hidden_sites: Sequence[str] = (),
         limit: int = PAGE_SIZE,
+        site: str | None = None,
+        unread_only: bool = False,
     ) -> InboxPage:
-        """Return a page of the person's visible entries, newest first (``(updated_at, id)``)."""
+        """Return a page of the person's visible entries of ``site``, newest first
+        (``(updated_at, id)``); ``unread_only``: only those not read yet."""
         rows = self._seam.all(
             conn,
             "inbox_list",
             {
                 "user_id": user_id,
                 "hidden_sites": list(hidden_sites),
+                "site": site,
+                "unread_only": unread_only,
                 "before_at": after[0] if after else None,
                 "before_id": after[1] if after else None,
                 "limit": limit + 1,
@@ -219,10 +246,21 @@ class InboxReads:
         )
 
     def summary(
-        self, conn: Conn, user_id: str, *, hidden_sites: Sequence[str] = ()
+        self,
+        conn: Conn,
+        user_id: str,
+        *,
+        hidden_sites: Sequence[str] = (),
+        site: str | None = None,
     ) -> InboxSummary:
-        """Return the unread count (up to 100), the latest time and their ETag."""
-        params = {"user_id": user_id, "hidden_sites": list(hidden_sites), "cap": UNREAD_CAP}
+        """Return the unread count (up to 100), the latest time and their ETag, over the
+        visible entries of ``site`` (H1)."""
+        params = {
+            "user_id": user_id,
+            "hidden_sites": list(hidden_sites),
+            "site": site,
+            "cap": UNREAD_CAP,
+        }
         count = self._seam.one(conn, "inbox_unread_count", params)
         latest = self._seam.one(conn, "inbox_latest_at", params)
         unread = int(count[0]) if count else 0
@@ -238,10 +276,14 @@ class InboxReads:
         page: str | None = None,
         categories: Sequence[str] | None = None,
         at: datetime | None = None,
+        site: str | None = None,
+        views: bool = False,
     ) -> list[int]:
         """Mark the person's unread entries read: all, or those matching every filter given.
 
-        A pending email of an entry read is cancelled (``skipped``, E1). Returns the ids read.
+        Only entries the inbox shows, of ``site`` and with no site (``None``: every site);
+        ``views``: a page view, which reaches email-only entries too (H2). A pending email of
+        an entry read is cancelled (``skipped``, E1). Returns the ids read.
         """
         if categories is not None:
             for key in categories:
@@ -258,6 +300,8 @@ class InboxReads:
                 "ids": None if ids is None else list(ids),
                 "page_id": page,
                 "categories": None if categories is None else list(categories),
+                "site": site,
+                "views": views,
             },
         )
         return sorted(int(r[0]) for r in rows)
@@ -265,12 +309,15 @@ class InboxReads:
     def read_on_view(
         self, conn: Conn, user_id: str, page: str, *, talk: bool = False, at: datetime | None = None
     ) -> list[int]:
-        """Mark what viewing a page (or its talk tab) reads (H2)."""
-        return self.read(conn, user_id, page=page, categories=VIEW_READS[talk], at=at)
+        """Mark what viewing a page (or its talk tab) reads (H2), email-only entries included:
+        the person has seen the change, so a pending email is cancelled (E1)."""
+        return self.read(conn, user_id, page=page, categories=VIEW_READS[talk], at=at, views=True)
 
-    def dismiss(self, conn: Conn, user_id: str, entry_id: int) -> bool:
-        """Delete one of the person's entries; ``False`` when they have no such entry."""
-        return self._seam.run(conn, "inbox_dismiss", {"id": entry_id, "user_id": user_id}) > 0
+    def dismiss(self, conn: Conn, user_id: str, entry_id: int, *, site: str | None = None) -> bool:
+        """Delete one of the person's entries the inbox shows (of ``site`` or with no site);
+        ``False`` when they have no such entry (an email-only one is never dismissed, H2)."""
+        params = {"id": entry_id, "user_id": user_id, "site": site}
+        return self._seam.run(conn, "inbox_dismiss", params) > 0
 
 
 def _listed(row: tuple[Any, ...]) -> ListedEntry:

@@ -127,12 +127,15 @@ RETURNING e.id, e.user_id, e.category, e.group_key, e.count, e.in_app, e.email_s
           e.email_after, e.read_at, (e.xmax = 0) AS inserted;
 
 -- name: inbox_list
--- One page of a person's visible entries, newest first, after a keyset position (H1).
+-- One page of a person's visible entries, newest first, after a keyset position (H1): those of
+-- one site and those with no site (every site when site is NULL), optionally unread only.
 SELECT id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title, path,
        locale, excerpt, variants, count, in_app, email_state, read_at, created_at, updated_at
 FROM {schema}.inbox_entries
 WHERE user_id = %(user_id)s AND in_app
   AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]))
+  AND (site_id IS NULL OR %(site)s::text IS NULL OR site_id = %(site)s::text)
+  AND (read_at IS NULL OR NOT %(unread_only)s::boolean)
   AND (%(before_at)s::timestamptz IS NULL
        OR (updated_at, id) < (%(before_at)s::timestamptz, %(before_id)s::bigint))
 ORDER BY updated_at DESC, id DESC
@@ -144,6 +147,7 @@ SELECT count(*) FROM (
     SELECT 1 FROM {schema}.inbox_entries
     WHERE user_id = %(user_id)s AND read_at IS NULL AND in_app
       AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]))
+      AND (site_id IS NULL OR %(site)s::text IS NULL OR site_id = %(site)s::text)
     LIMIT %(cap)s
 ) AS capped;
 
@@ -151,23 +155,30 @@ SELECT count(*) FROM (
 -- The time of a person's latest visible entry (H1).
 SELECT max(updated_at) FROM {schema}.inbox_entries
 WHERE user_id = %(user_id)s AND in_app
-  AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]));
+  AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]))
+  AND (site_id IS NULL OR %(site)s::text IS NULL OR site_id = %(site)s::text);
 
 -- name: inbox_read
 -- Mark a person's unread in-app entries read, all or by filter; a pending email is cancelled.
+-- A page view (views) reaches email-only entries too (H2); a site limits the read to the
+-- entries of that site and those with no site.
 UPDATE {schema}.inbox_entries
 SET read_at = %(at)s,
     email_state = CASE WHEN email_state = 'pending' THEN 'skipped' ELSE email_state END,
     email_after = CASE WHEN email_state = 'pending' THEN NULL ELSE email_after END
-WHERE user_id = %(user_id)s AND read_at IS NULL AND in_app
+WHERE user_id = %(user_id)s AND read_at IS NULL AND (in_app OR %(views)s::boolean)
+  AND (site_id IS NULL OR %(site)s::text IS NULL OR site_id = %(site)s::text)
   AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s::bigint[]))
   AND (%(page_id)s::text IS NULL OR page_id = %(page_id)s)
   AND (%(categories)s::text[] IS NULL OR category = ANY(%(categories)s::text[]))
 RETURNING id;
 
 -- name: inbox_dismiss
--- Delete one of a person's entries (H2).
-DELETE FROM {schema}.inbox_entries WHERE id = %(id)s AND user_id = %(user_id)s;
+-- Delete one of a person's entries (H2): only one the inbox shows (an email-only entry is
+-- never reached by a dismissal); a site limits it to the entries of that site and of none.
+DELETE FROM {schema}.inbox_entries
+WHERE id = %(id)s AND user_id = %(user_id)s AND in_app
+  AND (site_id IS NULL OR %(site)s::text IS NULL OR site_id = %(site)s::text);
 
 -- name: inbox_purge_entries
 -- Delete up to a batch of entries last changed before the retention limit (H3), walking the

@@ -252,56 +252,65 @@ def test_h1_list_and_summary_over_http_with_etag_and_not_modified(
     wiki: ReferenceWiki, server: tuple[str, int]
 ) -> None:
     ana = {USER_HEADER: "ana"}
-    listed = call(server, "GET", "/notifications", headers=ana)
+    listed = call(server, "GET", "/sites/s1/notifications", headers=ana)
     assert listed.status == 200 and listed.headers["content-type"] == "application/json"
     entries = listed.json()["entries"]
     assert [e["category"] for e in entries] == ["mention", "mention", "watched_page"]
     assert listed.json()["next"] is None
-    summary = call(server, "GET", "/notifications/summary", headers=ana)
+    summary = call(server, "GET", "/sites/s1/notifications/summary", headers=ana)
     assert summary.json() == {"unread": 3, "badge": "3", "latest_at": "2026-11-30T09:00:02Z"}
     etag = summary.headers["etag"]
-    polled = call(server, "GET", "/notifications/summary", headers={**ana, "If-None-Match": etag})
+    polled = call(
+        server, "GET", "/sites/s1/notifications/summary", headers={**ana, "If-None-Match": etag}
+    )
     assert (polled.status, polled.body, polled.headers["etag"]) == (304, b"", etag)
     # Another person's summary is theirs; no header is no person.
     assert (
-        call(server, "GET", "/notifications/summary", headers={USER_HEADER: "bob"}).json()["unread"]
+        call(server, "GET", "/sites/s1/notifications/summary", headers={USER_HEADER: "bob"}).json()[
+            "unread"
+        ]
         == 0
     )
-    assert call(server, "GET", "/notifications/summary").status == 401
+    assert call(server, "GET", "/sites/s1/notifications/summary").status == 401
 
 
 def test_h2_read_and_dismiss_over_http(wiki: ReferenceWiki, server: tuple[str, int]) -> None:
     ana = {USER_HEADER: "ana"}
-    etag = call(server, "GET", "/notifications/summary", headers=ana).headers["etag"]
-    ids = [e["id"] for e in call(server, "GET", "/notifications", headers=ana).json()["entries"]]
-    one = call(server, "PUT", f"/notifications/{ids[0]}/read", b"", ana)
+    etag = call(server, "GET", "/sites/s1/notifications/summary", headers=ana).headers["etag"]
+    ids = [
+        e["id"]
+        for e in call(server, "GET", "/sites/s1/notifications", headers=ana).json()["entries"]
+    ]
+    one = call(server, "PUT", f"/sites/s1/notifications/{ids[0]}/read", b"", ana)
     assert (one.status, one.json()) == (200, {"read": [ids[0]]})
     # The read moved the summary: the old ETag gets a fresh answer.
-    polled = call(server, "GET", "/notifications/summary", headers={**ana, "If-None-Match": etag})
+    polled = call(
+        server, "GET", "/sites/s1/notifications/summary", headers={**ana, "If-None-Match": etag}
+    )
     assert polled.status == 200 and polled.json()["unread"] == 2
     by_filter = call(
         server,
         "PUT",
-        "/notifications/read",
+        "/sites/s1/notifications/read",
         json.dumps({"categories": ["watched_page"]}).encode(),
         {**ana, "Content-Type": "application/json"},
     )
     assert by_filter.json() == {"read": [ids[2]]}
-    assert call(server, "DELETE", f"/notifications/{ids[1]}", headers=ana).status == 204
-    assert call(server, "DELETE", f"/notifications/{ids[1]}", headers=ana).status == 404
-    left = call(server, "GET", "/notifications", headers=ana).json()["entries"]
+    assert call(server, "DELETE", f"/sites/s1/notifications/{ids[1]}", headers=ana).status == 204
+    assert call(server, "DELETE", f"/sites/s1/notifications/{ids[1]}", headers=ana).status == 404
+    left = call(server, "GET", "/sites/s1/notifications", headers=ana).json()["entries"]
     assert [(e["id"], e["read"]) for e in left] == [(ids[0], True), (ids[2], True)]
 
 
 def test_h2_bad_requests_get_clean_answers_over_http(server: tuple[str, int]) -> None:
     ana = {USER_HEADER: "ana"}
     cases = [
-        ("PUT", "/notifications/read", b"{not json", 400),
-        ("PUT", "/notifications/abc/read", b"", 400),
-        ("DELETE", "/notifications/-3", b"", 400),
-        ("GET", "/notifications?cursor=zzz", None, 400),
+        ("PUT", "/sites/s1/notifications/read", b"{not json", 400),
+        ("PUT", "/sites/s1/notifications/abc/read", b"", 400),
+        ("DELETE", "/sites/s1/notifications/-3", b"", 400),
+        ("GET", "/sites/s1/notifications?cursor=zzz", None, 400),
         ("GET", "/nowhere", None, 404),
-        ("POST", "/notifications/summary", b"", 405),
+        ("POST", "/sites/s1/notifications/summary", b"", 405),
         ("PUT", "/notifications/unsubscribe", None, 405),
     ]
     for method, target, body, status in cases:
@@ -376,9 +385,9 @@ def test_notify_serve_logs_each_request_as_text_and_counts_it_in_its_metrics(
         ana = {USER_HEADER: "ana"}
         requests = [
             ("POST", f"/notifications/unsubscribe?t={token}", b"List-Unsubscribe=One-Click", 200),
-            ("PUT", "/notifications/4242/read", b"", 200),
-            ("PUT", "/notifications/4343/read", b"", 200),
-            ("DELETE", "/notifications/4444", None, 404),
+            ("PUT", "/sites/s1/notifications/4242/read", b"", 200),
+            ("PUT", "/sites/s1/notifications/4343/read", b"", 200),
+            ("DELETE", "/sites/s1/notifications/4444", None, 404),
             ("GET", "/nowhere/4545", None, 404),
         ]
         for method, target, body, status in requests:
@@ -400,9 +409,9 @@ def test_notify_serve_logs_each_request_as_text_and_counts_it_in_its_metrics(
         routes.append((fields["method"], fields["route"], int(fields["status"])))
     assert routes == [
         ("POST", "/notifications/unsubscribe", 200),
-        ("PUT", "/notifications/<entry>/read", 200),
-        ("PUT", "/notifications/<entry>/read", 200),
-        ("DELETE", "/notifications/<entry>", 404),
+        ("PUT", "/sites/<site>/notifications/<entry>/read", 200),
+        ("PUT", "/sites/<site>/notifications/<entry>/read", 200),
+        ("DELETE", "/sites/<site>/notifications/<entry>", 404),
         ("GET", "unmatched", 404),
     ]
     for secret in (token, "ana", "4242", "4343", "4444", "4545"):
@@ -416,14 +425,14 @@ def test_notify_serve_logs_each_request_as_text_and_counts_it_in_its_metrics(
     )
     assert counted == {
         ("POST", "/notifications/unsubscribe", "200"): 1,
-        ("PUT", "/notifications/<entry>/read", "200"): 2,
-        ("DELETE", "/notifications/<entry>", "404"): 1,
+        ("PUT", "/sites/<site>/notifications/<entry>/read", "200"): 2,
+        ("DELETE", "/sites/<site>/notifications/<entry>", "404"): 1,
         ("GET", "unmatched", "404"): 1,
     }
     durations = by(
         samples, "notify_http_request_duration_seconds_count", "http_request_method", "http_route"
     )
-    assert durations[("PUT", "/notifications/<entry>/read")] == 2
+    assert durations[("PUT", "/sites/<site>/notifications/<entry>/read")] == 2
     assert sum(durations.values()) == len(requests)
     assert not any(secret in str(samples) for secret in (token, "ana", "4242"))
 
@@ -456,8 +465,10 @@ def test_h1_entries_of_a_site_switched_off_are_hidden_and_come_back(
         seen = []
         for on in (False, True):
             conn.execute("UPDATE host.wiki_sites SET notifications = %s", [on])
-            listed = call(base, "GET", "/notifications", headers=ana).json()["entries"]
-            unread = call(base, "GET", "/notifications/summary", headers=ana).json()["unread"]
+            listed = call(base, "GET", "/sites/s1/notifications", headers=ana).json()["entries"]
+            unread = call(base, "GET", "/sites/s1/notifications/summary", headers=ana).json()[
+                "unread"
+            ]
             seen.append((len(listed), unread))
         assert seen == [(0, 0), (3, 3)]
     finally:
