@@ -299,12 +299,16 @@ class InboxPipeline:
     def _site_off(
         self, event: Event, inbox: InboxEvent, candidates: Mapping[str, list[str]]
     ) -> list[InboxLine]:
+        # Only real candidates get a line: people an edited comment already mentioned are
+        # none (`fan_out` drops them too, with the site on), so they get no line here either.
+        previous = inbox.previous_mentions
         lines = [
             self._skip_line(
                 event, inbox, SkipDecision(person, CATEGORY_BY_KEY[key], InboxSkip.SITE_OFF)
             )
             for key, listed in candidates.items()
             for person in dict.fromkeys(listed)
+            if not (key == "mention" and person in previous)
         ]
         lines.sort(key=_LINE_ORDER)
         return lines

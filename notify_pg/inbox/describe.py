@@ -4,7 +4,8 @@ ids, page as it is now (or was, for a deletion), variant and the mentions before
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from notify_core.inbox.categories import Origin, event_variant
 from notify_core.inbox.fanout import InboxEvent
@@ -13,7 +14,7 @@ from notify_core.inbox.ports import CommentInfo, PageInfo
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.claims import Claimed
 
-__all__ = ["EventHost", "describe"]
+__all__ = ["EventHost", "describe", "page_as_was"]
 
 
 class EventHost(Protocol):
@@ -24,6 +25,22 @@ class EventHost(Protocol):
 
     def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
         """Return a comment, or ``None``."""
+
+
+def page_as_was(page: str, payload: Mapping[str, Any]) -> PageInfo | None:
+    """The page a deletion's payload carries as it was (N9, `notify_pg.inbox.reads.page_payload`),
+    or ``None`` when the host emitted it without (then its flagged row is read)."""
+    if "site" not in payload or "path" not in payload:
+        return None
+    return PageInfo(
+        id=page,
+        site=str(payload["site"]),
+        path=str(payload["path"]),
+        locale=str(payload.get("locale", "")),
+        title=str(payload.get("title", "")),
+        tags=strings(payload.get("tags")),
+        deleted=True,
+    )
 
 
 def describe(
@@ -59,14 +76,17 @@ def describe(
         return None
     ids["page"] = page_id
     page = host.inbox_page(conn, page_id)
+    if kind == "page.deleted":
+        if page is not None and not page.deleted:
+            dropped["page_exists"] += 1
+            return None  # page_exists: the delete failed after its emit
+        # N9: the page as it was comes with the event; the host's row (flagged, or gone
+        # altogether) is read only for an event emitted without it.
+        page = page_as_was(page_id, p) or page
     if page is None:
         dropped["unknown_page"] += 1
         return None
-    if kind == "page.deleted":
-        if not page.deleted:
-            dropped["page_exists"] += 1
-            return None  # page_exists: the delete failed after its emit
-    elif kind in ("page.edited", "page.renamed"):
+    if kind in ("page.edited", "page.renamed"):
         page = page_after(page, event)
     inbox = InboxEvent(
         id=str(claimed.id),

@@ -222,7 +222,14 @@ class WikiLoader:
     def _page_changed(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
         page = str(p["page"])
         if event.type == "page.deleted":
-            self._emit(conn, event, p, capture_watchers=self.wiki.watchers_query(page))
+            # The emit carries the page as it was (N9): the fan-out never reads it back.
+            self._emit(
+                conn,
+                event,
+                p,
+                capture_watchers=self.wiki.watchers_query(page),
+                page_as_was=self.wiki.inbox_page(conn, page),
+            )
             self.wiki.delete_page(conn, page)
             return
         self._host.run(
