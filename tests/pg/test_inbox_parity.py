@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from click.testing import CliRunner
 from pgworld import HOST_SCHEMA, SCHEMA
 
@@ -28,6 +29,13 @@ from notify_pg.reference_host.wiki_load import WikiLoader
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG = ROOT / "examples" / "wiki-week.jsonl"
+#: Issue 25's scenario: two sites, a person deactivated and one removed from the group that
+#: lets them read 30 s after an edit, a deny rule after another, a deletion, views of
+#: email-only entries, inbox reads and dismissals that must not reach them, deleted comments,
+#: a comment edit on a switched-off site (E4, N9, H1, H2, N1, N5).
+SCENARIO = ROOT / "tests" / "inbox" / "sites_and_send_time.jsonl"
+#: Each log with the least entry lines and mails it must give (it exercises the inbox).
+LOGS = [pytest.param(LOG, 200, 20, id="wiki-week"), pytest.param(SCENARIO, 12, 5, id="scenario")]
 
 Line = tuple[Any, ...]
 
@@ -67,15 +75,21 @@ def replay_entries(log: Path) -> list[Line]:
     return out
 
 
+@pytest.mark.parametrize(("source", "least", "_mails"), LOGS)
 def test_n10_the_wiki_week_gives_the_same_entries_in_a_replay_and_on_postgresql(
-    tmp_path: Path, db_dsn: str, conn: psycopg.Connection[Any]
+    tmp_path: Path,
+    db_dsn: str,
+    conn: psycopg.Connection[Any],
+    source: Path,
+    least: int,
+    _mails: int,
 ) -> None:
     """N1-N12 and H2 on both stores: every entry decision of the log, in order, is equal."""
-    log = tmp_path / "wiki-week-no-mail.jsonl"
-    lines = without_mail(LOG.read_text().splitlines())
+    log = tmp_path / "no-mail.jsonl"
+    lines = without_mail(source.read_text().splitlines())
     log.write_text("\n".join(lines) + "\n")
     expected = replay_entries(log)
-    assert len(expected) > 200  # the log exercises the inbox
+    assert len(expected) > least  # the log exercises the inbox
 
     wiki = ReferenceWiki(HOST_SCHEMA)
     loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)
@@ -145,20 +159,27 @@ def replay_lines(log: Path) -> tuple[list[Line], list[Line]]:
     return entries, mails
 
 
+@pytest.mark.parametrize(("source", "_least", "least_mails"), LOGS)
 def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postgresql(
-    db_dsn: str, conn: psycopg.Connection[Any]
+    db_dsn: str,
+    conn: psycopg.Connection[Any],
+    source: Path,
+    _least: int,
+    least_mails: int,
 ) -> None:
     """E4-E5 on both stores: with mail configured, the PostgreSQL drain (run by the worker's
     clock at each instant it wakes, sending to an SMTP server on loopback) sends the replay's
-    mails at the replay's instants, skips what it skips, and every entry decision is equal."""
+    mails at the replay's instants, skips what it skips (E4 with the person checked again at
+    the drain: ``inactive``, ``no_access``), every entry decision is equal, and at the end
+    every person's inbox of every site lists the same entries (H1)."""
     from mailpg import Clock, drain, smtp_server
 
     from notify_core.inbox.drain import MailPlan
     from notify_core.instants import format_instant
     from notify_pg.mail.drain import MailRound
 
-    expected_entries, expected_mails = replay_lines(LOG)
-    assert sum(1 for m in expected_mails if m[3] == "send") > 20
+    expected_entries, expected_mails = replay_lines(source)
+    assert sum(1 for m in expected_mails if m[3] == "send") > least_mails
     server = smtp_server()
     handler, port = next(server)
     try:
@@ -186,7 +207,7 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
                 )
             )
 
-        events = [parse_event(json.loads(text)) for text in LOG.read_text().splitlines()]
+        events = [parse_event(json.loads(text)) for text in source.read_text().splitlines()]
         clock = Clock(events[0].occurred_at)
         mail_round = MailRound(drain(port, clock, on_done=record), poll=timedelta(days=30))
 
@@ -236,3 +257,54 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
 
     assert sorted(mails, key=order) == sorted(expected_mails, key=order)
     assert len(handler.received) == sum(1 for m in expected_mails if m[3] == "send")
+    same_inboxes(source, conn, wiki, loader)
+
+
+def same_inboxes(
+    source: Path, conn: psycopg.Connection[Any], wiki: ReferenceWiki, loader: WikiLoader
+) -> None:
+    """H1 on both stores: the inbox of every site, of every person with entries (all and
+    unread only), and its unread count, as the replay's twin and PostgreSQL answer them."""
+    from notify_core.inbox.memory import EntryMemory, WikiMemory
+    from notify_core.inbox.view import inbox_list, inbox_summary
+    from notify_core.replay import Replay
+    from notify_pg.inbox.reads import InboxReads
+
+    run = Replay()
+    for _ in run.run(source.read_text().splitlines()):
+        pass
+    store, facts = run.inbox.entries, run.inbox.wiki
+    assert isinstance(store, EntryMemory) and isinstance(facts, WikiMemory)
+    people = sorted({e.person for e in store.entries.values()})
+    sites = sorted({str(e.target.site) for e in store.entries.values() if e.target.site})
+    hidden = wiki.sites_off(conn)
+    assert sorted(s for s in sites if not (info := facts.site(s)) or not info.notifications) == (
+        sorted(s for s in hidden if s in sites)
+    )
+    reads = InboxReads(SCHEMA)
+    for person in people:
+        for site in sites:
+            for unread_only in (False, True):
+                mine = inbox_list(
+                    store.entries_of(person),
+                    site=site,
+                    hidden_sites=hidden,
+                    unread_only=unread_only,
+                    limit=10_000,
+                ).entries
+                theirs = reads.list_entries(
+                    conn,
+                    person,
+                    site=site,
+                    hidden_sites=hidden,
+                    unread_only=unread_only,
+                    limit=10_000,
+                ).entries
+                assert [e.id for e in mine] == [loader.name_of(e.id) for e in theirs], (
+                    person,
+                    site,
+                    unread_only,
+                )
+            count = inbox_summary(store.entries_of(person), site=site, hidden_sites=hidden)
+            summary = reads.summary(conn, person, site=site, hidden_sites=hidden)
+            assert (count.unread, count.latest_at) == (summary.unread, summary.latest_at)
