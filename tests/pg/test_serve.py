@@ -302,6 +302,33 @@ def test_h2_read_and_dismiss_over_http(wiki: ReferenceWiki, server: tuple[str, i
     assert [(e["id"], e["read"]) for e in left] == [(ids[0], True), (ids[2], True)]
 
 
+def test_h1_the_inbox_of_a_site_over_http_with_the_unread_filter(
+    wiki: ReferenceWiki, server: tuple[str, int]
+) -> None:
+    """H1: the site is in the path; another site's inbox lists none of s1's entries; unread=1
+    lists only unread entries; a bad flag is a clean 400."""
+    ana = {USER_HEADER: "ana"}
+    assert call(server, "GET", "/sites/s2/notifications", headers=ana).json()["entries"] == []
+    other = call(server, "GET", "/sites/s2/notifications/summary", headers=ana).json()
+    assert other == {"unread": 0, "badge": "0", "latest_at": None}
+    ids = [
+        e["id"]
+        for e in call(server, "GET", "/sites/s1/notifications", headers=ana).json()["entries"]
+    ]
+    # A read or dismissal through s2's inbox does not reach s1's entries.
+    assert call(server, "PUT", f"/sites/s2/notifications/{ids[0]}/read", b"", ana).json() == {
+        "read": []
+    }
+    assert call(server, "DELETE", f"/sites/s2/notifications/{ids[0]}", headers=ana).status == 404
+    assert call(server, "PUT", f"/sites/s1/notifications/{ids[0]}/read", b"", ana).status == 200
+    unread = call(server, "GET", "/sites/s1/notifications?unread=1", headers=ana).json()
+    assert [e["id"] for e in unread["entries"]] == ids[1:]
+    everything = call(server, "GET", "/sites/s1/notifications?unread=0", headers=ana).json()
+    assert [e["id"] for e in everything["entries"]] == ids
+    bad = call(server, "GET", "/sites/s1/notifications?unread=maybe", headers=ana)
+    assert bad.status == 400 and bad.json()["error"]["code"] == "invalid_unread"
+
+
 def test_h2_bad_requests_get_clean_answers_over_http(server: tuple[str, int]) -> None:
     ana = {USER_HEADER: "ana"}
     cases = [
