@@ -1,11 +1,13 @@
 """Mail of notify_pg (seed 004): the drain, SMTP with DKIM, the secret and unsubscribe.
 
 - `notify_pg.mail.drain`: the round that sends the mails that are due;
+- `notify_pg.mail.rounds`: the drain as a round of a worker's loop;
 - `notify_pg.mail.smtp`: the message, the SMTP client and DKIM signing;
 - `notify_pg.mail.secret`: the instance's unsubscribe secret;
 - `notify_pg.mail.unsubscribe`: what a valid one-click token changes, audited.
 
-It imports `notify_pg.inbox` (the preferences an unsubscribe writes) and `notify_pg.db`.
+It imports `notify_pg.inbox` (the preferences an unsubscribe writes), `notify_pg.rounds` and
+`notify_pg.db`.
 """
 
 __all__: list[str] = []
