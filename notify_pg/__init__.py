@@ -12,7 +12,6 @@ or ``notify db migrate``). Its wings, each importing only the ones below it:
 - `notify_pg.inbox`: the inbox (the fan-out round, reads);
 - `notify_pg.mail`: mail (the drain, SMTP with DKIM, the secret, unsubscribe);
 - `notify_pg.http`: framework-neutral HTTP handlers and the reference app;
-- `notify_pg.worker`: the worker's loop built from options (`build_worker`);
 - `notify_pg.worker`: a worker process's loop built from options (`build_worker`);
 - `notify_pg.ops`: metrics and the status query;
 - `notify_pg.reference_host`: a small host schema with its adapter, for tests and the demo.
