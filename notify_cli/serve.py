@@ -94,9 +94,10 @@ def serve(
     (and scope=all to stop all email) turns email off for the token's categories: 200 with no
     body, 400 with no body for an invalid token. GET on the same URL changes nothing and
     redirects (303) to --unsubscribe-page; GET /notifications/unsubscribe/info?t=TOKEN names
-    the token's categories. The inbox routes (GET /notifications, GET /notifications/summary,
-    PUT /notifications/read, PUT /notifications/ID/read, DELETE /notifications/ID) act for
-    the person named by the X-Notify-User header: put a proxy that authenticates in front;
+    the token's categories. The inbox routes, one inbox per site (GET
+    /sites/SITE/notifications?unread=1, GET .../summary, PUT .../read, PUT .../ID/read,
+    DELETE .../ID under /sites/SITE/notifications) act for the person named by the
+    X-Notify-User header: put a proxy that authenticates in front;
     with --host-schema the entries of the reference wiki's sites switched off are hidden.
     The schema must be migrated (notify db migrate). Each request logs one line (method,
     route template, status, duration). With --metrics-port the requests (by route and

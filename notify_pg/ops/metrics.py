@@ -188,8 +188,8 @@ REQUEST_BOUNDS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 
 class HttpMetrics:
     """Per-request metrics of ``notify serve`` (`notify_pg.http.app.ReferenceApp`'s
     ``on_request`` hook): requests by method, route template and status, and their durations
-    by method and route. The route is the template (``/notifications/<entry>/read``, or
-    ``unmatched``), never the path as sent.
+    by method and route. The route is the template
+    (``/sites/<site>/notifications/<entry>/read``, or ``unmatched``), never the path as sent.
 
     Args:
         meter: where the instruments are created (`Metrics.meter`).
