@@ -760,7 +760,8 @@ def supersession_gaps(
     Seed 002 Check 4.1 (a gap within the bound reads as a supersession) and Check 4.2 (a gap
     beyond it is marked ambiguous: the same records come from an atomic supersession and from
     a delete followed by a later set). The deployment declares the bound (Capability
-    requirement 5); the PostgreSQL store declares zero (`notify_pg.stores.records.SUPERSESSION_GAP_BOUND`).
+    requirement 5); the PostgreSQL store declares zero
+    (`notify_pg.stores.records.SUPERSESSION_GAP_BOUND`).
 
     Args:
         history: one principal's records in recording order (`PreferenceStore.history`).
