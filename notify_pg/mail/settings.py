@@ -56,6 +56,7 @@ __all__ = [
     "change_preferences",
     "change_settings",
     "instance_settings",
+    "lock_retention",
     "preferences",
 ]
 
@@ -116,6 +117,16 @@ class AuditRow:
             "before": dict(self.before),
             "after": dict(self.after),
         }
+
+
+def lock_retention(conn: Conn, schema: str = DEFAULT_SCHEMA) -> None:
+    """Take H2a's lock for the rest of the caller's transaction.
+
+    Every write that H2a weighs takes it before it reads what the check needs: a change of
+    ``retention_days`` and a change of someone's schedule. A host that writes either itself
+    (as the reference host's log loader does) takes it too.
+    """
+    Seam("notify_pg", schema).one(conn, "admin_lock_retention")
 
 
 def _state(conn: Conn, host: AdminHostPorts, person: str, schema: str) -> PreferenceState:

@@ -414,3 +414,35 @@ def test_u3_a_token_of_a_forgotten_person_is_invalid_and_writes_nothing(
     # The digest is keyed with the secret: the id itself is not stored.
     stored = conn.execute(f"SELECT digest FROM {SCHEMA}.forgotten_people").fetchall()
     assert len(stored) == 1 and b"ana" not in stored[0][0]
+
+
+def test_h2a_the_loader_on_postgresql_refuses_what_a_replay_refuses(conn: Conn) -> None:
+    """The reference host's log loader (the PostgreSQL side of the replay parity) writes
+    settings and schedules as a host would: a retention under 2 days while someone has an
+    hourly schedule is the replay's bad line, and changes nothing."""
+    from inbox_log import WikiLog
+
+    from notify_core.events import EventError, parse_event
+    from notify_pg.reference_host.wiki_load import WikiLoader
+
+    wiki = ReferenceWiki(HOST_SCHEMA)
+    loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)
+    log = WikiLog().user("ana", email_schedule="hourly").user("ben")
+    log.tick().add("notifications.settings", {"retention_days": 1})
+    events = [parse_event(json.loads(line)) for line in log.lines()]
+    for event in events[:-1]:
+        loader.feed(conn, event)
+    with pytest.raises(EventError) as info:
+        loader.feed(conn, events[-1])
+    assert (info.value.code, info.value.pointer) == ("invalid_retention", "/payload/retention_days")
+    assert wiki.inbox_retention_days(conn) == 60
+    log.tick().add("user.updated", {"user": "ana", "email_schedule": "immediate"})
+    log.tick().add("notifications.settings", {"retention_days": 1})
+    log.tick().add("user.updated", {"user": "ben", "email_schedule": "daily", "daily_hour": 3})
+    events = [parse_event(json.loads(line)) for line in log.lines()]
+    loader.feed(conn, events[-3])
+    loader.feed(conn, events[-2])
+    with pytest.raises(EventError) as info:
+        loader.feed(conn, events[-1])
+    assert (info.value.code, info.value.pointer) == ("invalid_retention", "/payload/email_schedule")
+    assert wiki.inbox_users(conn, ["ben"])["ben"].email_schedule == "immediate"
