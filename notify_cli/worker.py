@@ -301,6 +301,9 @@ def worker(
             # Cursors first: a partition count that cannot be taken now is refused before any
             # round, with the positions named (PartitionError), not retried in the loop.
             work.prepare()
+            from notify_pg.ops.status import warn_plain_http  # there: the pg extra is in
+
+            warn_plain_http(connect, wiki, log)
             if once:
                 # A signal ends --once after the round in progress, too.
                 while not stop.is_set() and work.run_once(stop=stop):

@@ -446,3 +446,31 @@ def test_h2a_the_loader_on_postgresql_refuses_what_a_replay_refuses(conn: Conn) 
         loader.feed(conn, events[-1])
     assert (info.value.code, info.value.pointer) == ("invalid_retention", "/payload/email_schedule")
     assert wiki.inbox_users(conn, ["ben"])["ben"].email_schedule == "immediate"
+
+
+def test_e6_a_site_over_plain_http_is_one_warning_in_db_status_and_at_the_worker_start(
+    conn: Conn, wiki: ReferenceWiki, db_dsn: str
+) -> None:
+    """Seed 004 section 12.2: mailbox providers ignore one-click unsubscribe over http."""
+    from click.testing import CliRunner
+
+    from notify_cli.main import cli
+
+    runner = CliRunner()
+    status = ["db", "status", "--dsn", db_dsn, "--host-schema", HOST_SCHEMA]
+    clean = runner.invoke(cli, status)
+    assert clean.exit_code == 0 and "warnings" not in json.loads(clean.stdout)
+    assert "warning" not in clean.stderr
+    wiki.add_site(conn, "s2", host="old.example")
+    conn.execute(f"UPDATE {HOST_SCHEMA}.wiki_sites SET https = false WHERE id IN ('s1', 's2')")
+    result = runner.invoke(cli, status)
+    assert result.exit_code == 0
+    (warning,) = json.loads(result.stdout)["warnings"]
+    assert (warning["code"], warning["sites"]) == ("plain_http", ["s1", "s2"])
+    assert "one-click unsubscribe" in warning["message"]
+    assert result.stderr.count("warning:") == 1 and "s1, s2" in result.stderr
+    worker = runner.invoke(cli, ["worker", "--dsn", db_dsn, "--host-schema", HOST_SCHEMA, "--once"])
+    assert worker.exit_code == 0, worker.output
+    lines = [json.loads(x) for x in worker.stderr.splitlines() if x.startswith("{")]
+    (warned,) = [x for x in lines if x["msg"] == "plain http"]
+    assert warned["level"].lower().startswith("warn") and warned["sites"] == ["s1", "s2"]
