@@ -474,3 +474,34 @@ def test_e6_a_site_over_plain_http_is_one_warning_in_db_status_and_at_the_worker
     lines = [json.loads(x) for x in worker.stderr.splitlines() if x.startswith("{")]
     (warned,) = [x for x in lines if x["msg"] == "plain http"]
     assert warned["level"].lower().startswith("warn") and warned["sites"] == ["s1", "s2"]
+
+
+def test_h2_notify_records_inbox_audit_lists_the_changes(
+    conn: Conn, wiki: ReferenceWiki, db_dsn: str
+) -> None:
+    from click.testing import CliRunner
+
+    from notify_cli.main import cli
+
+    body(patch_prefs(conn, wiki, {"categories": {"mention": {"email": False}}}))
+    body(patch_settings(conn, wiki, {"email_delay_s": 60}))
+    runner = CliRunner()
+    base = ["records", "inbox-audit", "--dsn", db_dsn]
+    listed = runner.invoke(cli, [*base, "--json"])
+    assert listed.exit_code == 0, listed.output
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(r["actor"], r["kind"], r["subject"]) for r in rows] == [
+        ("ana", "preferences", "ana"),
+        ("root", "settings", "instance"),
+    ]
+    assert rows[1]["before"] == {"email_delay_s": 180}
+    assert rows[1]["after"] == {"email_delay_s": 60}
+    assert rows[0]["at"] == "2026-11-30T09:00:00Z"
+    only = runner.invoke(cli, [*base, "--json", "--instance"])
+    assert [json.loads(x)["subject"] for x in only.stdout.splitlines()] == ["instance"]
+    ana = runner.invoke(cli, [*base, "--json", "--person", "ana"])
+    assert [json.loads(x)["subject"] for x in ana.stdout.splitlines()] == ["ana"]
+    table = runner.invoke(cli, base)
+    assert table.exit_code == 0 and "instance" in table.stdout and "email_delay_s" in table.stdout
+    bad = runner.invoke(cli, [*base, "--person", "ana", "--instance"])
+    assert bad.exit_code == 2 and "exclude" in bad.output
