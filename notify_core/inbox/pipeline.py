@@ -7,14 +7,10 @@ are those before the event, with the event's own change of the page laid over th
 is checked against the new path, a deletion against the page as it was and its watchers at
 the moment of the delete, N8, N9); the event is recorded afterwards.
 
-Email: entries get their state (``pending`` with ``email_after``), and `InboxPipeline.drain`
-is the drain of this path: at an instant it takes every pending entry due (E4, planned by
-`notify_core.inbox.drain.plan_mails`) and marks it ``sent`` or ``skipped`` (in a replay a
-send never fails; on PostgreSQL `notify_pg.mail.drain` sends over SMTP, E5, and
-`notify_core.mail.compose_mail` is the mail, E6). ``email_after`` comes from the callable
-handed in: by default
-`scheduled_email_after`, which is `notify_core.mail.email_after_for` (E2) with the person's
-schedule and zones; a change of a person's schedule moves their pending entries (E3).
+Email: entries get their state (``pending`` with ``email_after``); `InboxPipeline.drain` is
+the drain (E4: due entries' mails, sent or skipped; on PostgreSQL `notify_pg.mail.drain`, E5).
+``email_after``: by default `scheduled_email_after` (`notify_core.mail.email_after_for`, E2,
+with the person's schedule and zones); a schedule change moves pending entries (E3).
 """
 
 from __future__ import annotations
