@@ -401,7 +401,7 @@ def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> h
         return _unauthorized()
     assert app.admin_host is not None
     with app.pool.connection() as conn:
-        if request.method == "GET":
+        if request.method in ("GET", "HEAD"):  # Werkzeug adds HEAD to a GET rule
             return http.settings_get(conn, app.admin_host)
         return http.settings_patch(
             conn,

@@ -59,13 +59,14 @@ DELETE FROM {schema}.inbox_audit WHERE user_id = %(user_id)s
 
 -- name: forget_remember
 -- Keep a keyed digest of the forgotten person, so that an old unsubscribe token of theirs is
--- invalid (U3); nothing while no secret exists (no token was ever signed).
+-- invalid (U3); nothing while no secret exists (no token was ever signed). user_key is the
+-- id's UTF-8 bytes.
 INSERT INTO {schema}.forgotten_people (digest)
-SELECT sha256(secret || convert_to(%(user_id)s, 'UTF8')) FROM {schema}.unsubscribe_secret WHERE id
+SELECT sha256(secret || %(user_key)s) FROM {schema}.unsubscribe_secret WHERE id
 ON CONFLICT (digest) DO NOTHING
 
 -- name: forgotten_check
 -- Whether the person was forgotten (forget_remember).
 SELECT EXISTS (
     SELECT 1 FROM {schema}.forgotten_people f, {schema}.unsubscribe_secret s
-    WHERE s.id AND f.digest = sha256(s.secret || convert_to(%(user_id)s, 'UTF8')))
+    WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s))

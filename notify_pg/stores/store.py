@@ -95,7 +95,7 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
         # First: a one-click unsubscribe of the person running now finishes before the rows
         # go, and one that waits finds the person forgotten.
         seam.one(conn, "forget_lock_person", params)
-        seam.run(conn, "forget_remember", params)
+        seam.run(conn, "forget_remember", {"user_key": user_id.encode("utf-8")})
         seam.run(conn, "forget_preferences", params)
         seam.run(conn, "forget_quiet_hours", params)
         seam.run(conn, "forget_quiet_hours_idempotency", params)
@@ -119,5 +119,6 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
 def forgotten(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> bool:
     """Tell whether `forget_person` erased this person (an unsubscribe token of theirs is
     invalid, U3)."""
-    row = Seam("notify_pg", schema).one(conn, "forgotten_check", {"user_id": user_id})
+    params = {"user_key": user_id.encode("utf-8")}
+    row = Seam("notify_pg", schema).one(conn, "forgotten_check", params)
     return bool(row is not None and row[0])
