@@ -308,6 +308,9 @@ def worker(
             # Cursors first: a partition count that cannot be taken now is refused before any
             # round, with the positions named (PartitionError), not retried in the loop.
             built.prepare()
+            from notify_pg.ops.status import warn_plain_http  # there: the pg extra is in
+
+            warn_plain_http(connect, wiki, log)
             if once:
                 # A signal ends --once after the round in progress, too.
                 built.run_until_idle(stop)
