@@ -139,10 +139,10 @@ def _logging(level: str, log_format: str = "json") -> None:
 @click.option(
     "--mail-batch",
     type=click.IntRange(1, 1000),
-    default=100,
-    show_default=True,
+    default=None,
     metavar="N",
-    help="People whose due mails one drain round claims (1 to 1000).",
+    help="People whose due mails one drain round claims (1 to 1000; default: the instance's "
+    "mail batch size, which an administrator changes over HTTP, else 100).",
 )
 @click.option(
     "--mail-poll",
@@ -200,7 +200,7 @@ def worker(
     dkim_key_file: str | None,
     dkim_selector: str | None,
     dkim_domain: str | None,
-    mail_batch: int,
+    mail_batch: int | None,
     mail_poll: float,
     purge_every: float,
     inbox_host: str | None,
@@ -455,7 +455,7 @@ def _mail_options(
     mail_from: str | None,
     dkim_key: Any,
     *,
-    batch: int,
+    batch: int | None,
     poll: timedelta,
 ) -> Any:
     """The mail drain's options (`notify_pg.worker.build.MailOptions`); a bad option is one
