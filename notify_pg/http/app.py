@@ -454,7 +454,10 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
-    """Return a threaded HTTP server for ``app`` bound to ``host:port`` (0: a free port).
+    """Return Werkzeug's threaded development server for ``app`` on ``host:port`` (0: free).
+
+    For tests and local trials only: it reads bodies on its request threads without a
+    deadline. ``notify serve`` serves with `notify_pg.http.server` (uvicorn) instead.
 
     ``server.serve_forever()`` serves until ``server.shutdown()`` from another thread.
 
