@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from typing import Any, Final
+from urllib.parse import parse_qs
 
 import attrs
 import uvicorn
@@ -212,8 +213,6 @@ class AsgiApp:
             return person_of(header)
         if not self.demo:
             return None
-        from urllib.parse import parse_qs
-
         try:
             values = parse_qs(scope.get("query_string", b"").decode("utf-8"), errors="strict")
         except (UnicodeDecodeError, ValueError):

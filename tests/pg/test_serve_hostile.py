@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -233,3 +235,28 @@ def test_json_problem_answers_keep_their_shape_over_the_server(db_dsn: str, conn
         status, answer = raw(served.port, request("GET", "/notifications/summary", headers=ANA))
         assert status == 200 and b"etag: " in answer.lower()
         assert json.loads(answer.partition(b"\r\n\r\n")[2])["unread"] == 0
+
+
+def test_notify_serve_with_two_workers_answers_and_stops_on_sigterm(db_dsn: str) -> None:
+    """`--workers 2 --threads 2`: two forked processes on one socket answer, and SIGTERM
+    reaches both (exit 0)."""
+    args = ["serve", "--port", "0", "--schema", SCHEMA, "--workers", "2", "--threads", "2"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notify_cli", *args],
+        env={**os.environ, "NOTIFY_DSN": db_dsn},
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = json.loads(proc.stderr.readline())
+        assert (line["msg"], line["workers"]) == ("listening", 2)
+        summary = request("GET", "/notifications/summary", headers=ANA)
+        for _ in range(6):
+            assert raw(int(line["port"]), summary)[0] == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
