@@ -4,6 +4,7 @@ would break says so here; and .ci/run runs exactly the README's test command."""
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import re
 import tomllib
@@ -13,6 +14,7 @@ from types import ModuleType
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@functools.cache  # once: nox registers each session as the file runs
 def noxfile() -> ModuleType:
     spec = importlib.util.spec_from_file_location("noxfile", ROOT / "noxfile.py")
     assert spec is not None and spec.loader is not None
