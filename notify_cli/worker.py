@@ -29,6 +29,7 @@ from notify_cli.options import (
     log_format_option,
     log_level_option,
     metrics_host_option,
+    read_bounded,
     read_policy,
     schema_option,
 )
@@ -139,10 +140,10 @@ def _logging(level: str, log_format: str = "json") -> None:
 @click.option(
     "--mail-batch",
     type=click.IntRange(1, 1000),
-    default=100,
-    show_default=True,
+    default=None,
     metavar="N",
-    help="People whose due mails one drain round claims (1 to 1000).",
+    help="People whose due mails one drain round claims (1 to 1000; default: the instance's "
+    "mail batch size, which an administrator changes over HTTP, else 100).",
 )
 @click.option(
     "--mail-poll",
@@ -200,7 +201,7 @@ def worker(
     dkim_key_file: str | None,
     dkim_selector: str | None,
     dkim_domain: str | None,
-    mail_batch: int,
+    mail_batch: int | None,
     mail_poll: float,
     purge_every: float,
     inbox_host: str | None,
@@ -308,6 +309,9 @@ def worker(
             # Cursors first: a partition count that cannot be taken now is refused before any
             # round, with the positions named (PartitionError), not retried in the loop.
             built.prepare()
+            from notify_pg.ops.status import warn_plain_http  # there: the pg extra is in
+
+            warn_plain_http(connect, wiki, log)
             if once:
                 # A signal ends --once after the round in progress, too.
                 built.run_until_idle(stop)
@@ -430,11 +434,7 @@ def _dkim(
         domain = (mail_from or "").rpartition("@")[2]
         if not domain:
             raise BadInput("--dkim-key needs --dkim-domain (or a --mail-from with a domain)")
-    try:
-        with open(key_file, "rb") as handle:
-            private_key = handle.read()
-    except OSError as exc:
-        raise BadInput(f"--dkim-key {key_file}: cannot read it ({exc.strerror})") from None
+    private_key = read_bounded(key_file, "--dkim-key")  # bounded: /dev/zero never ends
     try:
         key = DkimKey(selector=selector, domain=domain, private_key=private_key)
         key.sign(b"From: a@" + domain.encode() + b"\r\nSubject: t\r\n\r\nt\r\n")
@@ -452,7 +452,7 @@ def _mail_options(
     mail_from: str | None,
     dkim_key: Any,
     *,
-    batch: int,
+    batch: int | None,
     poll: timedelta,
 ) -> Any:
     """The mail drain's options (`notify_pg.worker.build.MailOptions`); a bad option is one

@@ -56,7 +56,7 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.quiet_hours import QuietHoursRepository
 from notify_pg.stores.records import PreferenceRecordRepository
 from notify_pg.stores.registrations import PushRegistration, Registration, RegistrationRepository
-from notify_pg.stores.store import NotifyStore, forget_person
+from notify_pg.stores.store import NotifyStore, forget_person, forgotten
 from notify_pg.stores.values import (
     PutResult,
     QuietFacts,
@@ -118,6 +118,7 @@ __all__ = [
     "WorkerStats",
     "device_pending",
     "forget_person",
+    "forgotten",
     "migrate",
     "migrations",
     "payload_size",

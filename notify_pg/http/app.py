@@ -1,17 +1,17 @@
 """A small reference web app over the HTTP handlers of `notify_pg.http.handlers` (``notify serve``).
 
-A WSGI app on Werkzeug with a `psycopg_pool` connection pool (the ``serve`` extra). It is a
+A WSGI app on Werkzeug with a `notify_pg.db.pool.FastPool` (the ``serve`` extra). It is a
 reference, for the demo and for tests that send real HTTP: a host mounts the handlers of
 `notify_pg.http.handlers` in its own framework behind its own authentication. Here the person of the
 inbox routes is whatever the ``X-Notify-User`` header says (`USER_HEADER`): put a proxy that
 authenticates and sets it in front, never expose these routes as they are.
 
 Routes (`build_app` makes them; `ReferenceApp.route` adds more; handlers of
-`notify_pg.http.handlers`):
+`notify_pg.http.handlers` and ``notify_pg.http.admin``):
 
-==========  =========================================  =========================================
+==========  =========================================  ==========================================
 method      path                                       handler
-==========  =========================================  =========================================
+==========  =========================================  ==========================================
 POST        /notifications/unsubscribe?t=TOKEN         ``unsubscribe_post`` (U3)
 GET         /notifications/unsubscribe?t=TOKEN         ``unsubscribe_get`` (U4)
 GET         /notifications/unsubscribe/info?t=         ``unsubscribe_info`` (U4)
@@ -21,10 +21,22 @@ PUT         /sites/SITE/notifications/read             ``inbox_read`` (H2)
 PUT         /sites/SITE/notifications/ID/read          ``inbox_read_one`` (H2)
 DELETE      /sites/SITE/notifications/ID               ``inbox_dismiss`` (H2)
 GET         /unsubscribe?t=TOKEN                       a stand-in for the host's unsubscribe page
-==========  =========================================  =========================================
+GET         /notifications/preferences                 ``admin.preferences_get`` (H2a)
+PATCH       /notifications/preferences                 ``admin.preferences_patch`` (H2)
+GET         /notifications/admin/settings              ``admin.settings_get`` (H2a)
+PATCH       /notifications/admin/settings              ``admin.settings_patch`` (H2)
+==========  =========================================  ==========================================
+
+The preference and settings routes exist only when the app is given the host's ports
+(``admin_host``, `notify_pg.mail.settings.AdminHostPorts`). The person of the preference
+routes is the ``X-Notify-User`` header, as for the inbox; the administrator of the settings
+routes is the ``X-Notify-Admin`` header (`ADMIN_HEADER`), which the host's proxy sets only
+for a person it authenticated and allowed to manage the instance (``manage:system``):
+without it, ``401``.
 
 Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
-``401`` for an inbox route without the header, ``503`` when PostgreSQL fails, ``500`` with no
+``401`` for an inbox or preference route without its header (a settings route without
+``X-Notify-Admin``), ``503`` when PostgreSQL fails, ``500`` with no
 detail for a bug (logged with its type only).
 
 Every request logs one line, ``request``, with its method, the route's template (``PUT
@@ -44,10 +56,10 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
@@ -58,16 +70,20 @@ from notify_core.mail import UNSUBSCRIBE_PATH
 from notify_pg import http
 from notify_pg.db.errors import StorageError, translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.pool import FastPool
 from notify_pg.db.seam import Conn
 from notify_pg.mail.secret import unsubscribe_secret
+from notify_pg.mail.settings import AdminHostPorts
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = [
+    "ADMIN_HEADER",
     "INBOX_PREFIX",
     "UNMATCHED",
     "USER_HEADER",
+    "ConnectionSource",
     "Handler",
     "ReferenceApp",
     "RequestHook",
@@ -82,8 +98,22 @@ INBOX_PREFIX: Final = "/sites"
 #: The header the reference app takes the inbox's person from (the host's proxy sets it).
 USER_HEADER: Final = "X-Notify-User"
 
+#: The header the reference app takes the administrator of the settings routes from (the
+#: host's proxy sets it only for someone allowed to manage the instance).
+ADMIN_HEADER: Final = "X-Notify-Admin"
+
 #: A route's handler: the app, the request and the URL's variables in; a response out.
 Handler = Callable[["ReferenceApp", Request, dict[str, Any]], http.Response]
+
+
+class ConnectionSource(Protocol):
+    """Where the app's handlers get their connection: `FastPool` (``notify serve``) or a
+    host's own pool with the same method (``psycopg_pool.ConnectionPool`` has it)."""
+
+    def connection(self, timeout: float | None = None) -> AbstractContextManager[Conn]:
+        """Lend one autocommit connection for a ``with`` block."""
+        ...
+
 
 #: Told of every request: method, route template, status and duration in seconds.
 RequestHook = Callable[[str, str, int, float], None]
@@ -94,6 +124,12 @@ UNMATCHED: Final = "unmatched"
 #: Methods logged and counted by name; any other is ``other`` (a client picks the method,
 #: and a label must come from a closed vocabulary).
 _METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
+
+#: ``Retry-After`` of a ``503`` while the database fails: seconds a client waits.
+RETRY_AFTER: Final = "2"
+
+#: Where `_body` keeps the body it read in the WSGI environ.
+_BODY_KEY: Final = "notify.body"
 
 _log = logging.getLogger("notify_pg.serve")
 
@@ -109,18 +145,23 @@ class ReferenceApp:
             their entries stay hidden); none by default.
         on_request: called after each request with its method, route template, status and
             duration in seconds (metrics); it must not raise.
+        admin_host: the host's ports of the preference and settings routes (none: those
+            routes are not served).
     """
 
     def __init__(
         self,
-        pool: ConnectionPool[Any],
+        pool: ConnectionSource,
         *,
         schema: str = DEFAULT_SCHEMA,
         unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
         hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
         on_request: RequestHook | None = None,
+        admin_host: AdminHostPorts | None = None,
     ) -> None:
+        check_page_url(unsubscribe_page)
         self.pool = pool
+        self.admin_host = admin_host
         self.on_request = on_request
         self.schema = schema
         self.unsubscribe_page = unsubscribe_page
@@ -181,7 +222,7 @@ class ReferenceApp:
             return route, _plain(exc.code or 400, exc.name.lower())
         except (StorageError, psycopg.Error) as exc:
             _log.warning("storage failed", extra={"fields": {"error_type": type(exc).__name__}})
-            return route, _plain(503, "storage unavailable", ("Retry-After", "5"))
+            return route, _plain(503, "storage unavailable", ("Retry-After", RETRY_AFTER))
         except Exception as exc:  # a bug: answer without detail, keep serving
             _log.error("handler failed", extra={"fields": {"error_type": type(exc).__name__}})
             return route, _plain(500, "internal error")
@@ -191,6 +232,21 @@ class ReferenceApp:
         return route, response
 
 
+def check_page_url(url: str) -> str:
+    """Return ``url`` if it can be a ``Location`` header, else raise `ValueError`.
+
+    A control character (CR and LF above all) would make every redirect to it fail, or split
+    the header; it is refused when the app is built, not at the first ``GET``.
+    """
+    if not url or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValueError("the unsubscribe page must be a URL without control characters")
+    try:
+        url.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError("the unsubscribe page must be a URL in ASCII (percent-encoded)") from None
+    return url
+
+
 def _plain(status: int, text: str, *headers: tuple[str, str]) -> WsgiResponse:
     return WsgiResponse(
         f"{text}\n", status=status, headers=[*headers], content_type="text/plain; charset=utf-8"
@@ -198,16 +254,35 @@ def _plain(status: int, text: str, *headers: tuple[str, str]) -> WsgiResponse:
 
 
 def _body(request: Request) -> bytes:
-    # Read at most one byte over the limit: the handlers answer 400 to a longer body.
-    return request.stream.read(http.MAX_BODY_BYTES + 1)
+    """The request's body, read once (at most one byte over the limit: the handlers answer
+    400 to a longer one) and kept on the request for the handler."""
+    cached = request.environ.get(_BODY_KEY)
+    if not isinstance(cached, bytes):
+        cached = request.stream.read(http.MAX_BODY_BYTES + 1)
+        request.environ[_BODY_KEY] = cached
+    return cached
+
+
+def person_of(header: str | None) -> str | None:
+    """The person a `USER_HEADER` value names, or ``None`` when it names nobody usable.
+
+    A NUL cannot be stored by PostgreSQL: such a person is a bad request, never a storage
+    failure.
+    """
+    return header if header and "\x00" not in header else None
 
 
 def _user(request: Request) -> str | None:
-    user = request.headers.get(USER_HEADER)
-    return user if user else None
+    return person_of(request.headers.get(USER_HEADER))
 
 
-def _unauthorized() -> http.Response:
+def _unauthorized(request: Request) -> http.Response:
+    if request.headers.get(USER_HEADER):  # present, but no person can be named so
+        return http.Response(
+            status=400,
+            headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+            body=b'{"error":{"code":"invalid_user","pointer":"/headers/X-Notify-User"}}',
+        )
     return http.Response(
         status=401,
         headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
@@ -218,13 +293,14 @@ def _unauthorized() -> http.Response:
 def _unsubscribe_post(
     app: ReferenceApp, request: Request, _values: dict[str, Any]
 ) -> http.Response:
+    body = _body(request)  # before the connection: a slow body must not hold one
     with app.pool.connection() as conn:
         return http.unsubscribe_post(
             conn,
             secret=app.secret(conn),
             query=request.query_string,
             content_type=request.headers.get("Content-Type"),
-            body=_body(request),
+            body=body,
             schema=app.schema,
         )
 
@@ -237,19 +313,26 @@ def _unsubscribe_info(
     app: ReferenceApp, request: Request, _values: dict[str, Any]
 ) -> http.Response:
     with app.pool.connection() as conn:
-        secret = app.secret(conn)
-    return http.unsubscribe_info(secret=secret, query=request.query_string)
+        return http.unsubscribe_info(
+            secret=app.secret(conn), query=request.query_string, conn=conn, schema=app.schema
+        )
 
 
 def _inbox(
     call: Callable[[ReferenceApp, Request, dict[str, Any], Conn, str], http.Response],
 ) -> Handler:
-    """Wrap an inbox handler: the person from the header (401 without), one connection."""
+    """Wrap an inbox handler: the person from the header (401 without), one connection.
+
+    A body is read before the connection is taken (`_body` caches it on the request), so
+    that a client sending it slowly holds a thread at most, never a database connection.
+    """
 
     def handler(app: ReferenceApp, request: Request, values: dict[str, Any]) -> http.Response:
         user = _user(request)
         if user is None:
-            return _unauthorized()
+            return _unauthorized(request)
+        if request.method in ("PUT", "POST"):
+            _body(request)
         with app.pool.connection() as conn:
             return call(app, request, values, conn, user)
 
@@ -271,8 +354,9 @@ def _unsubscribe_page(
     one-click URL leads): it names the token's categories, from the info call, and offers the
     one-click POST for them or for all email. It changes nothing itself."""
     with app.pool.connection() as conn:
-        secret = app.secret(conn)
-    info = http.unsubscribe_info(secret=secret, query=request.query_string)
+        info = http.unsubscribe_info(
+            secret=app.secret(conn), query=request.query_string, conn=conn, schema=app.schema
+        )
     if info.status != 200:
         content = "<p>This unsubscribe link is not valid.</p>"
     else:
@@ -355,18 +439,74 @@ def _inbox_dismiss(
     return http.inbox_dismiss(conn, user, values["entry"], site=values["site"], schema=app.schema)
 
 
+@_inbox
+def _preferences_get(
+    app: ReferenceApp, _request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    assert app.admin_host is not None  # the route exists only with the host's ports
+    return http.preferences_get(conn, app.admin_host, user, schema=app.schema)
+
+
+@_inbox
+def _preferences_patch(
+    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    assert app.admin_host is not None
+    return http.preferences_patch(
+        conn,
+        app.admin_host,
+        user,
+        content_type=request.headers.get("Content-Type"),
+        body=_body(request),
+        schema=app.schema,
+    )
+
+
+def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> http.Response:
+    """The settings routes: the administrator from `ADMIN_HEADER` (401 without)."""
+    admin = person_of(request.headers.get(ADMIN_HEADER))
+    if admin is None:
+        if request.headers.get(ADMIN_HEADER):  # present, but no person can be named so
+            return http.Response(
+                status=400,
+                headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+                body=b'{"error":{"code":"invalid_user","pointer":"/headers/X-Notify-Admin"}}',
+            )
+        return http.Response(
+            status=401,
+            headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+            body=b'{"error":{"code":"unauthenticated"}}',
+        )
+    assert app.admin_host is not None
+    if request.method == "PATCH":
+        _body(request)  # read before a connection is taken (a slow client holds no connection)
+    with app.pool.connection() as conn:
+        if request.method in ("GET", "HEAD"):  # Werkzeug adds HEAD to a GET rule
+            return http.settings_get(conn, app.admin_host)
+        return http.settings_patch(
+            conn,
+            app.admin_host,
+            admin,
+            content_type=request.headers.get("Content-Type"),
+            body=_body(request),
+            schema=app.schema,
+        )
+
+
 def build_app(
-    pool: ConnectionPool[Any],
+    pool: ConnectionSource,
     *,
     schema: str = DEFAULT_SCHEMA,
     unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
     hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
     on_request: RequestHook | None = None,
+    admin_host: AdminHostPorts | None = None,
 ) -> ReferenceApp:
     """Return the reference app with its routes (see the module's table).
 
     More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
-    app this returns; ``on_request`` is `ReferenceApp`'s hook.
+    app this returns; ``on_request`` is `ReferenceApp`'s hook. The preference and settings
+    routes are served only with ``admin_host``.
     """
     app = ReferenceApp(
         pool,
@@ -374,6 +514,7 @@ def build_app(
         unsubscribe_page=unsubscribe_page,
         hidden_sites=hidden_sites,
         on_request=on_request,
+        admin_host=admin_host,
     )
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
@@ -387,6 +528,10 @@ def build_app(
     app.route(f"{inbox}/read", ["PUT"], "inbox_read", _inbox_read)
     app.route(f"{inbox}/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
     app.route(f"{inbox}/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
+    if admin_host is not None:
+        app.route("/notifications/preferences", ["GET"], "preferences_get", _preferences_get)
+        app.route("/notifications/preferences", ["PATCH"], "preferences_patch", _preferences_patch)
+        app.route("/notifications/admin/settings", ["GET", "PATCH"], "settings", _settings)
     return app
 
 
@@ -404,7 +549,10 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
-    """Return a threaded HTTP server for ``app`` bound to ``host:port`` (0: a free port).
+    """Return Werkzeug's threaded development server for ``app`` on ``host:port`` (0: free).
+
+    For tests and local trials only: it reads bodies on its request threads without a
+    deadline. ``notify serve`` serves with `notify_pg.http.server` (uvicorn) instead.
 
     ``server.serve_forever()`` serves until ``server.shutdown()`` from another thread.
 
@@ -432,33 +580,20 @@ def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
     return server
 
 
-def open_pool(dsn: str, *, size: int = 4) -> ConnectionPool[Any]:
-    """Open a pool of up to ``size`` autocommit connections to ``dsn``.
+def open_pool(dsn: str, *, size: int = 4, timeout: float = 2.0) -> FastPool:
+    """Open a `FastPool` of up to ``size`` autocommit connections to ``dsn``.
 
     One connection is made first, so that a database that cannot be reached is one clear
-    error instead of the pool's retries.
+    error at start. Later a request waits at most ``timeout`` seconds for a connection: while
+    the database is down it gets ``503`` with ``Retry-After`` at once, and the first request
+    after it is back is served.
 
     Raises:
         StorageError: no connection within 10 s (``storage_unavailable``).
     """
     try:
+        # Not through the pool: this failure is the caller's one line, not a log line.
         psycopg.connect(dsn, connect_timeout=10).close()
     except psycopg.Error as exc:
         raise translate(exc) from exc
-    pool: ConnectionPool[Any] = ConnectionPool(
-        dsn,
-        min_size=1,
-        max_size=size,
-        kwargs={"autocommit": True, "application_name": "notify serve"},
-        open=False,
-        name="notify-serve",
-    )
-    pool.open()
-    try:
-        pool.wait(timeout=10)
-    except PoolTimeout as exc:
-        pool.close()
-        raise StorageError(
-            "storage_unavailable", "cannot connect to the database", retryable=True
-        ) from exc
-    return pool
+    return FastPool(dsn, size=size, timeout=timeout)

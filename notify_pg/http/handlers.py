@@ -11,7 +11,8 @@ Unsubscribe (no session, no cookie: the token is the only credential):
 - `unsubscribe_post`: the RFC 8058 one-click ``POST`` on the ``List-Unsubscribe`` URL with the
   form body ``List-Unsubscribe=One-Click`` (``application/x-www-form-urlencoded`` or
   ``multipart/form-data``), optionally ``scope=all``: ``200`` with no body, ``400`` with no
-  body for anything invalid, saying nothing about which part failed. Idempotent.
+  body for anything invalid (a token of a person the host has forgotten included), saying
+  nothing about which part failed. Idempotent.
 - `unsubscribe_get`: a ``GET`` on the same URL changes nothing: ``303`` to the host's page.
 - `unsubscribe_info`: what a token would do (its categories), nothing about whose it is.
 
@@ -50,6 +51,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.unsubscribe import unsubscribe
+from notify_pg.stores.store import forgotten
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -78,8 +80,9 @@ _FORM: Final = "application/x-www-form-urlencoded"
 _MULTIPART: Final = "multipart/form-data"
 _JSON: Final = (("Content-Type", "application/json"),)
 _NO_STORE: Final = ("Cache-Control", "no-store")
-_CURSOR: Final = re.compile(r"(\d{1,18})\.(\d{1,18})")
-_ENTRY_ID: Final = re.compile(r"[1-9]\d{0,17}")
+# ASCII digits only: ``\d`` would take any script's digits ("1٢"), which int() reads too.
+_CURSOR: Final = re.compile(r"([0-9]{1,18})\.([0-9]{1,18})")
+_ENTRY_ID: Final = re.compile(r"[1-9][0-9]{0,17}")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_ID: Final = 2**63 - 1
 #: The values of the list's ``unread`` flag.
@@ -206,7 +209,9 @@ def unsubscribe_post(
     Returns:
         ``200`` with no body once email is off for the token's categories (all of them with
         ``scope=all``; in-app untouched), however often it is repeated; ``400`` with no body
-        for a missing, tampered or unknown token or a body that is not the one-click form.
+        for a missing, tampered or unknown token, a token of a person the host has forgotten
+        (`notify_pg.forget_person`: nothing is written) or a body that is not the one-click
+        form.
     """
     form = _form(content_type, body)
     token = _token(query)
@@ -222,7 +227,8 @@ def unsubscribe_post(
     found = verify_unsubscribe_token(secret, token, known_categories=_known())
     if found is None:
         return _bare(400)
-    unsubscribe(conn, found, scope=scope, at=at, schema=schema)
+    if unsubscribe(conn, found, scope=scope, at=at, schema=schema) is None:
+        return _bare(400)  # the host forgot the person: the token is invalid (U3)
     return _bare(200)
 
 
@@ -238,16 +244,23 @@ def unsubscribe_get(*, query: str | bytes, page: str = UNSUBSCRIBE_PAGE) -> Resp
     return Response(status=303, headers=(("Location", target), _NO_STORE))
 
 
-def unsubscribe_info(*, secret: bytes, query: str | bytes) -> Response:
+def unsubscribe_info(
+    *,
+    secret: bytes,
+    query: str | bytes,
+    conn: Conn | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
     """Answer the info call (U4): ``{"categories": [...]}`` a token would turn off.
 
-    It says nothing about whose token it is; an invalid token is a ``400`` with no body.
+    It says nothing about whose token it is; an invalid token is a ``400`` with no body. Given
+    ``conn``, a token of a person the host has forgotten is invalid too (U3).
     """
     token = _token(query)
     if token is None:
         return _bare(400)
     found = verify_unsubscribe_token(secret, token, known_categories=_known())
-    if found is None:
+    if found is None or (conn is not None and forgotten(conn, found.person, schema)):
         return _bare(400)
     return _json(200, {"categories": list(found.categories)})
 
@@ -403,8 +416,13 @@ def _ids(value: object) -> list[int] | None:
     return out
 
 
+def _storable(text: str) -> bool:
+    """Whether PostgreSQL can hold ``text``: a NUL is a bad request, not a storage failure."""
+    return "\x00" not in text
+
+
 def _strings(value: object) -> list[str] | None:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) and _storable(v) for v in value):
         return None
     return list(value)
 
@@ -442,8 +460,10 @@ def inbox_read(
     ids = None if "ids" not in value else _ids(value["ids"])
     if "ids" in value and ids is None:
         return _problem("invalid_ids", "ids is a list of positive integers", "/ids")
+    # A member given as null is refused like any other wrong type: read as "absent" it
+    # would widen the filter to every unread entry.
     page = value.get("page")
-    if page is not None and not isinstance(page, str):
+    if "page" in value and (not isinstance(page, str) or not _storable(page)):
         return _problem("invalid_page", "page is a page id (a string)", "/page")
     categories = None if "categories" not in value else _strings(value["categories"])
     if "categories" in value and categories is None:

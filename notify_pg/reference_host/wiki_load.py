@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from psycopg.types.json import Jsonb
 
+from notify_core.errors import InvalidInput
 from notify_core.events import Event, EventError
+from notify_core.inbox.admin import check_retention
 from notify_core.inbox.memory import strings
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_pg.db.migrate import DEFAULT_SCHEMA
@@ -27,6 +29,7 @@ from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, comment_deleted, emit
 from notify_pg.mail.drain import reschedule_pending
+from notify_pg.mail.settings import lock_retention
 from notify_pg.reference_host.wiki import ReferenceWiki
 
 __all__ = ["WikiLoader"]
@@ -85,13 +88,35 @@ class WikiLoader:
 
     def feed(self, conn: Conn, event: Event) -> None:
         """Apply one event; after an activity, fan it out at once."""
-        handler = _HANDLERS.get(event.type)
-        if handler is None:
+        if event.type not in _HANDLERS:
             return
         with conn.transaction():
-            handler(self, conn, event, event.payload)
+            self.apply(conn, event)
         if event.type in ACTIVITY_TYPES:
             self.fanout.drain(conn)
+
+    @staticmethod
+    def handles(event_type: str) -> bool:
+        """Whether events of this type change the wiki (its world, the outbox or the inbox)."""
+        return event_type in _HANDLERS
+
+    def apply(self, conn: Conn, event: Event) -> None:
+        """Write one event's change in the caller's transaction (emit included; the fan-out
+        is the caller's: `feed` runs it after the commit, as a host's worker would)."""
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, conn, event, event.payload)
+
+    def resume(self, conn: Conn) -> None:
+        """Name the entries already in the inbox as a replay names them (a load that goes on
+        after an earlier one: the log's reads and dismissals find their entries)."""
+        notify = Seam("notify_pg.reference_host", self.schema)
+        self.ids.clear()
+        self._counts.clear()
+        for person, group_key, table_id in notify.all(conn, "loaded_entry_names"):
+            key = (str(person), str(group_key))
+            n = self._counts[key] = self._counts.get(key, 0) + 1
+            self.ids[f"{person}:{group_key}:{n}"] = (str(person), int(table_id))
 
     def _emit(self, conn: Conn, event: Event, payload: Mapping[str, Any], **kw: Any) -> None:
         """Emit as a host does: with the switch of the page's site (N5)."""
@@ -118,7 +143,18 @@ class WikiLoader:
 
     # --- the world ---------------------------------------------------------------------------
 
+    def _retention(self, conn: Conn, days: int, digests: bool, member: str) -> None:
+        """H2a as in a replay: a refused event is a bad line (the caller holds the lock)."""
+        try:
+            check_retention(days, digests, f"/payload/{member}")
+        except InvalidInput as exc:
+            raise EventError(exc.code, exc.message, exc.pointer) from None
+
     def _settings(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
+        if p.get("retention_days") is not None:
+            lock_retention(conn, self.schema)
+            digests = self.wiki.inbox_digest_schedules(conn)
+            self._retention(conn, int(p["retention_days"]), digests, "retention_days")
         self._host.run(
             conn,
             "wiki_merge_settings",
@@ -148,6 +184,15 @@ class WikiLoader:
             raise EventError(
                 "missing_member", "a daily email schedule needs daily_hour", "/payload/daily_hour"
             )
+        was = (
+            "immediate"
+            if row is None
+            else dict(zip(_USER_DEFAULTS, row, strict=True))["email_schedule"]
+        )
+        if user["email_schedule"] != was:
+            lock_retention(conn, self.schema)
+            days = self.wiki.inbox_retention_days(conn)
+            self._retention(conn, days, user["email_schedule"] != "immediate", "email_schedule")
         before = self.wiki.inbox_users(conn, [person]).get(person)
         self._host.run(conn, "wiki_put_user", {"id": person, **user})
         after = self.wiki.inbox_users(conn, [person]).get(person)

@@ -42,13 +42,14 @@ class MailOptions:
         sender: opens a sender for a round that has a mail to send (e.g. ``lambda:
             SmtpSender(SmtpConfig.from_url(url))``, `notify_pg.mail.smtp`).
         address: the ``From`` and envelope sender address of every mail.
-        people: people whose due mails one drain round claims (1 to 1000).
+        people: people whose due mails one drain round claims (1 to 1000; ``None``: the
+            instance's mail batch size when the host keeps it, else 100).
         poll: the longest pause between two looks at the mail queue.
     """
 
     sender: Callable[[], MailSender]
     address: str
-    people: int = 100
+    people: int | None = None
     poll: timedelta = timedelta(minutes=1)
 
 
