@@ -49,18 +49,21 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> flask.Flask:
             secret.append(unsubscribe_secret(conn, schema=schema))
         return secret[0]
 
-    @app.get("/notifications")
-    def inbox_list() -> flask.Response:
+    # One inbox per site (H1): the site is part of the route, as in seed 004.
+    @app.get("/sites/<site>/notifications")
+    def inbox_list(site: str) -> flask.Response:
         person = current_person()
         if person is None:
             flask.abort(401)
         with pool.connection() as conn:
             return to_flask(
-                http.inbox_list(conn, person, query=flask.request.query_string, schema=schema)
+                http.inbox_list(
+                    conn, person, query=flask.request.query_string, site=site, schema=schema
+                )
             )
 
-    @app.get("/notifications/summary")
-    def inbox_summary() -> flask.Response:
+    @app.get("/sites/<site>/notifications/summary")
+    def inbox_summary(site: str) -> flask.Response:
         person = current_person()
         if person is None:
             flask.abort(401)
@@ -70,12 +73,13 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> flask.Flask:
                     conn,
                     person,
                     if_none_match=flask.request.headers.get("If-None-Match"),
+                    site=site,
                     schema=schema,
                 )
             )
 
-    @app.put("/notifications/read")
-    def inbox_read() -> flask.Response:
+    @app.put("/sites/<site>/notifications/read")
+    def inbox_read(site: str) -> flask.Response:
         person = current_person()
         if person is None:
             flask.abort(401)
@@ -87,17 +91,18 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> flask.Flask:
                     person,
                     content_type=flask.request.content_type,
                     body=body,
+                    site=site,
                     schema=schema,
                 )
             )
 
-    @app.delete("/notifications/<entry>")
-    def inbox_dismiss(entry: str) -> flask.Response:
+    @app.delete("/sites/<site>/notifications/<entry>")
+    def inbox_dismiss(site: str, entry: str) -> flask.Response:
         person = current_person()
         if person is None:
             flask.abort(401)
         with pool.connection() as conn:
-            return to_flask(http.inbox_dismiss(conn, person, entry, schema=schema))
+            return to_flask(http.inbox_dismiss(conn, person, entry, site=site, schema=schema))
 
     @app.post("/notifications/unsubscribe")
     def unsubscribe_post() -> flask.Response:

@@ -64,16 +64,18 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> Starlette:
         person = current_person(request)
         if person is None:
             return Response(status_code=401)
-        query = request.url.query
-        return await with_conn(lambda c: http.inbox_list(c, person, query=query, schema=schema))
+        query, site = request.url.query, request.path_params["site"]
+        return await with_conn(
+            lambda c: http.inbox_list(c, person, query=query, site=site, schema=schema)
+        )
 
     async def inbox_summary(request: Request) -> Response:
         person = current_person(request)
         if person is None:
             return Response(status_code=401)
-        tag = request.headers.get("if-none-match")
+        tag, site = request.headers.get("if-none-match"), request.path_params["site"]
         return await with_conn(
-            lambda c: http.inbox_summary(c, person, if_none_match=tag, schema=schema)
+            lambda c: http.inbox_summary(c, person, if_none_match=tag, site=site, schema=schema)
         )
 
     async def inbox_read(request: Request) -> Response:
@@ -81,17 +83,21 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> Starlette:
         if person is None:
             return Response(status_code=401)
         body = await request.body()  # in the event loop, before any connection
-        kind = request.headers.get("content-type")
+        kind, site = request.headers.get("content-type"), request.path_params["site"]
         return await with_conn(
-            lambda c: http.inbox_read(c, person, content_type=kind, body=body, schema=schema)
+            lambda c: http.inbox_read(
+                c, person, content_type=kind, body=body, site=site, schema=schema
+            )
         )
 
     async def inbox_dismiss(request: Request) -> Response:
         person = current_person(request)
         if person is None:
             return Response(status_code=401)
-        entry = request.path_params["entry"]
-        return await with_conn(lambda c: http.inbox_dismiss(c, person, entry, schema=schema))
+        entry, site = request.path_params["entry"], request.path_params["site"]
+        return await with_conn(
+            lambda c: http.inbox_dismiss(c, person, entry, site=site, schema=schema)
+        )
 
     async def unsubscribe_post(request: Request) -> Response:
         body = await request.body()
@@ -112,10 +118,11 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> Starlette:
 
     app = Starlette(
         routes=[
-            Route("/notifications", inbox_list, methods=["GET"]),
-            Route("/notifications/summary", inbox_summary, methods=["GET"]),
-            Route("/notifications/read", inbox_read, methods=["PUT"]),
-            Route("/notifications/{entry}", inbox_dismiss, methods=["DELETE"]),
+            # One inbox per site (H1): the site is part of the route, as in seed 004.
+            Route("/sites/{site}/notifications", inbox_list, methods=["GET"]),
+            Route("/sites/{site}/notifications/summary", inbox_summary, methods=["GET"]),
+            Route("/sites/{site}/notifications/read", inbox_read, methods=["PUT"]),
+            Route("/sites/{site}/notifications/{entry}", inbox_dismiss, methods=["DELETE"]),
             Route("/notifications/unsubscribe", unsubscribe_post, methods=["POST"]),
             Route("/notifications/unsubscribe", unsubscribe_get, methods=["GET"]),
         ],

@@ -104,20 +104,23 @@ def test_the_handlers_mounted_in_a_framework_answer_as_notify_serve_does(
     token = unsubscribe_token(unsubscribe_secret(conn, schema=SCHEMA), "ana", ["watched_page"])
     as_json = {**ANA, "Content-Type": "application/json"}
     with framework(db_dsn) as call:
-        assert call("GET", "/notifications/summary", None, {})[0] == 401
-        status, headers, body = call("GET", "/notifications/summary", None, ANA)
+        assert call("GET", "/sites/s1/notifications/summary", None, {})[0] == 401
+        status, headers, body = call("GET", "/sites/s1/notifications/summary", None, ANA)
         assert status == 200 and json.loads(body)["unread"] == 1
         again = call(
-            "GET", "/notifications/summary", None, {**ANA, "If-None-Match": headers["etag"]}
+            "GET",
+            "/sites/s1/notifications/summary",
+            None,
+            {**ANA, "If-None-Match": headers["etag"]},
         )
         assert again[0] == 304
-        (entry,) = json.loads(call("GET", "/notifications", None, ANA)[2])["entries"]
+        (entry,) = json.loads(call("GET", "/sites/s1/notifications", None, ANA)[2])["entries"]
         status, _, body = call(
-            "PUT", "/notifications/read", b'{"ids": [%d]}' % entry["id"], as_json
+            "PUT", "/sites/s1/notifications/read", b'{"ids": [%d]}' % entry["id"], as_json
         )
         assert (status, json.loads(body)) == (200, {"read": [entry["id"]]})
-        assert call("PUT", "/notifications/read", b'{"page": null}', as_json)[0] == 400
-        assert call("DELETE", f"/notifications/{entry['id']}", None, ANA)[0] == 204
+        assert call("PUT", "/sites/s1/notifications/read", b'{"page": null}', as_json)[0] == 400
+        assert call("DELETE", f"/sites/s1/notifications/{entry['id']}", None, ANA)[0] == 204
         target = f"/notifications/unsubscribe?{urllib.parse.urlencode({'t': token})}"
         assert call("GET", target, None, {})[0] == 303
         form = {"Content-Type": "application/x-www-form-urlencoded"}
