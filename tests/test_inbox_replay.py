@@ -222,20 +222,32 @@ def test_h2_reads_by_filter_dismissals_and_review_entries_belong_to_their_page()
 
 
 def test_n12_an_email_only_entry_is_not_read_by_the_inbox() -> None:
+    """N12, H2 (amended by issue 25): an inbox read or a dismissal never reaches an email-only
+    entry (the next edit coalesces into it); a page view does (the person has seen the change:
+    the entry is read, its email cancelled, and the next edit starts a new entry). Before the
+    amendment a view did not reach it either; this test then viewed the page where it now
+    reads and dismisses through the inbox."""
     log = WikiLog().user("ana").user("ben").page("p1", "ops/runbook").watch("p1", "ana")
     log.add(
         "inbox_pref.updated",
         {"category": "watched_page", "channel": "in_app", "enabled": False},
         audience="ana",
     )
+    log.add("notifications.settings", {"email_delay_s": 3600})  # no mail before the view
+    log.edit("p1")
+    log.tick().add("inbox.read", {}, audience="ana")
+    log.add("inbox.dismissed", {"id": "ana:watched_page:p1:1"}, audience="ana")
     log.edit("p1")
     log.tick().add("page.viewed", {"page": "p1"}, audience="ana")
     log.edit("p1")
-    lines, _ = replay(log)
-    assert [(x["decision"], x["count"], x["in_app"], x["email"]) for x in lines] == [
-        ("new", 1, False, "pending"),
-        ("coalesce", 2, False, "pending"),
+    lines, run = replay(log)
+    assert [(x["entry"], x["decision"], x["count"], x["in_app"], x["email"]) for x in lines] == [
+        ("ana:watched_page:p1:1", "new", 1, False, "pending"),
+        ("ana:watched_page:p1:1", "coalesce", 2, False, "pending"),
+        ("ana:watched_page:p1:2", "new", 1, False, "pending"),
     ]
+    first = entries(run).get("ana:watched_page:p1:1")
+    assert first is not None and first.state.read and first.state.email is EmailState.SKIPPED
 
 
 def test_n4_no_mail_configured_means_no_email_and_stop_all_email() -> None:

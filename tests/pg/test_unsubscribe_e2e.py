@@ -176,7 +176,7 @@ def test_u3_the_drains_mail_unsubscribes_over_http_and_later_mails_follow(
 
     # Alice reads her inbox; then Runbook is edited and she is mentioned again: the edit
     # reaches her in the app only, the mention by mail too.
-    status, _ = request(web, "PUT", "/notifications/read", **{USER_HEADER: "alice"})
+    status, _ = request(web, "PUT", "/sites/s1/notifications/read", **{USER_HEADER: "alice"})
     assert status == 200
     run.feed(log[-2:])
     run.until(at("2026-11-30T14:00:00Z"))
