@@ -158,7 +158,8 @@ class ConsumeRound:
             # Only a round with events takes the other free partitions (a poll at the head
             # would count the workers and lock cursors for nothing).
             taken = [part, *self._more_partitions(conn, part, position)]
-            session = Session(conn)
+            # The host's facts are read once per round (`Session.at`).
+            session = Session(conn, round_facts=True)
             # All partitions own everybody: no filter at all, the plain pipeline.
             owns: Partition | Partitions | None = None
             if len(taken) == 1 and parts > 1:

@@ -212,7 +212,7 @@ class PgSchedule:
                 # recipients comes from pending work, so no sooner than it).
                 self._idle_before = self._first_pending()
             if not self._page:
-                self._s.forget()  # what follows (the event) reads its own facts
+                self._s.refresh()  # what follows (the event) reads its own facts
                 return None
         due, extra = self._page.pop(0)
         self.popped += 1
@@ -246,8 +246,9 @@ class PgSchedule:
             rows = self._seam.all(conn, query, params)
             if not rows:
                 return False
-            # The facts of the page are read anew (host facts may have changed meanwhile).
-            self._s.forget()
+            # The facts of the page are read anew (host facts may have changed meanwhile; a
+            # consumer round keeps them for the round, `Session.at`).
+            self._s.refresh()
             page = self._claim_page(mode, until, rows)
             if mode == "wait" and len(page) < len(rows):
                 continue  # some went while we waited for them: look again from the start
