@@ -81,7 +81,8 @@ class PgSchedule:
         s = self._s
         key = (user, thread)
         if key not in s.windows:
-            self.write_pending()
+            # Only windows the session does not hold are read, and every window written in
+            # this transaction is held (write-through): the pending writes can wait.
             people = [p for p in s.people(user) if (p, thread) not in s.windows]
             rows = self._seam.all(s.conn, "windows_of", {"thread": thread, "recipients": people})
             found = {r: Window(end=as_utc(end), collected=n) for r, end, n in rows}
