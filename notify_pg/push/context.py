@@ -60,7 +60,9 @@ class HintSink(Protocol):
     commits or rolls back with the round. It must deliver every ``gateway`` route of a send
     or raise: a raise rolls the round back and the worker retries it (fail closed, seed 001
     note 10), so a live route is never dropped. A ``not_allowed`` skip of an event's own
-    candidate must leave no trace that names the person (seed 001 AZ-M48).
+    candidate must leave no trace that names the person (seed 001 AZ-M48). It must not
+    change the host facts the pipeline reads (people, places, read rights, devices,
+    settings): a consumer round reads them once, at its start (`Session.at`).
     """
 
     def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:
