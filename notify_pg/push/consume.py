@@ -28,7 +28,7 @@ from notify_core.partitions import Partition, Partitions
 from notify_core.pipeline import Hint
 from notify_pg.db.errors import PartitionError
 from notify_pg.db.seam import Conn
-from notify_pg.push.context import PushContext
+from notify_pg.push.context import PushContext, StagedPush
 from notify_pg.push.session import Session
 
 __all__ = ["ConsumeRound"]
@@ -158,7 +158,8 @@ class ConsumeRound:
             # Only a round with events takes the other free partitions (a poll at the head
             # would count the workers and lock cursors for nothing).
             taken = [part, *self._more_partitions(conn, part, position)]
-            session = Session(conn)
+            # The host's facts are read once per round (`Session.at`).
+            session = Session(conn, round_facts=True)
             # All partitions own everybody: no filter at all, the plain pipeline.
             owns: Partition | Partitions | None = None
             if len(taken) == 1 and parts > 1:
@@ -166,18 +167,23 @@ class ConsumeRound:
             elif len(taken) < parts:
                 owns = Partitions(tuple(taken), parts)
             pipeline, schedule = push.pipeline(session, wait=True, owns=owns)
+            # The round's writes of windows and push sends are made once at its end (one
+            # statement each for all its events): nothing in the round reads them from the
+            # tables before (`PgSchedule` writes its pending windows before it reads any).
+            pushes: list[StagedPush] = []
             for row in rows:
                 event = self._event(row)
                 if event is not None:
                     session.at(event.seq, event.occurred_at)
                     out = pipeline.handle(event)
-                    schedule.write_pending()
-                    push.carry_out(session, pipeline, out)
+                    push.carry_out(session, pipeline, out, defer=pushes)
                     hints.extend(out)
                 if push.on_event is not None:
                     push.on_event(conn, event)
                 position = int(row[0])
                 handled += 1
+            schedule.write_pending()
+            push.insert_pushes(session, pushes)
             push.seam.run(
                 conn,
                 "move_cursors",

@@ -14,7 +14,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import attrs
 
@@ -40,7 +40,7 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.registrations import RegistrationRepository
 from notify_pg.stores.values import StoreConfig
 
-__all__ = ["Clock", "HintSink", "PushContext", "WorkerConfig", "WorkerStats"]
+__all__ = ["Clock", "HintSink", "PushContext", "StagedPush", "WorkerConfig", "WorkerStats"]
 
 #: Returns the current instant (aware); tests hand in a fake clock.
 Clock = Callable[[], datetime]
@@ -60,7 +60,9 @@ class HintSink(Protocol):
     commits or rolls back with the round. It must deliver every ``gateway`` route of a send
     or raise: a raise rolls the round back and the worker retries it (fail closed, seed 001
     note 10), so a live route is never dropped. A ``not_allowed`` skip of an event's own
-    candidate must leave no trace that names the person (seed 001 AZ-M48).
+    candidate must leave no trace that names the person (seed 001 AZ-M48). It must not
+    change the host facts the pipeline reads (people, places, read rights, devices,
+    settings): a consumer round reads them once, at its start (`Session.at`).
     """
 
     def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:
@@ -155,6 +157,16 @@ class WorkerStats:
     provider_calls: int = 0
     provider_seconds: float = 0.0
     failures: int = 0
+
+
+class StagedPush(NamedTuple):
+    """A send hint's push sends, not written yet (`PushContext.carry_out` with ``defer``)."""
+
+    hint: Hint
+    decision: Send
+    notification_id: str
+    devices: frozenset[str]
+    cleared: list[str]
 
 
 class _Owned:
@@ -277,11 +289,24 @@ class PushContext:
 
     # --- hints -> push sends -----------------------------------------------------------------
 
-    def carry_out(self, session: Session, pipeline: Pipeline, hints: Sequence[Hint]) -> None:
+    def carry_out(
+        self,
+        session: Session,
+        pipeline: Pipeline,
+        hints: Sequence[Hint],
+        *,
+        defer: list[StagedPush] | None = None,
+    ) -> None:
         """Write the push sends of a round's hints and hand every hint to the sink, in the
-        round's transaction."""
+        round's transaction.
+
+        With ``defer`` the push sends are added to that list instead of being written: a
+        consumer round writes those of all its events with one statement at its end
+        (`insert_pushes`), in the same transaction and order. What a send depends on in
+        this transaction (the ``after_seq`` of the badge sync it carries out) is taken now.
+        """
         conn = session.conn
-        pushes: list[tuple[Hint, Send, str, set[str]]] = []
+        staged: list[StagedPush] = []
         ids: list[str | None] = []
         for hint in hints:
             notification_id: str | None = None
@@ -290,31 +315,42 @@ class PushContext:
                 notification_id = new_id()
                 devices = {r.device for r in decision.routes if r.via is Via.PUSH}
                 if devices:
-                    pushes.append((hint, decision, notification_id, devices))
+                    staged.append(self._staged(session, hint, decision, notification_id, devices))
             ids.append(notification_id)
-        if pushes:
-            self._insert_pushes(session, pushes)
+        if staged:
+            if defer is None:
+                self.insert_pushes(session, staged)
+            else:
+                defer.extend(staged)
         if self.sink is not None:
             for hint, notification_id in zip(hints, ids, strict=True):
                 self.sink(conn, hint, notification_id)
 
-    def _insert_pushes(
-        self, session: Session, pushes: Sequence[tuple[Hint, Send, str, set[str]]]
-    ) -> None:
+    def _staged(
+        self, session: Session, hint: Hint, decision: Send, notification_id: str, devices: set[str]
+    ) -> StagedPush:
+        """One hint's push sends as they will be written (the cleared threads of a sync)."""
+        cleared: list[str] = []
+        if hint.kind is Kind.SYNC:
+            after = session.synced.pop(hint.recipient, None)
+            if after is not None:
+                rows = self.seam.all(
+                    session.conn,
+                    "threads_read_after",
+                    {"user_id": hint.recipient, "after": after},
+                )
+                cleared = list(dict.fromkeys(r[0] for r in rows))
+        return StagedPush(hint, decision, notification_id, frozenset(devices), cleared)
+
+    def insert_pushes(self, session: Session, pushes: Sequence[StagedPush]) -> None:
         """One push send per hint and active registration of a routed device (note 11)."""
+        if not pushes:
+            return
         conn = session.conn
-        recipients = list(dict.fromkeys(hint.recipient for hint, *_ in pushes))
+        recipients = list(dict.fromkeys(p.hint.recipient for p in pushes))
         active = self.registrations.active(conn, recipients)
         params: list[dict[str, Any]] = []
-        for hint, decision, notification_id, devices in pushes:
-            cleared: list[str] = []
-            if hint.kind is Kind.SYNC:
-                after = session.synced.pop(hint.recipient, None)
-                if after is not None:
-                    rows = self.seam.all(
-                        conn, "threads_read_after", {"user_id": hint.recipient, "after": after}
-                    )
-                    cleared = list(dict.fromkeys(r[0] for r in rows))
+        for hint, decision, notification_id, devices, cleared in pushes:
             params.extend(
                 {
                     "notification_id": notification_id,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+import attrs
+
 from notify_core.decide import Switches
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.quiet import QuietRule
@@ -57,24 +59,30 @@ class PgPreferences:
     def level_facts(self, thread: str, users: Sequence[str]) -> dict[str, LevelFacts]:
         """Return the L3 facts of many people for one thread; they become the current batch."""
         people = list(dict.fromkeys(users))
-        if len(people) == 1 and (people[0], thread) in self._s.levels:
-            return {people[0]: self._s.levels[(people[0], thread)]}
         s = self._s
-        s.batch = tuple(people)
-        # The fan-out reads the switches next: one host call for both (`switches`).
-        settings = self._host.settings(
-            s.conn, people, [DEFAULT_LEVEL_KEY, ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY]
-        )
-        known = PgPreferences._switches_of(settings)
-        for person in people:
-            s.switches[person] = known.get(person)
-        try:
-            return self._facts.level_facts(
-                s.conn, thread, people, path=thread_path(s, thread), settings=settings
+        levels = s.levels
+        if len(people) > 1:
+            s.batch = tuple(people)
+        # Only the people not known yet are read (the session keeps the facts it read: a
+        # consumer round answers the next events of a thread from them).
+        missing = [p for p in people if (p, thread) not in levels]
+        if missing:
+            # The fan-out reads the switches next: one host call for both (`switches`).
+            settings = self._host.settings(
+                s.conn, missing, [DEFAULT_LEVEL_KEY, ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY]
             )
-        except NotFound:
-            facts = LevelFacts(instance_default=self._instance_default)
-            return dict.fromkeys(people, facts)
+            known = PgPreferences._switches_of(settings)
+            for person in missing:
+                s.switches[person] = known.get(person)
+            try:
+                found = self._facts.level_facts(
+                    s.conn, thread, missing, path=thread_path(s, thread), settings=settings
+                )
+            except NotFound:
+                found = dict.fromkeys(missing, LevelFacts(instance_default=self._instance_default))
+            for person in missing:
+                levels[(person, thread)] = found[person]
+        return {p: levels[(p, thread)] for p in people}
 
     def quiet_rules(self, users: Sequence[str]) -> dict[str, tuple[QuietRule, ...]]:
         """Return the enabled quiet rules of many people (people without rules are absent).
@@ -82,12 +90,15 @@ class PgPreferences:
         The people become the current batch (threadless kinds read no level facts).
         """
         cache = self._s.quiet
-        if all(person in cache for person in users):
-            return {person: cache[person] for person in users if cache[person]}
-        self._s.batch = tuple(dict.fromkeys(users))
-        # The pipeline takes the person's zone from `UserInfo`: only the rules are read here.
-        found = self._facts.quiet_rules(self._s.conn, users, zones=False)
-        return {person: facts.rules for person, facts in found.items() if facts.rules}
+        missing = [p for p in dict.fromkeys(users) if p not in cache]
+        if missing:
+            self._s.batch = tuple(dict.fromkeys(users))
+            # The pipeline takes the person's zone from `UserInfo`: only the rules are read.
+            found = self._facts.quiet_rules(self._s.conn, missing, zones=False)
+            for person in missing:
+                facts = found.get(person)
+                cache[person] = facts.rules if facts is not None else ()
+        return {person: cache[person] for person in users if cache[person]}
 
     def prefetch(self, users: Sequence[str], settings: Mapping[str, Mapping[str, object]]) -> None:
         """Load the quiet rules of many people and their switches from ``settings`` (read
@@ -136,7 +147,13 @@ class PgPreferences:
         with the time of the event being handled (`Session.appends`: the worker appends them
         at the end of the round, in order).
         """
-        self._s.levels.pop((user, thread), None)
+        key = (user, thread)
+        levels = self._s.levels
+        known = levels.get(key)
+        if known is not None and known.thread is not None:
+            # The person's row for the thread was read in this transaction, which deletes
+            # no row: the insert would find it and do nothing.
+            return False
         stored = self._preferences.insert_if_absent(
             self._s.conn,
             user,
@@ -146,4 +163,10 @@ class PgPreferences:
             occurred_at=self._s.now,
             defer=self._s.appends,
         )
+        if stored is not None and known is not None:
+            # The facts read before, with the row just inserted (no read again).
+            own = Preference(level=stored.level, muted_until=stored.muted_until)
+            levels[key] = attrs.evolve(known, thread=own)
+        else:
+            levels.pop(key, None)
         return stored is not None

@@ -81,7 +81,8 @@ class PgSchedule:
         s = self._s
         key = (user, thread)
         if key not in s.windows:
-            self.write_pending()
+            # Only windows the session does not hold are read, and every window written in
+            # this transaction is held (write-through): the pending writes can wait.
             people = [p for p in s.people(user) if (p, thread) not in s.windows]
             rows = self._seam.all(s.conn, "windows_of", {"thread": thread, "recipients": people})
             found = {r: Window(end=as_utc(end), collected=n) for r, end, n in rows}
@@ -212,7 +213,7 @@ class PgSchedule:
                 # recipients comes from pending work, so no sooner than it).
                 self._idle_before = self._first_pending()
             if not self._page:
-                self._s.forget()  # what follows (the event) reads its own facts
+                self._s.refresh()  # what follows (the event) reads its own facts
                 return None
         due, extra = self._page.pop(0)
         self.popped += 1
@@ -246,8 +247,9 @@ class PgSchedule:
             rows = self._seam.all(conn, query, params)
             if not rows:
                 return False
-            # The facts of the page are read anew (host facts may have changed meanwhile).
-            self._s.forget()
+            # The facts of the page are read anew (host facts may have changed meanwhile; a
+            # consumer round keeps them for the round, `Session.at`).
+            self._s.refresh()
             page = self._claim_page(mode, until, rows)
             if mode == "wait" and len(page) < len(rows):
                 continue  # some went while we waited for them: look again from the start

@@ -65,6 +65,10 @@ class Session:
     uncounted: dict[tuple[str, int, int], int] = attrs.field(factory=dict)
     #: Per loaded thread, its notification path (`thread_path`; a badge asks per person).
     paths: dict[str, NotificationPath | None] = attrs.field(factory=dict)
+    #: Per channel, the host's readers (`PgWorld.readers`, before the partition filter).
+    readers: dict[str, list[str]] = attrs.field(factory=dict)
+    #: Whether `at` keeps the host's facts for the next event (a consumer round): see `at`.
+    round_facts: bool = False
     #: The log's head + 1 (the position due work outside an event reads the log before).
     head: int | None = None
     #: Events the pipeline appends (following), appended at the end of the round.
@@ -73,9 +77,31 @@ class Session:
     synced: dict[str, int | None] = attrs.field(factory=dict)
 
     def at(self, position: int | None, now: datetime | None) -> None:
-        """Move to another event (or to due work) and forget what was cached."""
+        """Move to another event (or to due work) and forget what was cached.
+
+        With ``round_facts`` (a consumer round) only what depends on the log position is
+        forgotten: read positions, mentions, badges, uncounted messages, live connections.
+        The host's facts (people, places, read rights, devices, registrations, settings,
+        quiet rules) stay for the round: every event of the round was committed, with the
+        host's change that came with it, before the round read its page, so the facts read
+        at its first event are at least as new as any of its events (as when the round runs
+        a little earlier). What the round itself writes is kept in step by its writer:
+        windows by `PgSchedule` (write-through), level facts by `PgPreferences.follow`
+        (the followed pair is dropped). A page of due work still forgets everything.
+        """
         self.position, self.now = position, now
-        self.forget()
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Forget what must be read anew for another event or page of due work: everything,
+        or with ``round_facts`` what depends on the log position (`at`)."""
+        if not self.round_facts:
+            self.forget()
+            return
+        self.batch = ()
+        self.head = None
+        for cache in (self.read, self.mentions, self.badge, self.uncounted, self.connections):
+            cache.clear()
 
     def forget(self) -> None:
         """Drop every cache (host facts may have changed since they were read)."""
@@ -98,6 +124,7 @@ class Session:
             self.registered,
             self.uncounted,
             self.paths,
+            self.readers,
         ):
             cache.clear()
 

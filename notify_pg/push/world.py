@@ -96,7 +96,12 @@ class PgWorld:
         Their facts are loaded in one go. Sorted here, not by SQL: a database collation may
         order ids otherwise than the in-memory store, and hints of one event go by recipient.
         """
-        readers = self._host.channel_readers(self._s.conn, channel)
+        cached = self._s.readers.get(channel)
+        if cached is None:
+            cached = self._s.readers[channel] = list(
+                self._host.channel_readers(self._s.conn, channel)
+            )
+        readers: Sequence[str] = cached
         if self._owns is not None:
             readers = list(filter(self._owns, readers))
         self._load_users(readers)

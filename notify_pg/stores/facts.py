@@ -19,13 +19,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
-from psycopg.types.json import Jsonb
-
 from notify_core.errors import InvalidRule
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.quiet import QuietRule, validate_time_zone
 from notify_pg.db.errors import NotFound
-from notify_pg.db.seam import Conn, Seam
+from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.stores.ports import DirectoryPort, NotificationPath, SettingsPort, StructurePort
 from notify_pg.stores.values import QuietFacts, StoreConfig
 
@@ -212,9 +210,9 @@ class FactsReader:
             conn,
             "pairs_level_rows",
             {
-                "wanted": Jsonb(
-                    [{"user_id": u, "target_kind": k, "target_id": t} for u, k, t in wanted]
-                )
+                "user_ids": text_array([u for u, _k, _t in wanted]),
+                "kinds": text_array([k for _u, k, _t in wanted]),
+                "ids": text_array([t for _u, _k, t in wanted]),
             },
         )
         own: dict[tuple[str, str, str], Preference] = {}

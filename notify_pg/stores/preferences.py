@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -187,7 +188,10 @@ class PreferenceRepository:
             "level": preference.level.value,
             "muted_until": preference.muted_until,
         }
-        with self._seam.transaction(conn):
+        # With ``defer`` the insert is the only statement here (the caller appends the event
+        # in its transaction): no savepoint around it, two round trips fewer per follow.
+        block = nullcontext() if defer is not None else self._seam.transaction(conn)
+        with block:
             row = self._seam.one(conn, "insert_preference_if_absent", params)
             if row is None:
                 return None

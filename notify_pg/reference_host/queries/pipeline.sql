@@ -104,15 +104,16 @@ WHERE s.archived_at IS NULL
 ORDER BY u.id, t.id
 
 -- name: read_positions_of
--- The read positions of many (person, thread) pairs.
+-- The read positions of many (person, thread) pairs (two text arrays, built as literals).
 SELECT r.user_id, r.thread_id, r.last_read_seq
-FROM jsonb_to_recordset(%(pairs)s::jsonb) AS w(user_id text, thread_id text)
+FROM unnest(%(user_ids)s::text[], %(threads)s::text[]) AS w(user_id, thread_id)
 JOIN {schema}.read_states r ON r.user_id = w.user_id AND r.thread_id = w.thread_id
 
 -- name: unread_mentions_of
--- Per (person, thread), the mentions of the person after a floor position.
+-- Per (person, thread), the mentions of the person after a floor position (three arrays).
 SELECT f.user_id, f.thread, count(m.thread_seq)
-FROM jsonb_to_recordset(%(floors)s::jsonb) AS f(user_id text, thread text, floor bigint)
+FROM unnest(%(user_ids)s::text[], %(threads)s::text[], %(floors)s::bigint[])
+  AS f(user_id, thread, floor)
 JOIN {schema}.mentions m
   ON m.user_id = f.user_id AND m.thread_id = f.thread AND m.thread_seq > f.floor
 GROUP BY f.user_id, f.thread
