@@ -45,7 +45,11 @@ class InstantType(_ParamType):
 
 @click.group()
 def records() -> None:
-    """Preference records of seed 002 (needs psycopg: pip install 'notify-engine[pg]')."""
+    """Preference records (needs psycopg: pip install 'notify-engine[pg]').
+
+    A principal's preferences as records that are never changed, only superseded, suspended
+    or deleted; the rules of the store are in docs/rules.md#records.
+    """
 
 
 class GapBoundType(_ParamType):
@@ -111,7 +115,7 @@ def audit(
     The history is every record of the principal in recording order, deleted ones included,
     with status and the set, suspension and deletion instants. The record in effect at INSTANT
     is reconstructed from the stamps alone, each record governing [set_at, deleted_at)
-    (seed 002 Check 2.1-2.2). A suspended record is in effect (delivery paused).
+    (docs/rules.md#records). A suspended record is in effect (delivery paused).
 
     Every supersession gap (a deleted record's deleted_at to its successor's set_at) is read
     against --gap-bound (Check 4.1-4.2): within it "supersession", beyond it "ambiguous" (the

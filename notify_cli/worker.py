@@ -107,7 +107,7 @@ def _logging(level: str, log_format: str = "json") -> None:
     "--instance-id",
     metavar="ID",
     type=Utf8Text(),
-    help="The instance's id, carried by every push (seed 001 note 12; absent: left out).",
+    help="The instance's id, carried by every push (R3; absent: left out).",
 )
 @click.option(
     "--smtp-url",
@@ -224,7 +224,7 @@ def worker(
     --partition-takeover seconds loses its session, so another worker takes its partition.
     A failed round is logged with its SQLSTATE and PostgreSQL's message and shown by
     `notify db status`. This worker has no gateway: live connections are not read, so
-    every active device gets its push (seed 001 note 10). Several workers may run on one
+    every active device gets its push (D4, D5; docs/decisions.md). Several workers may run on one
     database; with --partitions N their consumer rounds run side by side, each deciding for
     one partition of the recipients. With --smtp-url the worker also drains the mail queue
     (E4-E5): when the next email falls due it claims the due entries under a 600 s lease,

@@ -11,6 +11,7 @@ import pkgutil
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from types import ModuleType
 
@@ -175,3 +176,21 @@ def test_api_reference_renders_every_module_a_package_exports_from() -> None:
         and not any(home.startswith(f"{r}.") for r in rendered - {"notify_core", "notify_pg"})
     }
     assert sorted(missing) == [], "docs/api.md: add a ::: line for these modules"
+
+
+def fenced_blocks(text: str) -> list[str]:
+    """The bodies of the fenced blocks of a page, dedented (a block in a list is indented)."""
+    return [
+        textwrap.dedent(body).strip("\n")
+        for _, body in re.findall(r"^( *)```[^\n]*\n(.*?)^ *```$", text, re.DOTALL | re.M)
+    ]
+
+
+def test_the_start_page_and_the_landing_show_the_readme_blocks_verbatim() -> None:
+    """docs/start.md and the top of docs/index.md bring the README's start to the site: each
+    of their blocks is one of the README's (which tests run as written)."""
+    readme = fenced_blocks(README)
+    start = fenced_blocks((ROOT / "docs" / "start.md").read_text(encoding="utf-8"))
+    landing = fenced_blocks(INDEX.split("## Three packages", 1)[0])
+    assert len(start) >= 5 and len(landing) == 2
+    assert [block for block in start + landing if block not in readme] == []

@@ -1,0 +1,61 @@
+"""The site reads as a start (issue 27, point 6): the guides say how things work and keep no
+measurement diaries (measured figures live on docs/speed.md), and no page nor any ``--help``
+text cites a seed note that no reader has (a rule id of docs/rules.md or a page instead)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from notify_cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DIARY = re.compile(r"load average|\b20\d\d-\d\d-\d\d (?:at )?\d\d:\d\d(?!:)")
+SEED = re.compile(r"\bseeds? \d{3}\b|\bseed notes?\b", re.IGNORECASE)
+
+
+def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None:
+    found = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for page in PAGES
+        if page.name != "speed.md"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+        if DIARY.search(line)
+    ]
+    assert found == [], "move these measurements to docs/speed.md"
+
+
+def help_texts(command: click.Command, path: str = "notify") -> list[tuple[str, str]]:
+    """Every user-facing text of a command and its subcommands: help, short help, options."""
+    texts = [(path, command.help or ""), (path, command.short_help or "")]
+    for param in command.params:
+        texts.append((f"{path} {'/'.join(param.opts)}", getattr(param, "help", None) or ""))
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            texts.extend(help_texts(sub, f"{path} {name}"))
+    return texts
+
+
+def test_no_page_and_no_help_text_cites_a_seed() -> None:
+    """docs/decisions.md is exempt: its rulings record the specification's text they were
+    made against (its last column), as a log that is only appended to."""
+    pages = [
+        f"{page.relative_to(ROOT)}:{number}: {line.strip()}"
+        for page in PAGES
+        if page.name != "decisions.md"
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), start=1)
+        if SEED.search(line)
+    ]
+    helps = [f"{where}: {text}" for where, text in help_texts(cli) if SEED.search(text)]
+    assert pages + helps == [], "cite a rule id of docs/rules.md or a page instead"
+
+
+def test_the_checks_find_what_they_look_for() -> None:
+    assert DIARY.search("(2026-11-30 23:20-00:40 ...)") and DIARY.search("load average 4")
+    assert not DIARY.search("22:00-07:00") and not DIARY.search("2026-10-24 05:00:00+00:00")
+    assert SEED.search("seed 001 note 10") and SEED.search("Seed 004 section 9.3")
+    assert not SEED.search("--seed 7") and not SEED.search("seed 1 synthetic log")
+    assert any("--dsn" in where for where, _ in help_texts(cli))
