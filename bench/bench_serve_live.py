@@ -14,7 +14,8 @@ in its transaction; its triggers NOTIFY the people at commit, the server tells e
 - ``last_socket_ms``: per round, the time from the commit to the last socket's message,
   p50/p99/max over the rounds. The commit's time is when this benchmark's own LISTEN
   connection (same machine, same channel) receives the round's first notification: the
-  moment PostgreSQL delivers it to every listener.
+  moment PostgreSQL delivers it to every listener (or the first socket's message, when the
+  event loop reads that one first).
 - ``per_socket_ms``: the same for every socket's message of every round, p50/p99.
 - ``fan_out_ms``: the drain's duration (claim, reads, decisions, writes, commit), p50.
 - ``memory``: the serve process's resident memory (``VmRSS``) before the sockets and with
@@ -185,8 +186,12 @@ def run(dsn: str, people: int, rounds: int) -> dict[str, Any]:
     finally:
         proc.terminate()
         proc.wait(30)
-    last = [(max(a) - c) * 1000 for a, c in zip(arrivals, commits, strict=True)]
-    every = [(t - c) * 1000 for a, c in zip(arrivals, commits, strict=True) for t in a]
+    # The bench's listener and the sockets' readers share one event loop: a socket's message
+    # can be read a moment before the listener's notification, so a round starts at the
+    # earlier of the two (never a negative delay).
+    starts = [min(c, *a) for a, c in zip(arrivals, commits, strict=True)]
+    last = [(max(a) - c) * 1000 for a, c in zip(arrivals, starts, strict=True)]
+    every = [(t - c) * 1000 for a, c in zip(arrivals, starts, strict=True) for t in a]
     return {
         "sockets": people,
         "rounds": rounds,

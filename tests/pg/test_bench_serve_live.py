@@ -15,5 +15,6 @@ def test_the_live_benchmark_tells_every_socket_each_round(
     bench = load_bench("bench_serve_live")
     with bench.database(pg_server, bench.SCHEMA, bench.HOST) as dsn:
         figures = bench.run(dsn, 12, 2)  # raises unless every socket was told every round
-    assert figures["sockets"] == 12 and figures["last_socket_ms"]["max"] >= 0
+    last = figures["last_socket_ms"]
+    assert figures["sockets"] == 12 and 0 <= last["p50"] <= last["p99"] <= last["max"]
     assert figures["memory"]["rss_with_sockets_kib"] > 0
