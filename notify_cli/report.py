@@ -55,11 +55,11 @@ def _libraries() -> tuple[Any, Any]:
 def _whole_numbers(alt: Any) -> Any:
     """A y axis of whole numbers only: people are counted whole.
 
-    A week of a few recipients per bin had ticks 0.0, 0.2, ... 1.0. ``format="d"`` alone
-    labelled the 0.5 tick "1" a second time, and this Vega ignores ``tickMinStep`` when
-    Vega-Lite's tick count is a signal; so the tick count is also at most the domain's top
-    (0 to n with n ticks or fewer steps by a whole 1, 2, 5, 10, ...). The scale is ``y``: the
-    charts side by side share it.
+    A week of a few recipients per bin had ticks 0.0, 0.2, ... 1.0. With ``tickMinStep=1``
+    and ``format="d"`` a domain of 0 to 1 still had a tick at 0.5, labelled "1" a second time
+    (vl-convert 1.9); so the tick count is also at most the domain's top: n ticks or fewer
+    over 0 to n are whole steps (1, 2, 5, 10, ...). The scale is ``y``: the charts side by
+    side share it.
     """
     return alt.Axis(
         tickMinStep=1,
