@@ -17,7 +17,14 @@ from notify_cli.options import BadInput, write_file
 from notify_core.replay import Summary
 from notify_core.report import report_data
 
-__all__ = ["check_report", "render_report", "write_report"]
+__all__ = [
+    "chart_specs",
+    "check_report",
+    "generator",
+    "render_report",
+    "skip_table",
+    "write_report",
+]
 
 _WIDTH = 420
 _HEIGHT = 220
@@ -32,6 +39,7 @@ td, th { border: 1px solid #d0d7de; padding: 0.2rem 0.6rem; text-align: right; }
 td:first-child, th:first-child { text-align: left; }
 figure { margin: 0.5rem 0; } figcaption { color: #57606a; font-size: 0.9rem; }
 .empty { color: #57606a; }
+.beside { display: flex; flex-wrap: wrap; gap: 1.5rem; align-items: flex-start; }
 """
 
 
@@ -42,6 +50,22 @@ def _libraries() -> tuple[Any, Any]:
     except ImportError:
         raise BadInput(_MISSING) from None
     return altair, vl_convert
+
+
+def _whole_numbers(alt: Any) -> Any:
+    """A y axis of whole numbers only: people are counted whole.
+
+    A week of a few recipients per bin had ticks 0.0, 0.2, ... 1.0. With ``tickMinStep=1``
+    and ``format="d"`` a domain of 0 to 1 still had a tick at 0.5, labelled "1" a second time
+    (vl-convert 1.9); so the tick count is also at most the domain's top: n ticks or fewer
+    over 0 to n are whole steps (1, 2, 5, 10, ...). The scale is ``y``: the charts side by
+    side share it.
+    """
+    return alt.Axis(
+        tickMinStep=1,
+        format="d",
+        tickCount={"expr": "min(ceil(height / 40), domain('y')[1])"},
+    )
 
 
 def _svg(vlc: Any, chart: Any) -> str:
@@ -99,6 +123,157 @@ def _change(a: object, b: object) -> str:
     return f"{b - a:+,}"
 
 
+def chart_specs(summaries: Sequence[tuple[str, Summary]]) -> dict[str, dict[str, Any]]:
+    """Return the Vega-Lite spec (Altair's JSON) of every chart the report of ``summaries`` draws.
+
+    Keys are the charts' names (``data-chart`` in the page); a chart without rows is absent.
+
+    Raises:
+        BadInput: Altair is missing (the ``report`` extra).
+    """
+    alt, _ = _libraries()
+    data = report_data(summaries)
+    return {
+        name: chart.to_dict()
+        for name, chart in _charts(alt, data, [name for name, _ in summaries]).items()
+    }
+
+
+def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str, Any]:
+    """The report's Altair charts by name, in page order; a chart without rows is absent."""
+    totals = data["totals"]
+    assert isinstance(totals, list)
+    charts: dict[str, Any] = {}
+
+    def bars(key: str, build: Any) -> None:
+        if any(_rows(data, key, p) for p in policies):
+            charts[key] = _side_by_side(alt, [build(_rows(data, key, p), p) for p in policies])
+
+    def titled(policy: str, text: str) -> str:
+        return f"{text} ({policy})" if len(policies) == 2 else text
+
+    # Pushes per hour of the day by kind.
+    def by_hour(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "pushes per hour (UTC)"))
+            .mark_bar()
+            .encode(
+                x=alt.X("hour:O", title="hour of the day (UTC)"),
+                y=alt.Y("sum(pushes):Q", title="pushes"),
+                color=alt.Color("kind:N", title="kind"),
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+
+    bars("pushes_by_hour", by_hour)
+
+    # The quiet share of sends.
+    def quiet(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "sends by sound"))
+            .mark_bar()
+            .encode(
+                x=alt.X(
+                    "sends:Q", stack="normalize", title="share of sends", axis=alt.Axis(format="%")
+                ),
+                color=alt.Color("sound:N", title=""),
+            )
+            .properties(width=_WIDTH, height=40)
+        )
+
+    # Always drawn: its two rows exist even when both are zero.
+    charts["quiet"] = _side_by_side(alt, [quiet(_rows(data, "quiet", p), p) for p in policies])
+
+    # Pushes per recipient: the distribution, and the summary's percentiles.
+    def per_recipient(rows: list[dict[str, object]], policy: str) -> Any:
+        total = next(t for t in totals if t["policy"] == policy)
+        marks = [{"at": total[q], "percentile": q} for q in ("p50", "p90", "p99")]
+        histogram = (
+            alt.Chart(alt.Data(values=rows))
+            .mark_bar(opacity=0.6)
+            .encode(
+                x=alt.X("pushes:Q", bin=alt.Bin(maxbins=30), title="pushes per recipient"),
+                y=alt.Y("sum(recipients):Q", title="recipients", axis=_whole_numbers(alt)),
+            )
+        )
+        rules = (
+            alt.Chart(alt.Data(values=marks))
+            .mark_rule(strokeDash=[5, 3], strokeWidth=2)
+            .encode(x="at:Q", color=alt.Color("percentile:N", title="percentile"))
+        )
+        return alt.layer(histogram, rules, title=titled(policy, "pushes per recipient")).properties(
+            width=_WIDTH, height=_HEIGHT
+        )
+
+    bars("pushes_per_recipient", per_recipient)
+
+    # Skips by reason, on a log scale: `level` alone is ~760 of the example week's 780 skips
+    # and on a linear axis hid every other reason. The table beside the chart gives the counts.
+    def skips(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "skips by reason (log scale)"))
+            .mark_bar()
+            .encode(
+                y=alt.Y("reason:N", title=""),
+                x=alt.X(
+                    "skips:Q",
+                    title="skips (log scale)",
+                    # Bars from 0.5, so that a reason skipped once still has a visible bar
+                    # (from 1, log 1 = 0 draws it with no length); unstacked, as a stacked
+                    # bar would start at 0, which a log scale cannot place (no bar at all).
+                    stack=None,
+                    scale=alt.Scale(type="log", domainMin=0.5),
+                    axis=alt.Axis(values=powers, format="d"),
+                ),
+            )
+            .properties(width=_WIDTH - 100, height=alt.Step(18))
+        )
+
+    # Ticks at 1, 10, 100, ... only: the default 1, 2, 3, 10, 20, 30, ... ran together.
+    skip_rows = data["skips_by_reason"]
+    assert isinstance(skip_rows, list)
+    most = max((int(row["skips"]) for row in skip_rows), default=1)
+    powers = [1]
+    while powers[-1] < most:  # up to the power the log scale's nice domain ends at
+        powers.append(powers[-1] * 10)
+    bars("skips_by_reason", skips)
+
+    # Bundling: messages per flush.
+    def flushes(rows: list[dict[str, object]], policy: str) -> Any:
+        return (
+            alt.Chart(alt.Data(values=rows), title=titled(policy, "messages per flush"))
+            .mark_bar()
+            .encode(
+                x=alt.X("messages:O", title="messages a flush reports"),
+                y=alt.Y("flushes:Q", title="flushes"),
+            )
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
+
+    bars("messages_per_flush", flushes)
+    return charts
+
+
+def skip_table(data: dict[str, object]) -> tuple[list[str], list[list[object]]]:
+    """The table beside the skips chart: every reason of any policy and its count per policy.
+
+    Returns:
+        The head (``reason`` and the policies' names) and one row per reason, most skipped
+        first (by the first policy, then by name); a reason a policy never gave counts 0.
+    """
+    policies = data["policies"]
+    rows = data["skips_by_reason"]
+    assert isinstance(policies, list) and isinstance(rows, list)
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        counts.setdefault(str(row["reason"]), {})[str(row["policy"])] = int(row["skips"])
+    order = sorted(counts, key=lambda r: (-counts[r].get(policies[0], 0), r))
+    return (
+        ["reason", *policies],
+        [[reason, *(counts[reason].get(p, 0) for p in policies)] for reason in order],
+    )
+
+
 def render_report(
     summaries: Sequence[tuple[str, Summary]], log: str, policy_files: Sequence[str | None]
 ) -> str:
@@ -117,6 +292,7 @@ def render_report(
     policies = [name for name, _ in summaries]
     totals = data["totals"]
     assert isinstance(totals, list)
+    charts = _charts(alt, data, policies)
     parts: list[str] = []
     title = f"Replay report: {log}"
     parts.append(f"<h1>{html.escape(title)}</h1>")
@@ -147,138 +323,60 @@ def render_report(
         rows.append([what, *values] + ([_change(*values)] if len(values) == 2 else []))
     parts.append("<h2>Totals</h2>" + _table(head, rows))
 
-    def bars(key: str, build: Any) -> Any:
-        return _side_by_side(alt, [build(_rows(data, key, p), p) for p in policies])
-
-    def titled(policy: str, text: str) -> str:
-        return f"{text} ({policy})" if len(policies) == 2 else text
-
-    # Pushes per hour of the day by kind.
-    def by_hour(rows: list[dict[str, object]], policy: str) -> Any:
-        return (
-            alt.Chart(alt.Data(values=rows), title=titled(policy, "pushes per hour (UTC)"))
-            .mark_bar()
-            .encode(
-                x=alt.X("hour:O", title="hour of the day (UTC)"),
-                y=alt.Y("sum(pushes):Q", title="pushes"),
-                color=alt.Color("kind:N", title="kind"),
-            )
-            .properties(width=_WIDTH, height=_HEIGHT)
-        )
+    def figure(name: str, caption: str, empty: str) -> str:
+        if name not in charts:
+            return f'<p class="empty">{html.escape(empty)}</p>'
+        return _figure(vlc, name, charts[name], caption)
 
     parts.append("<h2>Pushes per hour of the day, by kind</h2>")
-    if any(_rows(data, "pushes_by_hour", p) for p in policies):
-        parts.append(
-            _figure(vlc, "pushes_by_hour", bars("pushes_by_hour", by_hour), "pushes by UTC hour")
-        )
-    else:
-        parts.append('<p class="empty">No pushes.</p>')
-
-    # The quiet share of sends.
-    def quiet(rows: list[dict[str, object]], policy: str) -> Any:
-        return (
-            alt.Chart(alt.Data(values=rows), title=titled(policy, "sends by sound"))
-            .mark_bar()
-            .encode(
-                x=alt.X(
-                    "sends:Q", stack="normalize", title="share of sends", axis=alt.Axis(format="%")
-                ),
-                color=alt.Color("sound:N", title=""),
-            )
-            .properties(width=_WIDTH, height=40)
-        )
-
+    parts.append(figure("pushes_by_hour", "pushes by UTC hour", "No pushes."))
     parts.append("<h2>Quiet share</h2>")
-    parts.append(
-        _figure(vlc, "quiet", bars("quiet", quiet), "sends delivered quietly (D7) and with sound")
-    )
-
-    # Pushes per recipient: the distribution, and the summary's percentiles.
-    def per_recipient(rows: list[dict[str, object]], policy: str) -> Any:
-        total = next(t for t in totals if t["policy"] == policy)
-        marks = [{"at": total[q], "percentile": q} for q in ("p50", "p90", "p99")]
-        histogram = (
-            alt.Chart(alt.Data(values=rows))
-            .mark_bar(opacity=0.6)
-            .encode(
-                x=alt.X("pushes:Q", bin=alt.Bin(maxbins=30), title="pushes per recipient"),
-                y=alt.Y("sum(recipients):Q", title="recipients"),
-            )
-        )
-        rules = (
-            alt.Chart(alt.Data(values=marks))
-            .mark_rule(strokeDash=[5, 3], strokeWidth=2)
-            .encode(x="at:Q", color=alt.Color("percentile:N", title="percentile"))
-        )
-        return alt.layer(histogram, rules, title=titled(policy, "pushes per recipient")).properties(
-            width=_WIDTH, height=_HEIGHT
-        )
-
+    parts.append(figure("quiet", "sends delivered quietly (D7) and with sound", ""))
     parts.append("<h2>Pushes per recipient</h2>")
-    if any(_rows(data, "pushes_per_recipient", p) for p in policies):
-        parts.append(
-            _figure(
-                vlc,
-                "pushes_per_recipient",
-                bars("pushes_per_recipient", per_recipient),
-                "recipients by number of pushes; dashed: p50, p90, p99 of the summary",
-            )
+    parts.append(
+        figure(
+            "pushes_per_recipient",
+            "recipients by number of pushes; dashed: p50, p90, p99 of the summary",
+            "No pushes.",
         )
-    else:
-        parts.append('<p class="empty">No pushes.</p>')
-
-    # Skips by reason.
-    def skips(rows: list[dict[str, object]], policy: str) -> Any:
-        return (
-            alt.Chart(alt.Data(values=rows), title=titled(policy, "skips by reason"))
-            .mark_bar()
-            .encode(y=alt.Y("reason:N", title=""), x=alt.X("skips:Q", title="skips"))
-            .properties(width=_WIDTH - 100, height=alt.Step(18))
-        )
-
+    )
     parts.append("<h2>Skips by reason</h2>")
-    if any(_rows(data, "skips_by_reason", p) for p in policies):
-        parts.append(
-            _figure(vlc, "skips_by_reason", bars("skips_by_reason", skips), "skip decisions")
-        )
+    if "skips_by_reason" in charts:
+        # The exact counts beside the log-scale bars, which show only their order of size.
+        chart = figure("skips_by_reason", "skip decisions, log scale", "")
+        parts.append(f'<div class="beside">{chart}{_table(*skip_table(data))}</div>')
     else:
         parts.append('<p class="empty">No skips.</p>')
-
-    # Bundling: messages per flush.
-    def flushes(rows: list[dict[str, object]], policy: str) -> Any:
-        return (
-            alt.Chart(alt.Data(values=rows), title=titled(policy, "messages per flush"))
-            .mark_bar()
-            .encode(
-                x=alt.X("messages:O", title="messages a flush reports"),
-                y=alt.Y("flushes:Q", title="flushes"),
-            )
-            .properties(width=_WIDTH, height=_HEIGHT)
-        )
-
     parts.append("<h2>Bundling: messages per flush</h2>")
-    if any(_rows(data, "messages_per_flush", p) for p in policies):
-        parts.append(
-            _figure(
-                vlc,
-                "messages_per_flush",
-                bars("messages_per_flush", flushes),
-                "flushes that sent (D8), by the unread count they report",
-            )
+    parts.append(
+        figure(
+            "messages_per_flush",
+            "flushes that sent (D8), by the unread count they report",
+            "No flush sent.",
         )
-    else:
-        parts.append('<p class="empty">No flush sent.</p>')
+    )
 
     if len(policies) == 2:
         parts.append(_difference(alt, vlc, data))
     body = "\n".join(parts)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta name="generator" content="{html.escape(generator())}">\n'
         # No icon to fetch: the file must not ask for anything, even a favicon.
         '<link rel="icon" href="data:,">\n'
         f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
         f"<body>\n{body}\n</body>\n</html>\n"
     )
+
+
+def generator() -> str:
+    """The report's ``generator`` meta: the versions of Altair and vl-convert that drew it.
+
+    The same specs give other SVG under other versions; this names what drew a file, so a
+    check of a committed report knows whether it can expect the very same bytes.
+    """
+    alt, vlc = _libraries()
+    return f"notify replay --report; altair {alt.__version__}; vl-convert {vlc.__version__}"
 
 
 def _difference(alt: Any, vlc: Any, data: dict[str, object]) -> str:

@@ -9,12 +9,13 @@ import re
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
-from notify_cli.report import render_report
+from notify_cli.report import chart_specs, render_report, skip_table
 from notify_core.replay import Summary, compare
 from notify_core.report import report_data
 
@@ -153,3 +154,67 @@ def test_missing_extra_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and "notify-engine[report]" in result.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def _layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The single-view specs of a chart: itself, its layers, or those of each chart beside."""
+    if "hconcat" in spec:
+        return [view for part in spec["hconcat"] for view in _layers(part)]
+    if "layer" in spec:
+        return [view for part in spec["layer"] for view in _layers(part)]
+    return [spec]
+
+
+@pytest.mark.parametrize("policies", [1, 2])
+def test_pushes_per_recipient_counts_people_whole(policies: int) -> None:
+    # One recipient per bin: the axis that read 0.0, 0.2, ... 1.0.
+    summary = _summary({"u-a": 20, "u-b": 100, "u-c": 190}, {("message", 9): 310})
+    specs = chart_specs([(name, summary) for name in ["A", "B"][:policies]])
+    bars = [v for v in _layers(specs["pushes_per_recipient"]) if v["mark"]["type"] == "bar"]
+    assert len(bars) == policies
+    for view in bars:
+        axis = view["encoding"]["y"]["axis"]
+        assert (axis["tickMinStep"], axis["format"]) == (1, "d")
+        # Never more ticks than the domain's top: the steps are whole (see _whole_numbers).
+        assert "domain('y')[1]" in axis["tickCount"]["expr"]
+
+
+@pytest.mark.parametrize(("recipients", "top"), [(1, 1), (2, 2), (3, 3), (40, 40)])
+def test_the_drawn_recipient_ticks_are_distinct_whole_numbers(recipients: int, top: int) -> None:
+    # The spec alone did not do it (format "d" labelled a 0.5 tick "1" again): read the labels.
+    summary = _summary({f"u-{n}": 7 for n in range(recipients)}, {("message", 9): 7})
+    page = render_report([("policy", summary)], "log.jsonl", [None])
+    figure = re.search(r'data-chart="pushes_per_recipient".*?</svg>', page, re.S)
+    assert figure is not None
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", figure.group(0))
+    labels = texts[texts.index("pushes per recipient") + 1 : texts.index("recipients")]
+    assert labels == sorted(set(labels), key=int) and labels[0] == "0", labels
+    assert all(label.isdigit() for label in labels) and int(labels[-1]) <= top, labels
+
+
+def test_skips_by_reason_is_a_log_scale_beside_a_table_of_every_reason() -> None:
+    a = _summary({"u-a": 1}, {("message", 9): 1})
+    a.skips = Counter({"level": 760, "read": 1, "no_route": 6})
+    b = _summary({"u-a": 1}, {("message", 9): 1})
+    b.skips = Counter({"level": 700, "active_in_thread": 15})
+    summaries = [("A", a), ("B", b)]
+    views = _layers(chart_specs(summaries)["skips_by_reason"])
+    assert len(views) == 2
+    for view in views:
+        x = view["encoding"]["x"]
+        assert x["scale"]["type"] == "log"
+        # A reason skipped once keeps a bar: the bars start below 1, unstacked.
+        assert x["scale"]["domainMin"] < 1 and x["stack"] is None
+        assert x["axis"]["values"] == [1, 10, 100, 1000]
+    head, rows = skip_table(report_data(summaries))
+    assert head == ["reason", "A", "B"]
+    assert rows == [
+        ["level", 760, 700],
+        ["no_route", 6, 0],
+        ["read", 1, 0],
+        ["active_in_thread", 0, 15],
+    ]
+    page = render_report(summaries, "log.jsonl", [None, None])
+    beside = re.search(r'<div class="beside">(.*?)</div>', page, re.S)
+    assert beside is not None and 'data-chart="skips_by_reason"' in beside.group(1)
+    assert "<td>active_in_thread</td><td>0</td><td>15</td>" in beside.group(1)
