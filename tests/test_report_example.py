@@ -89,11 +89,9 @@ def test_the_committed_report_is_what_the_code_writes(written: dict[str, str], n
     if _generator(committed) == generator():
         assert committed == written[name], stale
     else:
+        # Drawn by other versions of altair and vl-convert (a fresh install may take newer
+        # ones): the tables and the text are compared, the drawings are theirs to decide.
         assert _without_drawings(committed) == _without_drawings(written[name]), stale
-        pytest.skip(
-            f"docs/report/{name}: tables and text as the code writes them; its drawings are "
-            f"of {_generator(committed)}, unchecked under {generator()}"
-        )
 
 
 def test_under_other_versions_all_but_the_drawings_is_compared() -> None:
