@@ -433,6 +433,8 @@ CREATE INDEX event_log_author_message_idx
 -- FOR UPDATE SKIP LOCKED (claimed_at, claimed_by: a claim older than the timeout is taken
 -- again), writes the keyset cursor it reached after each batch (cursor: the last candidate
 -- done) and marks the row processed; processed rows are purged after a day (H3).
+-- claimed_pid (0018): the server process of the claiming session; a claim whose session is
+-- gone is taken again at once (notify_pg.inbox.claims).
 CREATE TABLE {schema}.inbox_outbox (
     id           bigint GENERATED ALWAYS AS IDENTITY,
     type         text COLLATE "C" NOT NULL,
@@ -446,6 +448,7 @@ CREATE TABLE {schema}.inbox_outbox (
     claimed_by   text COLLATE "C",
     cursor       text COLLATE "C",
     processed_at timestamptz,
+    claimed_pid  integer,
     CONSTRAINT inbox_outbox_pkey PRIMARY KEY (id),
     CONSTRAINT inbox_outbox_origin_check CHECK (origin IN ('user', 'import', 'bulk')),
     CONSTRAINT inbox_outbox_payload_check CHECK (jsonb_typeof(payload) = 'object')

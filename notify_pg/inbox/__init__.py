@@ -1,6 +1,8 @@
 """The inbox of notify_pg (seed 004): the fan-out round and the reads of a person's inbox.
 
-- `notify_pg.inbox.fanout`: the round that turns outbox events into inbox entries;
+- `notify_pg.inbox.fanout`: the round that turns outbox events into inbox entries, with its
+  claims (`notify_pg.inbox.claims`), the event as it sees it (`notify_pg.inbox.describe`) and
+  its write statements (`notify_pg.inbox.statements`);
 - `notify_pg.inbox.reads`: emit (the host's outbox write), a person's list, summary, reads,
   dismissals and the purge.
 

@@ -1,8 +1,9 @@
 """The inbox's fan-out round on PostgreSQL (seed 004 section 7; docs/rules.md N5-N12, H4).
 
-`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED`` (a claim
-older than the timeout is taken again), and fans each out in keyset batches of 1,000
-candidates:
+`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED``, each claim
+tied to the claiming session (`notify_pg.inbox.claims`: a worker takes its own claims again at
+once, any worker those of a session that is gone, and any claim older than the timeout), and
+fans each out in keyset batches of 1,000 candidates:
 
 - candidates come through the host's ports (`InboxHostPorts`: watchers, reviewers, people,
   groups, pages, comments) and the library's own ``inbox_preferences`` (opt-ins); the sources
@@ -16,12 +17,17 @@ candidates:
   next worker to resume after the last committed batch, counting nobody twice.
 
 The event row is locked for each batch and its claim checked, so a claim taken back from a
-slow worker is never worked by two at once.
+slow worker is never worked by two at once. A stop (``stop``, `notify worker`'s SIGTERM) is
+checked between events: the event in progress is finished, the other claims given back.
+The event as the fan-out sees it comes from `notify_pg.inbox.describe`, the write statements'
+parameters from `notify_pg.inbox.statements`.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
+import threading
 import time
 import uuid
 from collections import Counter
@@ -34,16 +40,18 @@ import psycopg
 
 from notify_core.events import Event
 from notify_core.inbox.access import AccessCache, Group
-from notify_core.inbox.categories import Candidates, Category, Origin, event_variant
-from notify_core.inbox.coalesce import EmailState
-from notify_core.inbox.fanout import EntryDecision, InboxEvent, PersonFacts, fan_out, firing
-from notify_core.inbox.memory import page_after, strings
-from notify_core.inbox.pipeline import EmailAfter, due_is_shared, scheduled_email_after
+from notify_core.inbox.categories import Candidates, Category
+from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out, firing
+from notify_core.inbox.memory import strings
+from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.db.migrate import DEFAULT_SCHEMA
-from notify_pg.db.seam import Conn, Seam, array_element, text_array
+from notify_pg.db.seam import Conn, Seam, text_array
+from notify_pg.inbox.claims import Claimed, OutboxClaims
+from notify_pg.inbox.describe import describe
 from notify_pg.inbox.reads import purge
+from notify_pg.inbox.statements import EventFacts, entry_statements
 
 __all__ = [
     "CANDIDATE_BATCH",
@@ -56,6 +64,8 @@ __all__ = [
     "InboxRound",
     "Written",
 ]
+
+_log = logging.getLogger("notify_pg.inbox")
 
 #: Events claimed per round.
 CLAIM_LIMIT: Final = 50
@@ -161,28 +171,6 @@ class FanOutStats:
 
 
 @attrs.frozen
-class _Claimed:
-    id: int
-    event: Event
-    recipients: tuple[str, ...] | None
-    cursor: str | None
-
-
-@attrs.frozen
-class _EventFacts:
-    """What every batch of one event's fan-out shares."""
-
-    inbox: InboxEvent
-    page: PageInfo
-    site: SiteInfo | None
-    groups: Mapping[str, Group]
-    settings: InboxSettings
-    delay: timedelta
-    access: AccessCache
-    values: dict[str, Any]
-
-
-@attrs.frozen
 class _Facts:
     """A batch's candidates (``ids``, sorted), their facts as the host answered them and
     their stored choices (``prefs``, by person); ``users``: ``None`` when the host reads the
@@ -204,7 +192,8 @@ class _Plan:
 
 
 class _LostClaim(Exception):
-    """The event's claim went to another worker (ours was older than the timeout)."""
+    """The event's claim went to another worker (ours was older than the timeout, or its
+    session looked gone)."""
 
 
 class InboxFanOut:
@@ -214,7 +203,9 @@ class InboxFanOut:
         host: the host's ports.
         schema: the library's schema.
         worker: this worker's name (a unique suffix is added per instance).
-        claim_timeout: a claim older than this is taken again by another worker.
+        claim_timeout: a claim older than this is taken again by another worker, even while
+            the session that took it lives (a claim whose session is gone is taken at once,
+            `notify_pg.inbox.claims`).
         email_after: the cadence (E2): the person's schedule by default, as in a replay.
         batch: candidates per keyset batch; ``write_batch``: rows per statement.
         on_batch: a test hook, called after each committed batch with the event's id.
@@ -238,31 +229,37 @@ class InboxFanOut:
         self.host = host
         self.schema = schema
         self.worker = f"{worker}:{uuid.uuid4().hex[:12]}"
-        self.claim_timeout = claim_timeout
         self.email_after = email_after
         self.batch = batch
         self.write_batch = write_batch
-        self.claim_limit = claim_limit
         self.on_batch = on_batch
         self.on_written = on_written
         self.stats = FanOutStats()
         self._seam = Seam("notify_pg", schema)
+        self.claims = OutboxClaims(self._seam, self.worker, claim_timeout, claim_limit)
+        #: Whether the last round stopped early because the stop signal was set.
+        self.stopped = False
 
-    def round(self, conn: Conn) -> int:
+    def round(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim up to 50 events and fan each out; return how many were finished.
 
-        ``conn`` is in autocommit mode: the claim and each batch commit on their own.
+        ``conn`` is in autocommit mode: the claim and each batch commit on their own. With
+        ``stop``, the round stops between events once it is set (the event in progress is
+        finished), gives the claims it did not start back at once and sets `stopped`. When
+        PostgreSQL fails, the claims stay this worker's: its next round takes them again at
+        once, from their cursors (another worker takes them once this session is gone).
         """
-        with self._seam.transaction(conn):
-            rows = self._seam.all(
-                conn,
-                "inbox_claim",
-                {"worker": self.worker, "timeout": self.claim_timeout, "limit": self.claim_limit},
-            )
+        self.stopped = False
+        claimed = self.claims.claim(conn)
         done = 0
-        for claimed in sorted((_claimed(r) for r in rows), key=lambda c: c.id):
+        for at, event in enumerate(claimed):
+            if stop is not None and stop.is_set():
+                self.stopped = True
+                released = self.claims.release(conn, [c.id for c in claimed[at:]])
+                _log.info("inbox round stopped", extra={"fields": {"released": released}})
+                break
             try:
-                self._fan_out(conn, claimed)
+                self._fan_out(conn, event)
             except _LostClaim:
                 self.stats.lost_claims += 1
                 continue
@@ -270,36 +267,41 @@ class InboxFanOut:
         self.stats.events += done
         return done
 
-    def drain(self, conn: Conn, *, max_rounds: int = 1_000) -> int:
-        """Run rounds until the outbox has nothing to claim; return the events finished."""
+    def drain(
+        self, conn: Conn, *, max_rounds: int = 1_000, stop: threading.Event | None = None
+    ) -> int:
+        """Run rounds until the outbox has nothing to claim or ``stop`` is set; return the
+        events finished."""
         total = 0
         for _ in range(max_rounds):
-            done = self.round(conn)
+            if stop is not None and stop.is_set():
+                break
+            done = self.round(conn, stop=stop)
             total += done
-            if done == 0:
+            if done == 0 or self.stopped:
                 break
         return total
 
     # --- one event ---------------------------------------------------------------------------
 
-    def _fan_out(self, conn: Conn, claimed: _Claimed) -> None:
+    def _fan_out(self, conn: Conn, claimed: Claimed) -> None:
         host, event = self.host, claimed.event
-        found = self._describe(conn, claimed)
+        found = describe(conn, host, claimed, self.stats.dropped)
         if found is None:
-            self._finish(conn, claimed.id)
+            self.claims.finish(conn, claimed.id)
             return
         inbox, page = found
         site = host.inbox_site(conn, page.site)
         if site is not None and not site.notifications:  # N5: no entry
             self.stats.dropped["site_off"] += 1
-            self._finish(conn, claimed.id)
+            self.claims.finish(conn, claimed.id)
             return
         groups = host.inbox_groups(conn)
         settings = host.inbox_settings(conn)
         delay = host.inbox_email_delay(conn)
         access = AccessCache(groups, inbox.page)
         sources = [(c, c.candidates) for c in firing(inbox)]
-        the_event = _EventFacts(
+        the_event = EventFacts(
             inbox=inbox,
             page=page,
             site=site,
@@ -316,12 +318,7 @@ class InboxFanOut:
         while True:
             written: list[Written] = []
             with self._seam.transaction(conn):
-                if (
-                    self._seam.one(
-                        conn, "inbox_hold_claim", {"id": claimed.id, "worker": self.worker}
-                    )
-                    is None
-                ):
+                if not self.claims.hold(conn, claimed.id):
                     raise _LostClaim
                 if plan is None:
                     plan = self._plan(conn, the_event, candidates, self._facts(conn, candidates))
@@ -365,7 +362,7 @@ class InboxFanOut:
     def _finish_batch(
         self,
         conn: Conn,
-        claimed: _Claimed,
+        claimed: Claimed,
         plan: _Plan,
         end: str | None,
         plan_next: Callable[[], _Plan] | None,
@@ -379,7 +376,7 @@ class InboxFanOut:
         """
         if not psycopg.Pipeline.is_supported():
             written = self._send(conn, claimed, plan.statements[-1]) if plan.statements else []
-            self._mark(conn, claimed, end)
+            self.claims.mark(conn, claimed.id, end)
             return written, None if plan_next is None else plan_next()
         listening = self.on_written is not None
         planned: _Plan | None = None
@@ -389,7 +386,7 @@ class InboxFanOut:
             if plan.statements:
                 name = "inbox_upsert_returning" if listening else "inbox_upsert"
                 last = conn.execute(self._seam.query(name), plan.statements[-1])
-            self._mark(conn, claimed, end)
+            self.claims.mark(conn, claimed.id, end)
             sending = time.perf_counter() - started
             if plan_next is not None:
                 planned = plan_next()
@@ -400,79 +397,10 @@ class InboxFanOut:
             rows = last.fetchall() if last is not None and listening else []
         return [_written(claimed.id, r) for r in rows], planned
 
-    def _mark(self, conn: Conn, claimed: _Claimed, end: str | None) -> None:
-        """Record the cursor of a batch, renewing the claim, or (``end`` is ``None``) the
-        event done."""
-        if end is None:
-            self._seam.run(conn, "inbox_processed", {"id": claimed.id, "worker": self.worker})
-        else:
-            self._seam.run(
-                conn,
-                "inbox_set_cursor",
-                {"id": claimed.id, "worker": self.worker, "cursor": end},
-            )
-
-    def _finish(self, conn: Conn, event_id: int) -> None:
-        with self._seam.transaction(conn):
-            self._seam.run(conn, "inbox_processed", {"id": event_id, "worker": self.worker})
-
-    def _describe(self, conn: Conn, claimed: _Claimed) -> tuple[InboxEvent, PageInfo] | None:
-        """The event as the fan-out sees it, with its page; ``None``: nothing to fan out."""
-        host, event = self.host, claimed.event
-        p, kind = event.payload, event.type
-        ids: dict[str, str] = {}
-        parent_author = None
-        previous: frozenset[str] = frozenset()
-        page_id: str | None
-        if kind.startswith("comment."):
-            comment_id = str(p["comment"])
-            ids["comment"] = comment_id
-            comment = host.inbox_comment(conn, comment_id)
-            page_id = str(p["page"]) if "page" in p else (comment.page if comment else None)
-            if kind == "comment.edited":
-                # The host hands the mentions before the edit in the payload: by the time the
-                # fan-out runs, its comment row holds the new ones.
-                previous = strings(p.get("previous_mentions"))
-            elif "parent" in p:
-                ids["parent"] = str(p["parent"])
-                parent = host.inbox_comment(conn, ids["parent"])
-                parent_author = parent.author if parent is not None else None
-        else:
-            page_id = str(p["page"])
-            if kind.startswith("submission."):
-                ids["submission"] = str(p["submission"])
-        if page_id is None:
-            self.stats.dropped["unknown_page"] += 1
-            return None
-        ids["page"] = page_id
-        page = host.inbox_page(conn, page_id)
-        if page is None:
-            self.stats.dropped["unknown_page"] += 1
-            return None
-        if kind == "page.deleted":
-            if not page.deleted:
-                self.stats.dropped["page_exists"] += 1
-                return None  # page_exists: the delete failed after its emit
-        elif kind in ("page.edited", "page.renamed"):
-            page = page_after(page, event)
-        inbox = InboxEvent(
-            id=str(claimed.id),
-            type=kind,
-            origin=Origin(event.origin or "user"),
-            actor=event.actor,
-            site=page.site,
-            page=page.access,
-            ids=ids,
-            variant=event_variant(kind, None if p.get("variant") is None else str(p["variant"])),
-            parent_author=parent_author,
-            previous_mentions=previous,
-        )
-        return inbox, page
-
     def _batch(
         self,
         conn: Conn,
-        claimed: _Claimed,
+        claimed: Claimed,
         event: Event,
         inbox: InboxEvent,
         page: PageInfo,
@@ -540,7 +468,7 @@ class InboxFanOut:
         return people, stored, users
 
     def _event_values(
-        self, conn: Conn, claimed: _Claimed, inbox: InboxEvent, page: PageInfo
+        self, conn: Conn, claimed: Claimed, inbox: InboxEvent, page: PageInfo
     ) -> dict[str, Any]:
         """The columns every entry of the event shares (its page, actor, time: N11)."""
         event = claimed.event
@@ -574,7 +502,7 @@ class InboxFanOut:
     def _plan(
         self,
         conn: Conn,
-        the_event: _EventFacts,
+        the_event: EventFacts,
         candidates: Mapping[str, Sequence[str]],
         facts: _Facts,
     ) -> _Plan:
@@ -608,54 +536,18 @@ class InboxFanOut:
         else:
             users = dict(facts.users.items())
         return _Plan(
-            statements=self._statements(the_event, result.entries, users),
+            statements=entry_statements(
+                the_event,
+                result.entries,
+                users,
+                write_batch=self.write_batch,
+                email_after=self.email_after,
+            ),
             entries=len(result.entries),
             skips=tuple(skip.reason.value for skip in result.skips),
         )
 
-    def _statements(
-        self,
-        the_event: _EventFacts,
-        decisions: Sequence[EntryDecision],
-        users: Mapping[str, WikiUser],
-    ) -> tuple[dict[str, Any], ...]:
-        """The parameters of the statements coalescing a batch, ``write_batch`` rows each."""
-        inbox, values = the_event.inbox, the_event.values
-        dues = self._dues(decisions, users, values["at"], the_event.delay, the_event.site)
-        # The per-person columns go as array literals built here: psycopg dumps a list element
-        # by element in Python. What repeats (category, group key, in_app, email state, due
-        # time) goes once per kind, and each row names its kind by number (from 1): an event's
-        # rows are of a few kinds, the due times of a few schedules.
-        group_keys: dict[str, str] = {}
-        pending, none = EmailState.PENDING.value, EmailState.NONE.value
-        out: list[dict[str, Any]] = []
-        for start in range(0, len(decisions), self.write_batch):
-            end = start + self.write_batch
-            kinds: dict[tuple[str, bool, bool, datetime | None], str] = {}
-            numbers: list[str] = []
-            for d, due in zip(decisions[start:end], dues[start:end], strict=True):
-                kind = (d.category.key, d.in_app, d.email, due)
-                number = kinds.get(kind)
-                if number is None:
-                    number = kinds[kind] = str(len(kinds) + 1)
-                    if kind[0] not in group_keys:
-                        group_keys[kind[0]] = d.category.group_key(inbox.ids)
-                numbers.append(number)
-            out.append(
-                {
-                    **values,
-                    "user_id": text_array([d.recipient for d in decisions[start:end]]),
-                    "kind": _array(numbers),
-                    "category": text_array([k[0] for k in kinds]),
-                    "group_key": text_array([group_keys[k[0]] for k in kinds]),
-                    "in_app": _array(["t" if k[1] else "f" for k in kinds]),
-                    "email_state": text_array([pending if k[2] else none for k in kinds]),
-                    "email_after": _array([_timestamp_literal(k[3]) for k in kinds]),
-                }
-            )
-        return tuple(out)
-
-    def _send(self, conn: Conn, claimed: _Claimed, params: Mapping[str, Any]) -> list[Written]:
+    def _send(self, conn: Conn, claimed: Claimed, params: Mapping[str, Any]) -> list[Written]:
         """Run one write statement; the rows it wrote are read back only for a listener
         (``on_written``): without one, returning ten thousand rows costs both sides for
         nothing."""
@@ -667,44 +559,6 @@ class InboxFanOut:
         else:
             self._seam.run(conn, "inbox_upsert", params)
         self.stats.write_s += time.perf_counter() - started
-        return out
-
-    def _dues(
-        self,
-        decisions: Sequence[EntryDecision],
-        users: Mapping[str, WikiUser],
-        at: datetime,
-        delay: timedelta,
-        site: SiteInfo | None,
-    ) -> list[datetime | None]:
-        """``email_after`` of each decision (``None`` without email), as a replay computes it.
-
-        With the default cadence a due time that depends on no person (``immediate``, a
-        category without digest) is computed once per schedule (`due_is_shared`).
-        """
-        email_after = self.email_after
-        shared_ok = email_after is scheduled_email_after
-        shared: dict[tuple[str, int | None, bool], datetime] = {}
-        out: list[datetime | None] = []
-        for d in decisions:
-            if not d.email:
-                out.append(None)
-                continue
-            user = users.get(d.recipient)
-            if not shared_ok or user is None:
-                out.append(email_after(user, d.category, at, delay, site))
-                continue
-            schedule, hour = user.email_schedule, user.daily_hour
-            if type(schedule) is not str or not (hour is None or type(hour) is int):
-                out.append(email_after(user, d.category, at, delay, site))
-                continue
-            memo = (schedule, hour, d.category.digest)
-            due = shared.get(memo)
-            if due is None:
-                due = email_after(user, d.category, at, delay, site)
-                if due_is_shared(user, d.category):
-                    shared[memo] = due
-            out.append(due)
         return out
 
 
@@ -734,9 +588,14 @@ class InboxRound:
         self.next_purge: datetime | None = None
         self.purged: dict[str, int] = {"entries": 0, "outbox": 0}
 
-    def __call__(self, conn: Conn) -> int:
-        """Run the round on the worker's connection (autocommit); return the work done."""
-        work = self.fanout.drain(conn, max_rounds=self.max_rounds)
+    def __call__(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
+        """Run the round on the worker's connection (autocommit); return the work done.
+
+        With ``stop``, the fan-out stops between events once it is set, and no purge starts.
+        """
+        work = self.fanout.drain(conn, max_rounds=self.max_rounds, stop=stop)
+        if stop is not None and stop.is_set():
+            return work
         now = self.clock()
         if self.next_purge is None or now >= self.next_purge:
             days = self.fanout.host.inbox_retention_days(conn)
@@ -749,19 +608,6 @@ class InboxRound:
 
 
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
-
-
-def _array(elements: Sequence[str]) -> str:
-    """A PostgreSQL array literal of elements already quoted (or ``NULL``)."""
-    return "{" + ",".join(elements) + "}"
-
-
-def _timestamp_literal(value: datetime | None) -> str:
-    """An array element of an instant (``NULL`` for none)."""
-    if value is None:
-        return "NULL"
-    # isoformat keeps the offset and the microseconds: the same instant as psycopg's.
-    return array_element(value.isoformat())
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:
@@ -778,22 +624,4 @@ def _written(event: int, row: tuple[Any, ...]) -> Written:
         email_after=due,
         read=read_at is not None,
         inserted=bool(inserted),
-    )
-
-
-def _claimed(row: tuple[Any, ...]) -> _Claimed:
-    id_, type_, origin, actor, payload, recipients, occurred_at, cursor = row
-    event = Event(
-        seq=int(id_),
-        type=type_,
-        occurred_at=occurred_at,
-        payload=payload,
-        actor=actor,
-        origin=origin,
-    )
-    return _Claimed(
-        id=int(id_),
-        event=event,
-        recipients=None if recipients is None else tuple(sorted(recipients)),
-        cursor=cursor,
     )

@@ -1,6 +1,8 @@
 """Mail of notify_pg (seed 004): the drain, SMTP with DKIM, the secret and unsubscribe.
 
-- `notify_pg.mail.drain`: the round that sends the mails that are due;
+- `notify_pg.mail.drain`: the round that sends the mails that are due, with its ports
+  (`notify_pg.mail.ports`), its claimed rows and the writes it holds over a database failure
+  (`notify_pg.mail.claims`), and the reschedule of pending emails (`notify_pg.mail.reschedule`);
 - `notify_pg.mail.smtp`: the message, the SMTP client and DKIM signing;
 - `notify_pg.mail.secret`: the instance's unsubscribe secret;
 - `notify_pg.mail.unsubscribe`: what a valid one-click token changes, audited.

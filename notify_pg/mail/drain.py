@@ -21,6 +21,13 @@
    failed (E5), and the rows not tried go back to ``pending`` at their due time before the
    claim, the claim's attempt undone (docs/decisions.md).
 
+A stop (``stop``) is checked between mails: the rest of the claim goes back the same way. When
+PostgreSQL fails in the middle of a round, the mark of a mail already sent and the release of
+the rows not tried are held (`notify_pg.mail.claims.MailWrites`) and written first when it is
+back: no mail is sent twice by a worker that survives, nobody waits for a lease. At least once
+is left only where a worker dies between a send and its mark; the mail sent again keeps its
+``Message-ID`` (derived from stable ids, `notify_pg.mail.claims.message_id`).
+
 `MailRound` runs rounds inside `notify worker` and knows when to run again: at the next due
 ``email_after`` (or a lease's end), at the latest after ``poll`` (the safety net for entries
 other processes write), never by querying every second; after a round stopped by an
@@ -30,31 +37,38 @@ unreachable server, not before a backoff (doubling from ``backoff`` up to ``poll
 from __future__ import annotations
 
 import logging
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import attrs
 
 from notify_core.errors import NotifyError
-from notify_core.inbox.categories import CATEGORIES
-from notify_core.inbox.coalesce import EmailState, EntryState
 from notify_core.inbox.drain import MailPlan, plan_mails
 from notify_core.inbox.fanout import PersonFacts
-from notify_core.inbox.pipeline import email_schedule
-from notify_core.inbox.ports import Entry, EntryTarget, SiteInfo, WikiUser
-from notify_core.inbox.prefs import InboxPrefs, InboxSettings
+from notify_core.inbox.ports import Entry, SiteInfo, WikiUser
+from notify_core.inbox.prefs import InboxPrefs
 from notify_core.mail import (
     MailEntry,
     MailSite,
-    QueuedEmail,
     compose_mail,
-    reschedule,
     unsubscribe_token,
 )
+from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
+from notify_pg.mail.claims import (
+    DB_ERRORS,
+    Claimed,
+    MailWrites,
+    Write,
+    claimed_row,
+    message_id,
+)
+from notify_pg.mail.ports import MailHostPorts, MailSender
+from notify_pg.mail.reschedule import reschedule_pending
 from notify_pg.mail.smtp import MailSendError, Outgoing, mail_message
 
 __all__ = [
@@ -78,35 +92,6 @@ LEASE: Final = timedelta(seconds=600)
 RETRY_AFTER: Final = timedelta(seconds=600)
 #: Attempts (claims) after which a failed send is given up (E5).
 MAX_ATTEMPTS: Final = 3
-
-
-class MailHostPorts(Protocol):
-    """What the drain reads of the host (a wiki), each on the worker's connection."""
-
-    def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
-        """Return a site (host, scheme, primary locale, its switch N5), or ``None``."""
-
-    def inbox_first_site(self, conn: Conn) -> str | None:
-        """Return the instance's first site by creation (entries without a site, E4)."""
-
-    def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
-        """Return the facts (address, verified, ...) of the known people among ``ids``."""
-
-    def inbox_settings(self, conn: Conn) -> InboxSettings:
-        """Return the sections and whether mail is configured."""
-
-    def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
-        """Return the locale (and schedule) of the known people among ``ids``."""
-
-
-class MailSender(Protocol):
-    """Sends one message (`notify_pg.mail.smtp.SmtpSender` is one); closed after each round."""
-
-    def send(self, outgoing: Outgoing) -> None:
-        """Send one message; raise `MailSendError` when it was not sent."""
-
-    def close(self) -> None:
-        """Release the connection."""
 
 
 @attrs.frozen(kw_only=True)
@@ -152,15 +137,6 @@ class _Facts:
     users: Mapping[str, WikiUser] = attrs.field(factory=dict)
 
 
-@attrs.frozen
-class _Claimed:
-    entry: Entry
-    table_id: int
-    comment: str | None
-    #: The row's due time before the claim (a release puts it back).
-    due_at: datetime
-
-
 def _clock() -> datetime:
     return datetime.now(UTC)
 
@@ -204,22 +180,42 @@ class MailDrain:
         self.stats = MailDrainStats()
         #: Whether the last round stopped because the SMTP server was unreachable.
         self.unreachable = False
+        #: Whether the last round stopped early because the stop signal was set.
+        self.stopped = False
         self._seam = Seam("notify_pg", schema)
+        # Writes the database did not take (it failed meanwhile): written first when it is
+        # back, so a mail sent before an outage is marked, never sent again by this worker.
+        self._writes = MailWrites(self._seam, self.stats)
         # The advisory lock space of this schema's drain (one per schema, all workers alike).
         self._lock = f"notify_mail:{schema}"
         self._facts = _Facts()
 
     # --- one round ---------------------------------------------------------------------------
 
-    def round(self, conn: Conn) -> int:
+    def round(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim, plan, send and mark one batch of people; return the rows claimed (0: none due).
 
         ``conn`` is in autocommit mode: the claim commits before any mail is sent, and each
-        mark commits on its own. When the SMTP connection cannot be made, the round stops
-        after that mail (a failed attempt, E5), releases the rows of the mails it did not try
-        and sets `unreachable`.
+        mark commits on its own. Writes held over a database failure are written first
+        (`write_held`); nothing is claimed while any is held.
+
+        The round stops early, and releases the claimed rows of the mails it did not try
+        (back to ``pending`` at their due time, the claim's attempt undone):
+
+        - when the SMTP connection cannot be made: after that mail (a failed attempt, E5),
+          setting `unreachable`;
+        - when ``stop`` is set: before the next mail, setting `stopped` (the mail in
+          progress completes);
+        - when PostgreSQL fails: the mark of a mail already sent is held (the mail is never
+          sent again by this worker), the release of the untried rows too, and the failure
+          is raised; both are written when the database is back.
+
+        Raises:
+            StorageError: PostgreSQL failed (what this round could not write is held).
         """
         self.unreachable = False
+        self.stopped = False
+        self.write_held(conn)
         now = self.clock()
         lease_until = now + self.config.lease
         with self._seam.transaction(conn):
@@ -237,95 +233,137 @@ class MailDrain:
         if not rows:
             return 0
         self.stats.claimed += len(rows)
-        claimed = {c.entry.id: c for c in map(_claimed, rows)}
-        plans = self._plan(conn, [c.entry for c in claimed.values()])
-        sender: MailSender | None = None
-        secret: bytes | None = None
+        claimed = {c.entry.id: c for c in map(claimed_row, rows)}
         untried: list[Entry] = []
+        failure: Exception | None = None
+        try:
+            plans = self._plan(conn, [c.entry for c in claimed.values()])
+        except DB_ERRORS as exc:
+            # Nothing tried: every row goes back once the database is back.
+            plans, failure = [], exc
+            untried = [c.entry for c in claimed.values()]
+        sender: list[MailSender] = []
+        secret: list[bytes] = []
         try:
             for plan in plans:
-                if self.unreachable and plan.skip is None:
-                    untried.extend(plan.sent)
+                rows_of_plan = plan.entries if plan.skip is not None else plan.sent
+                if failure is not None or (self.unreachable and plan.skip is None):
+                    untried.extend(rows_of_plan)
                     continue
-                if plan.skip is not None:
-                    self._mark(conn, "mail_skipped", plan.entries, lease_until, claimed)
-                    self.stats.mails[f"skip_{plan.skip.value}"] += 1
-                    self.stats.entries["skipped"] += len(plan.entries)
-                    self._done(now, plan, "skipped")
+                if stop is not None and stop.is_set():
+                    # The stop reaches the drain between mails: the rest goes back at once.
+                    self.stopped = True
+                    untried.extend(rows_of_plan)
                     continue
-                if secret is None:
-                    secret = self.secret(conn)
+                held = self._writes.held
                 try:
-                    outgoing = self._outgoing(conn, plan, claimed, secret)
-                    if sender is None:
-                        sender = self.sender()
-                    sender.send(outgoing)
-                except MailSendError as error:
-                    self._failed(conn, plan, lease_until, claimed, error.code, error.temporary)
-                    self._done(now, plan, "failed")
-                    # Nothing else can go now: the other mails wait for the next round
-                    # rather than each waiting out its own connection timeout.
-                    self.unreachable = error.unreachable
-                    continue
-                except NotifyError as error:  # a mail that cannot be composed fails alone
-                    self._failed(conn, plan, lease_until, claimed, error.code, False)
-                    self._done(now, plan, "failed")
-                    continue
-                if self.on_sent is not None:
-                    self.on_sent(outgoing)
-                self._mark(conn, "mail_sent", plan.sent, lease_until, claimed)
-                self.stats.mails["sent"] += 1
-                self.stats.entries["sent"] += len(plan.sent)
-                self._done(now, plan, "sent")
+                    self._one(conn, now, plan, lease_until, claimed, sender, secret)
+                except DB_ERRORS as exc:
+                    failure = exc
+                    if self._writes.held == held:  # failed before its mail went: not tried
+                        untried.extend(rows_of_plan)
         finally:
-            if sender is not None:
-                sender.close()
-        if self.unreachable:
-            self._release(conn, untried, lease_until, claimed)
-        _log.info(
-            "mail round",
-            extra={"fields": {"claimed": len(rows), "mails": len(plans)}},
-        )
-        return len(rows)
-
-    def _release(
-        self,
-        conn: Conn,
-        entries: Sequence[Entry],
-        lease_until: datetime,
-        claimed: Mapping[str, _Claimed],
-    ) -> None:
-        rows = [claimed[e.id] for e in entries]
-        released = 0
-        if rows:
-            released = self._seam.run(
-                conn,
+            if sender:
+                sender[0].close()
+        if untried:
+            release = Write(
                 "mail_release",
                 {
-                    "ids": [c.table_id for c in rows],
-                    "dues": [c.due_at for c in rows],
+                    "ids": [claimed[e.id].table_id for e in untried],
+                    "dues": [claimed[e.id].due_at for e in untried],
                     "lease_until": lease_until,
                 },
             )
-        self.stats.unreachable += 1
-        self.stats.released += released
-        _log.warning(
-            "mail server unreachable",
-            extra={"fields": {"released": released}},
-        )
+            if failure is None:
+                self._writes.write(conn, release)
+            else:
+                self._writes.hold(release)
+        if self.unreachable:
+            self.stats.unreachable += 1
+            _log.warning("mail server unreachable", extra={"fields": {"released": len(untried)}})
+        if failure is not None:
+            _log.warning(
+                "mail writes held",
+                extra={"fields": {"held": self._writes.held, "untried": len(untried)}},
+            )
+            raise failure
+        fields: dict[str, Any] = {"claimed": len(rows), "mails": len(plans)}
+        if self.stopped:
+            fields["released"] = len(untried)
+        _log.info("mail round", extra={"fields": fields})
+        return len(rows)
+
+    def _one(
+        self,
+        conn: Conn,
+        now: datetime,
+        plan: MailPlan,
+        lease_until: datetime,
+        claimed: Mapping[str, Claimed],
+        sender: list[MailSender],
+        secret: list[bytes],
+    ) -> None:
+        """Send (or skip) one mail and mark it; ``sender`` and ``secret`` are the round's,
+        opened or read on first use."""
+        if plan.skip is not None:
+            self._mark(conn, "mail_skipped", plan.entries, lease_until, claimed)
+            self.stats.mails[f"skip_{plan.skip.value}"] += 1
+            self.stats.entries["skipped"] += len(plan.entries)
+            self._done(now, plan, "skipped")
+            return
+        if not secret:
+            secret.append(self.secret(conn))
+        try:
+            outgoing = self._outgoing(conn, plan, claimed, secret[0])
+            if not sender:
+                sender.append(self.sender())
+            sender[0].send(outgoing)
+        except MailSendError as error:
+            # Nothing else can go now when the server is unreachable: the other mails wait
+            # for the next round rather than each waiting out its own connection timeout.
+            self.unreachable = error.unreachable
+            self._failed(conn, plan, lease_until, claimed, error.code, error.temporary)
+            self._done(now, plan, "failed")
+            return
+        except NotifyError as error:  # a mail that cannot be composed fails alone
+            if isinstance(error, StorageError):
+                raise
+            self._failed(conn, plan, lease_until, claimed, error.code, False)
+            self._done(now, plan, "failed")
+            return
+        if self.on_sent is not None:
+            self.on_sent(outgoing)
+        self.stats.mails["sent"] += 1
+        self.stats.entries["sent"] += len(plan.sent)
+        self._mark(conn, "mail_sent", plan.sent, lease_until, claimed)
+        self._done(now, plan, "sent")
+
+    @property
+    def held(self) -> int:
+        """How many writes wait for the database (marks of mails sent, releases)."""
+        return self._writes.held
+
+    def write_held(self, conn: Conn) -> int:
+        """Write what rounds could not (the database failed meanwhile); return how many
+        writes went (`notify_pg.mail.claims.MailWrites.write_held`)."""
+        return self._writes.write_held(conn)
 
     def _done(self, now: datetime, plan: MailPlan, outcome: str) -> None:
         if self.on_done is not None:
             self.on_done(now, plan, outcome)
 
-    def drain(self, conn: Conn, *, max_rounds: int = 1_000) -> int:
-        """Run rounds until nothing is due or the SMTP server is unreachable; return the rows
-        claimed."""
+    def drain(
+        self, conn: Conn, *, max_rounds: int = 1_000, stop: threading.Event | None = None
+    ) -> int:
+        """Run rounds until nothing is due, the SMTP server is unreachable or ``stop`` is set;
+        return the rows claimed."""
         total = 0
         for _ in range(max_rounds):
-            done = self.round(conn)
+            if stop is not None and stop.is_set():
+                break
+            done = self.round(conn, stop=stop)
             total += done
-            if done == 0 or self.unreachable:
+            if done == 0 or self.unreachable or self.stopped:
                 break
         return total
 
@@ -366,7 +404,7 @@ class MailDrain:
         )
 
     def _outgoing(
-        self, conn: Conn, plan: MailPlan, claimed: Mapping[str, _Claimed], secret: bytes
+        self, conn: Conn, plan: MailPlan, claimed: Mapping[str, Claimed], secret: bytes
     ) -> Outgoing:
         """Compose the mail of a send (E6) for the person's address."""
         facts_now = self._facts
@@ -407,7 +445,13 @@ class MailDrain:
             more=plan.more,
         )
         sender = self.config.sender
-        message = mail_message(mail, sender=sender, to=facts.email, date=self.clock())
+        message = mail_message(
+            mail,
+            sender=sender,
+            to=facts.email,
+            date=self.clock(),
+            message_id=message_id(plan, claimed, sender),
+        )
         return Outgoing(sender=sender, recipients=(facts.email,), message=message)
 
     def _mark(
@@ -416,106 +460,33 @@ class MailDrain:
         query: str,
         entries: Sequence[Entry],
         lease_until: datetime,
-        claimed: Mapping[str, _Claimed],
-    ) -> int:
+        claimed: Mapping[str, Claimed],
+    ) -> None:
         ids = [claimed[e.id].table_id for e in entries]
         params = {"ids": ids, "at": self.clock(), "lease_until": lease_until}
-        return self._seam.run(conn, query, params)
+        self._writes.write(conn, Write(query, params))
 
     def _failed(
         self,
         conn: Conn,
         plan: MailPlan,
         lease_until: datetime,
-        claimed: Mapping[str, _Claimed],
+        claimed: Mapping[str, Claimed],
         code: str,
         temporary: bool,
     ) -> None:
         now = self.clock()
-        rows = self._seam.all(
-            conn,
-            "mail_failed",
-            {
-                "ids": [claimed[e.id].table_id for e in plan.sent],
-                "at": now,
-                "retry_at": now + self.config.retry_after,
-                "lease_until": lease_until,
-                "max_attempts": self.config.max_attempts,
-            },
-        )
-        states = Counter(str(r[1]) for r in rows)
         self.stats.mails["failed"] += 1
-        for state, count in states.items():
-            self.stats.entries[state] += count
-        _log.warning(
-            "mail failed",
-            extra={
-                "fields": {
-                    "code": code,
-                    "temporary": temporary,
-                    "entries": len(plan.sent),
-                    "retry": states.get("pending", 0),
-                    "given_up": states.get("failed", 0),
-                }
-            },
+        params = {
+            "ids": [claimed[e.id].table_id for e in plan.sent],
+            "at": now,
+            "retry_at": now + self.config.retry_after,
+            "lease_until": lease_until,
+            "max_attempts": self.config.max_attempts,
+        }
+        self._writes.write(
+            conn, Write("mail_failed", params, {"code": code, "temporary": temporary})
         )
-
-
-def _claimed(row: tuple[Any, ...]) -> _Claimed:
-    (
-        id_,
-        user,
-        site,
-        category,
-        variant,
-        variants,
-        group_key,
-        page,
-        comment,
-        actor,
-        title,
-        path,
-        locale,
-        excerpt,
-        count,
-        last_event,
-        in_app,
-        _attempts,
-        read_at,
-        created_at,
-        updated_at,
-        due_at,
-    ) = row
-    state = EntryState(
-        count=int(count),
-        variant=variant,
-        variants=tuple(variants),
-        email=EmailState.SENDING,
-        last_event=str(last_event),
-        in_app=bool(in_app),
-        updated_at=updated_at.astimezone(UTC),
-        actor=actor,
-        read=read_at is not None,
-    )
-    entry = Entry(
-        # Zero-padded: the plan orders ties of updated_at by id as text (E4: id descending).
-        id=f"{int(id_):020d}",
-        person=user,
-        category=category,
-        group_key=group_key,
-        state=state,
-        created_at=created_at.astimezone(UTC),
-        target=EntryTarget(
-            site=site,
-            page=page,
-            comment=comment,
-            title=title,
-            path=path,
-            locale=locale,
-            excerpt=excerpt,
-        ),
-    )
-    return _Claimed(entry=entry, table_id=int(id_), comment=comment, due_at=due_at)
 
 
 class MailRound:
@@ -559,16 +530,26 @@ class MailRound:
             if at is not None and (self._wake is None or at < self._wake):
                 self._wake = at
 
-    def __call__(self, conn: Conn) -> int:
-        """Drain if something is due now; return the rows claimed."""
+    def __call__(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
+        """Drain if something is due now (or writes are held); return the rows claimed.
+
+        With ``stop``, no drain round starts once it is set and a round in progress stops
+        before its next mail (`MailDrain.round`).
+        """
         now = self.drain.clock()
-        if self._wake is not None and now < self._wake:
+        if self._wake is not None and now < self._wake and not self.drain.held:
             return 0
         work = 0
         more = False
         for _ in range(self.max_rounds):
-            done = self.drain.round(conn)
+            if stop is not None and stop.is_set():
+                more = True
+                break
+            done = self.drain.round(conn, stop=stop)
             work += done
+            if self.drain.stopped:
+                more = True
+                break
             if done == 0 or self.drain.unreachable:
                 break
         else:
@@ -589,65 +570,3 @@ class MailRound:
             wake = due
         self._wake = wake
         return work
-
-
-#: The categories whose emails may wait for a digest (E3 moves only theirs).
-_DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
-
-
-def reschedule_pending(
-    conn: Conn,
-    host: MailHostPorts,
-    before: WikiUser,
-    after: WikiUser,
-    *,
-    at: datetime,
-    delay: timedelta,
-    schema: str = DEFAULT_SCHEMA,
-) -> int:
-    """Move a person's pending emails after a change of their schedule (rule E3).
-
-    The host calls it in the transaction that changes the person's ``email_schedule``,
-    ``daily_hour`` or zone, with the person's values before and after and the change's time:
-    every ``pending`` email of a digest category gets its due time anew from ``at`` under the
-    new values (the core's `reschedule`); the others keep theirs, and an update that repeats
-    the current values changes nothing. Returns how many rows moved.
-    """
-    seam = Seam("notify_pg", schema)
-    old, new = email_schedule(before), email_schedule(after)
-    if old == new and before.time_zone == after.time_zone:
-        return 0
-    rows = seam.all(conn, "mail_pending_of", {"user_id": after.id})
-    if not rows:
-        return 0
-    zones: dict[str, str | None] = {}
-    for _id, _category, _due, site in rows:
-        if site is not None and site not in zones:
-            info = host.inbox_site(conn, site)
-            zones[site] = info.time_zone if info is not None else None
-    moved = reschedule(
-        (
-            QueuedEmail(
-                entry=str(id_),
-                category=category,
-                email="pending",
-                email_after=due.astimezone(UTC),
-                site_time_zone=zones.get(site) if site is not None else None,
-            )
-            for id_, category, due, site in rows
-        ),
-        person=after.id,
-        old=old,
-        new=new,
-        old_time_zone=before.time_zone,
-        new_time_zone=after.time_zone,
-        now=at,
-        digest_categories=_DIGEST,
-        delay=delay,
-    )
-    if moved:
-        ids = sorted(moved, key=int)
-        seam.run(
-            conn, "mail_reschedule", {"ids": [int(i) for i in ids], "dues": [moved[i] for i in ids]}
-        )
-    return len(moved)

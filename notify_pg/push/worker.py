@@ -32,6 +32,7 @@ person, a thread, a message or a token (a token's hash prefix at most).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import random
 import threading
@@ -41,7 +42,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import attrs
 import psycopg
@@ -1086,7 +1087,11 @@ class Worker:
             name = str(getattr(extra, "name", "inbox"))
             self._round = name
             started = time.perf_counter()
-            done = extra(self._connection())
+            # A round that takes ``stop`` (the fan-out, the mail drain) stops between units.
+            if "stop" in inspect.signature(extra).parameters:
+                done = cast(Any, extra)(self._connection(), stop=stop)
+            else:
+                done = extra(self._connection())
             work += done
             if done:
                 duration_ms = _elapsed_ms(started)
@@ -1160,6 +1165,9 @@ class Worker:
             if exc.server_message:
                 fields["pg_message"] = exc.server_message
                 message = exc.server_message
+            if sqlstate == "25P03":  # idle in a transaction past partition_takeover
+                fields["taken_over"] = True
+                message += ": its partition was taken over (its claims too)"
         if self._held:
             fields["held"] = len(self._held)
         _log.error("round failed", extra={"fields": fields})

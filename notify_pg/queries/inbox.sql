@@ -11,18 +11,29 @@ SELECT {schema}.inbox_emit(
     ARRAY(SELECT DISTINCT w FROM ({recipients}) AS captured (w) ORDER BY w));
 
 -- name: inbox_claim
--- Claim up to limit unprocessed events, oldest first; a claim older than the timeout is free.
+-- Claim up to limit unprocessed events, oldest first: free ones, this worker's own (a worker
+-- that survived a database failure goes on at once), those whose claiming session is gone
+-- (its server process no longer in pg_stat_activity: a killed worker, a restart) and those
+-- claimed longer ago than the timeout. The claim records this session's process.
 UPDATE {schema}.inbox_outbox AS o
-SET claimed_at = now(), claimed_by = %(worker)s
+SET claimed_at = now(), claimed_by = %(worker)s, claimed_pid = pg_backend_pid()
 WHERE o.id IN (
     SELECT id FROM {schema}.inbox_outbox
     WHERE processed_at IS NULL
-      AND (claimed_at IS NULL OR claimed_at < now() - %(timeout)s::interval)
+      AND (claimed_at IS NULL
+           OR claimed_by = %(worker)s
+           OR claimed_at < now() - %(timeout)s::interval
+           OR claimed_pid NOT IN (SELECT a.pid FROM pg_stat_activity AS a WHERE a.pid IS NOT NULL))
     ORDER BY id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 )
 RETURNING o.id, o.type, o.origin, o.actor_id, o.payload, o.recipients, o.occurred_at, o.cursor;
+
+-- name: inbox_release
+-- Give claims back (a stop between events): free for any worker at once; the cursor stays.
+UPDATE {schema}.inbox_outbox SET claimed_at = NULL, claimed_by = NULL, claimed_pid = NULL
+WHERE id = ANY(%(ids)s::bigint[]) AND claimed_by = %(worker)s AND processed_at IS NULL;
 
 -- name: inbox_hold_claim
 -- Lock a claimed event for one batch; no row: the claim was taken back by another worker.

@@ -1,0 +1,43 @@
+"""What the mail drain asks of its host and of its sender (`notify_pg.mail.drain`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.ports import SiteInfo, WikiUser
+from notify_core.inbox.prefs import InboxSettings
+from notify_pg.db.seam import Conn
+from notify_pg.mail.smtp import Outgoing
+
+__all__ = ["MailHostPorts", "MailSender"]
+
+
+class MailHostPorts(Protocol):
+    """What the drain reads of the host (a wiki), each on the worker's connection."""
+
+    def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
+        """Return a site (host, scheme, primary locale, its switch N5), or ``None``."""
+
+    def inbox_first_site(self, conn: Conn) -> str | None:
+        """Return the instance's first site by creation (entries without a site, E4)."""
+
+    def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts (address, verified, ...) of the known people among ``ids``."""
+
+    def inbox_settings(self, conn: Conn) -> InboxSettings:
+        """Return the sections and whether mail is configured."""
+
+    def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
+        """Return the locale (and schedule) of the known people among ``ids``."""
+
+
+class MailSender(Protocol):
+    """Sends one message (`notify_pg.mail.smtp.SmtpSender` is one); closed after each round."""
+
+    def send(self, outgoing: Outgoing) -> None:
+        """Send one message; raise `MailSendError` when it was not sent."""
+
+    def close(self) -> None:
+        """Release the connection."""
