@@ -516,6 +516,8 @@ CREATE TABLE {schema}.inbox_entries (
     read_at        timestamptz,
     created_at     timestamptz NOT NULL,
     updated_at     timestamptz NOT NULL,
+    -- draft (0019): a page_created entry's page was created unpublished (E6)
+    draft          boolean NOT NULL DEFAULT false,
     CONSTRAINT inbox_entries_pkey PRIMARY KEY (id),
     CONSTRAINT inbox_entries_count_check CHECK (count >= 1),
     CONSTRAINT inbox_entries_email_state_check

@@ -32,6 +32,10 @@ class MailHostPorts(Protocol):
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return the locale (and schedule) of the known people among ``ids``."""
 
+    def inbox_names(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, str]:
+        """Return the display names (E6) of the people among ``ids`` who have one; a person
+        without a name, or no longer known, is left out (a mail names them neutrally)."""
+
 
 class MailSender(Protocol):
     """Sends one message (`notify_pg.mail.smtp.SmtpSender` is one); closed after each round."""
