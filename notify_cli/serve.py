@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -97,7 +98,9 @@ def serve(
     the token's categories. The inbox routes (GET /notifications, GET /notifications/summary,
     PUT /notifications/read, PUT /notifications/ID/read, DELETE /notifications/ID) act for
     the person named by the X-Notify-User header: put a proxy that authenticates in front;
-    with --host-schema the entries of the reference wiki's sites switched off are hidden.
+    with --host-schema the entries of the reference wiki's sites switched off are hidden, and
+    one-click unsubscribe also answers on the paths of the sites' unsubscribe link templates
+    (read at start, e.g. /_api/notifications/unsubscribe).
     The schema must be migrated (notify db migrate). Each request logs one line (method,
     route template, status, duration). With --metrics-port the requests (by route and
     status, with a duration histogram) and the database's gauges of docs/operators.md are
@@ -118,6 +121,7 @@ def serve(
     if not schema or host_schema == "":
         raise BadInput("--schema and --host-schema must not be empty")
     hidden = None if host_schema is None else ReferenceWiki(host_schema).sites_off
+    paths: list[str] = []
     _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.serve")
     # The pool's own warnings (a lost connection) go to the same log lines.
@@ -140,12 +144,15 @@ def serve(
             )
             on_request = HttpMetrics(metrics.meter).request
             log.info("metrics serving", extra={"fields": {"port": metrics.port}})
+        if host_schema is not None:
+            paths = _unsubscribe_paths(pool, ReferenceWiki(host_schema), log)
         app = build_app(
             pool,
             schema=schema,
             unsubscribe_page=unsubscribe_page,
             hidden_sites=hidden,
             on_request=on_request,
+            unsubscribe_paths=paths,
         )
         try:
             server = make_http_server(app, host, port)
@@ -171,3 +178,22 @@ def serve(
         if metrics is not None:
             metrics.close()
         pool.close()
+
+
+def _unsubscribe_paths(pool: Any, wiki: Any, log: logging.Logger) -> list[str]:
+    """The paths of the reference wiki's unsubscribe link templates (E6), read once at start;
+    a template whose path holds a placeholder cannot be mounted and is logged."""
+    from notify_core.links import link_path
+
+    with pool.connection() as conn:
+        templates = wiki.unsubscribe_links(conn)
+    paths = []
+    for template in templates:
+        path = link_path(template)
+        if path is None:
+            log.warning(
+                "unsubscribe template not mounted", extra={"fields": {"template": template}}
+            )
+        else:
+            paths.append(path)
+    return paths

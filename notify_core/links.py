@@ -6,11 +6,12 @@ the comment anchored) and ``review``. A host that mounts its routes elsewhere (s
 ``/_api/notifications/unsubscribe`` and ``/_profile/notifications``) sets templates in the
 site's settings and writes no code.
 
-A template is an absolute ``https://`` or ``http://`` URL, or a path starting with ``/`` that
-is read against the site's origin (``https://HOST``, or ``http://`` for a site served over
-plain HTTP). Placeholders are ``str.format`` fields: ``{host}`` in every template, and
-``{token}`` (unsubscribe, required), ``{path}`` (page, comment), ``{comment}`` (comment) and
-``{submission}`` (review). ``{path}`` expands to the page's path with one leading ``/`` and
+A template is an absolute ``https://`` or ``http://`` URL, or a path starting with ``/`` (or
+with ``{path}``, which expands to one) that is read against the site's origin
+(``https://HOST``, or ``http://`` for a site served over plain HTTP). Placeholders are
+``str.format`` fields: ``{host}`` in every template, and ``{token}`` (unsubscribe,
+required), ``{path}`` (page, comment), ``{comment}`` (comment) and ``{submission}`` (review).
+``{path}`` expands to the page's path with one leading ``/`` and
 is percent-encoded as a path; ``{comment}`` and ``{submission}`` are percent-encoded whole.
 
 The event log checks templates with `links_error` (it must not import the mail), and the
@@ -32,6 +33,7 @@ __all__ = [
     "LINK_NAMES",
     "LinkTemplates",
     "expand_link",
+    "link_path",
     "link_templates",
     "links_error",
 ]
@@ -97,7 +99,9 @@ def links_error(value: object) -> str | None:
             return f"unknown link template {name!r}"
         if template == "":
             continue  # back to the default (a site.updated undoing its template)
-        if not isinstance(template, str) or not template.startswith(("/", "https://", "http://")):
+        # ``{path}`` expands to a path from /, so a template may start with it.
+        starts = ("/", "https://", "http://", "{path}")
+        if not isinstance(template, str) or not template.startswith(starts):
             return f"link template {name!r} must be a URL or a path from /"
         if template.startswith("//") or any(c.isspace() for c in template):
             return f"link template {name!r} must be a URL or a path from /"
@@ -183,3 +187,23 @@ def expand_link(
     if link.startswith("/"):
         return f"{'https' if https else 'http'}://{host}{link}"
     return link
+
+
+def link_path(template: str) -> str | None:
+    """Return the path a template's links are served on (``None``: it varies by link).
+
+    What a web app mounts for a site's template: the one-click unsubscribe route of
+    ``notify serve`` follows the sites' ``unsubscribe`` templates (U3, E6).
+
+    Example:
+        >>> link_path("https://{host}/_api/notifications/unsubscribe?t={token}")
+        '/_api/notifications/unsubscribe'
+    """
+    rest = template
+    if "://" in rest:
+        rest = rest.split("://", 1)[1]
+        rest = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
+    path = rest.split("?", 1)[0].split("#", 1)[0]
+    if not path.startswith("/") or "{" in path or "}" in path:
+        return None
+    return path
