@@ -77,7 +77,9 @@ def status(dsn: str, schema: str, host_schema: str) -> None:
     leased by a worker), counted at the database's clock. The inbox: the outbox backlog (count,
     age of the oldest event), emails pending (and due now), being sent, sent and failed over
     the last 24 hours, and whether mail is configured (the reference host's setting in
-    --host-schema; left out when it has none).
+    --host-schema; left out when it has none). Warnings, only when there is one: sites of
+    --host-schema served over plain http, where mailbox providers ignore one-click
+    unsubscribe ("warnings" in the JSON, and one line on stderr).
     """
     try:
         import json
@@ -87,10 +89,17 @@ def status(dsn: str, schema: str, host_schema: str) -> None:
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
     try:
-        report = pipeline_status(dsn, schema, mail_configured=_mail_configured(host_schema))
+        report = pipeline_status(
+            dsn,
+            schema,
+            mail_configured=_mail_configured(host_schema),
+            plain_http=_plain_http(host_schema),
+        )
     except NotifyError as exc:
         raise BadInput(f"db status: {exc}") from None
     click.echo(json.dumps(report, indent=2))
+    for warning in report.get("warnings", ()):
+        click.echo(f"warning: {warning['message']}", err=True)
 
 
 @db.command()
@@ -403,6 +412,23 @@ def _mail_configured(host_schema: str) -> Any:
     def read(conn: Any) -> bool | None:
         try:
             return wiki.inbox_settings(conn).mail_configured
+        except NotifyError:  # no reference host in this database: the host knows
+            return None
+
+    return read
+
+
+def _plain_http(host_schema: str) -> Any:
+    """Read the reference host's sites served over plain http (``None`` without its tables)."""
+    from notify_core.errors import NotifyError
+    from notify_pg.ops.status import plain_http_sites
+    from notify_pg.reference_host.wiki import ReferenceWiki
+
+    wiki = ReferenceWiki(host_schema)
+
+    def read(conn: Any) -> list[str] | None:
+        try:
+            return plain_http_sites(conn, wiki)
         except NotifyError:  # no reference host in this database: the host knows
             return None
 

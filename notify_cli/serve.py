@@ -64,7 +64,8 @@ from notify_cli.worker import _logging, _metrics
     metavar="NAME",
     type=Utf8Text(),
     help="Schema of the reference host's wiki: its sites switched off are hidden from the "
-    "inbox (absent: no site is hidden).",
+    "inbox, and the preference and settings routes read and write its people and settings "
+    "(absent: no site is hidden and those routes are not served).",
 )
 @click.option(
     "--metrics-port",
@@ -89,7 +90,7 @@ def serve(
     log_level: str,
     log_format: str,
 ) -> None:
-    """Serve one-click unsubscribe and the inbox over HTTP (a reference web app).
+    """Serve one-click unsubscribe, the inbox and preferences over HTTP (a reference web app).
 
     POST /notifications/unsubscribe?t=TOKEN with the form body List-Unsubscribe=One-Click
     (and scope=all to stop all email) turns email off for the token's categories: 200 with no
@@ -101,6 +102,11 @@ def serve(
     with --host-schema the entries of the reference wiki's sites switched off are hidden, and
     one-click unsubscribe also answers on the paths of the sites' unsubscribe link templates
     (read at start, e.g. /_api/notifications/unsubscribe).
+    With --host-schema also: GET and PATCH /notifications/preferences (the X-Notify-User
+    person's preference grid and email schedule) and GET and PATCH
+    /notifications/admin/settings (the instance's settings, for the administrator named by
+    the X-Notify-Admin header, which the proxy sets only for someone allowed to manage the
+    instance); every change is audited (notify records inbox-audit).
     The schema must be migrated (notify db migrate). Each request logs one line (method,
     route template, status, duration). With --metrics-port the requests (by route and
     status, with a duration histogram) and the database's gauges of docs/operators.md are
@@ -120,7 +126,8 @@ def serve(
         ) from None
     if not schema or host_schema == "":
         raise BadInput("--schema and --host-schema must not be empty")
-    hidden = None if host_schema is None else ReferenceWiki(host_schema).sites_off
+    wiki = None if host_schema is None else ReferenceWiki(host_schema)
+    hidden = None if wiki is None else wiki.sites_off
     paths: list[str] = []
     _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.serve")
@@ -152,6 +159,7 @@ def serve(
             unsubscribe_page=unsubscribe_page,
             hidden_sites=hidden,
             on_request=on_request,
+            admin_host=wiki,
             unsubscribe_paths=paths,
         )
         try:

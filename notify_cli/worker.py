@@ -1,7 +1,8 @@
 """``notify worker``: the pipeline on PostgreSQL (needs the ``pg`` extra).
 
-Runs the consumer of the event log, the due work and the push sends of `notify_pg.push.worker`
-until SIGTERM or SIGINT, then finishes the round in progress and exits 0. Logs are JSON lines
+Runs the loop of `notify_pg.worker.build` (the consumer of the event log, the due work and the
+push sends of `notify_pg.push`, the inbox's fan-out and purge, the mail drain) until SIGTERM or
+SIGINT, then finishes the round in progress and exits 0. Logs are JSON lines
 (or text, ``--log-format text``) on stderr with rounds, partitions, counts, durations, kinds,
 reasons and outcomes: never a person, a thread or a token. ``--metrics-port`` serves the
 metrics of `notify_pg.ops.metrics` for Prometheus (the ``metrics`` extra).
@@ -13,7 +14,6 @@ import importlib
 import logging
 import signal
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from types import FrameType
 from typing import Any, Final
@@ -139,10 +139,10 @@ def _logging(level: str, log_format: str = "json") -> None:
 @click.option(
     "--mail-batch",
     type=click.IntRange(1, 1000),
-    default=100,
-    show_default=True,
+    default=None,
     metavar="N",
-    help="People whose due mails one drain round claims (1 to 1000).",
+    help="People whose due mails one drain round claims (1 to 1000; default: the instance's "
+    "mail batch size, which an administrator changes over HTTP, else 100).",
 )
 @click.option(
     "--mail-poll",
@@ -152,6 +152,16 @@ def _logging(level: str, log_format: str = "json") -> None:
     metavar="SECONDS",
     help="The longest pause between two looks at the mail queue; the drain otherwise wakes "
     "when the next email falls due (1 to 3600).",
+)
+@click.option(
+    "--purge-every",
+    type=Seconds(60, 366 * 86400),
+    default=86400.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="The pause between two purges of the inbox (H3: entries past the host's retention, "
+    "outbox events processed over a day ago); the first purge runs at the start "
+    "(60 to 31622400).",
 )
 @click.option(
     "--inbox-host",
@@ -190,8 +200,9 @@ def worker(
     dkim_key_file: str | None,
     dkim_selector: str | None,
     dkim_domain: str | None,
-    mail_batch: int,
+    mail_batch: int | None,
     mail_poll: float,
+    purge_every: float,
     inbox_host: str | None,
     once: bool,
     log_level: str,
@@ -206,7 +217,7 @@ def worker(
     come due and sends pushes through the registered providers (none unless --fake-provider:
     pushes of other providers are skipped as no_provider), and fans out the inbox's outbox
     into entries (the reference host's wiki, or the host's own ports given by --inbox-host; the
-    purge once a day). SIGTERM or SIGINT finish the
+    purge at the start and then every --purge-every seconds). SIGTERM or SIGINT finish the
     round in progress only and exit 0 (provider results not written yet are written first
     when the database takes them). A worker idle inside a transaction for
     --partition-takeover seconds loses its session, so another worker takes its partition.
@@ -226,11 +237,11 @@ def worker(
         import psycopg
 
         from notify_core.errors import NotifyError
-        from notify_pg.inbox.fanout import InboxFanOut, InboxRound
         from notify_pg.push.providers import FakeProvider
-        from notify_pg.push.worker import Worker, WorkerConfig
+        from notify_pg.push.worker import WorkerConfig
         from notify_pg.reference_host import ReferenceHost
         from notify_pg.reference_host.wiki import ReferenceWiki
+        from notify_pg.worker.build import build_worker
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(
             f"worker needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
@@ -253,21 +264,15 @@ def worker(
         if inbox_host is None
         else load_inbox_host(inbox_host, host_schema, mail=mail_on)
     )
-    fanout = InboxFanOut(wiki, schema=schema, worker=config.consumer)
-    rounds: list[Callable[[Any], int]] = [InboxRound(fanout)]
+    mail = None
     if mail_on:
-        mail_round = _mail_round(
+        mail = _mail_options(
             smtp_url,
             mail_from,
             _dkim(dkim_key_file, dkim_selector, dkim_domain, mail_from),
-            host=wiki,
-            schema=schema,
             batch=mail_batch,
             poll=timedelta(seconds=mail_poll),
         )
-        # The fan-out of this worker tells the drain when the emails it queued fall due.
-        fanout.on_written = lambda rows: mail_round.notice([r.email_after for r in rows])
-        rounds.append(mail_round)
     elif dkim_selector is not None or dkim_domain is not None:
         raise BadInput("--dkim-selector and --dkim-domain need --dkim-key and --smtp-url")
     metrics = _metrics(metrics_port, metrics_host) if metrics_port is not None else None
@@ -280,15 +285,17 @@ def worker(
     if metrics is not None:
         metrics.observe_database(connect, schema, [config.consumer])
         log.info("metrics serving", extra={"fields": {"port": metrics.port}})
-    work = Worker(
+    built = build_worker(
         connect,
         ReferenceHost(host_schema),
+        inbox=wiki,
+        mail=mail,
         schema=schema,
         policy=policy,
         config=config,
         providers=[FakeProvider(name) for name in fake_providers],
-        rounds=rounds,
         recorder=metrics.recorder if metrics is not None else None,
+        purge_every=timedelta(seconds=purge_every),
     )
     stop = threading.Event()
 
@@ -300,18 +307,20 @@ def worker(
         try:
             # Cursors first: a partition count that cannot be taken now is refused before any
             # round, with the positions named (PartitionError), not retried in the loop.
-            work.prepare()
+            built.prepare()
+            from notify_pg.ops.status import warn_plain_http  # there: the pg extra is in
+
+            warn_plain_http(connect, wiki, log)
             if once:
                 # A signal ends --once after the round in progress, too.
-                while not stop.is_set() and work.run_once(stop=stop):
-                    pass
+                built.run_until_idle(stop)
         except NotifyError as exc:
-            work.close()
+            built.close()
             if metrics is not None:
                 metrics.close()
             raise BadInput(f"worker: {exc}") from None
         if once:
-            work.close()
+            built.close()
             if metrics is not None:
                 metrics.close()
             return
@@ -319,10 +328,11 @@ def worker(
             "worker started",
             extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
         )
-        work.run(stop)
+        built.run(stop)
         if metrics is not None:
             metrics.close()
-        log.info("worker stopped", extra={"fields": work_counts(work) | inbox_counts(fanout)})
+        counts = work_counts(built.worker) | inbox_counts(built.fanout)
+        log.info("worker stopped", extra={"fields": counts})
 
 
 def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:
@@ -440,21 +450,19 @@ def _dkim(
     return key
 
 
-def _mail_round(
+def _mail_options(
     smtp_url: str | None,
     mail_from: str | None,
     dkim_key: Any,
     *,
-    host: Any,
-    schema: str,
-    batch: int,
+    batch: int | None,
     poll: timedelta,
 ) -> Any:
-    """The mail drain's round of the options; a bad option is one line and exit 2."""
+    """The mail drain's options (`notify_pg.worker.build.MailOptions`); a bad option is one
+    line and exit 2."""
     from notify_core.errors import NotifyError
-    from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
-    from notify_pg.mail.secret import unsubscribe_secret
     from notify_pg.mail.smtp import SmtpConfig, SmtpSender
+    from notify_pg.worker.build import MailOptions
 
     if smtp_url is None:
         raise BadInput("--mail-from and --dkim-key need --smtp-url")
@@ -467,19 +475,19 @@ def _mail_round(
         smtp = SmtpConfig.from_url(smtp_url)
     except NotifyError as exc:
         raise BadInput(f"--smtp-url: {exc.message}") from None
-    drain = MailDrain(
-        host,
-        lambda: SmtpSender(smtp, dkim_key=dkim_key),
-        secret=lambda conn: unsubscribe_secret(conn, schema=schema),
-        config=MailDrainConfig(sender=mail_from, people=batch),
-        schema=schema,
+    return MailOptions(
+        sender=lambda: SmtpSender(smtp, dkim_key=dkim_key),
+        address=mail_from,
+        people=batch,
+        poll=poll,
     )
-    return MailRound(drain, poll=poll)
 
 
 def inbox_counts(fanout: Any) -> dict[str, Any]:
     """The inbox fan-out's counters for the last log line: events, entries, skipped
-    candidates and dropped events by reason (no person data)."""
+    candidates and dropped events by reason (no person data; none without a fan-out)."""
+    if fanout is None:
+        return {}
     stats = fanout.stats
     return {
         "inbox": {

@@ -6,15 +6,19 @@ or ``notify db migrate``). Its wings, each importing only the ones below it:
 - `notify_pg.db`: the database base (the SQL seam, migrations, errors, ids);
 - `notify_pg.stores`: the repositories (preferences, quiet hours, records, registrations, the
   event log), the host's ports and `NotifyStore`;
-- `notify_pg.push`: the push path (the pipeline's ports, the push worker, providers);
+- `notify_pg.rounds`: the loop that runs a worker's rounds and the connection they share;
+- `notify_pg.push`: the push path (the pipeline's ports, the push rounds and `Worker`,
+  providers);
 - `notify_pg.inbox`: the inbox (the fan-out round, reads);
 - `notify_pg.mail`: mail (the drain, SMTP with DKIM, the secret, unsubscribe);
 - `notify_pg.http`: framework-neutral HTTP handlers and the reference app;
+- `notify_pg.worker`: a worker process's loop built from options (`build_worker`);
 - `notify_pg.ops`: metrics and the status query;
 - `notify_pg.reference_host`: a small host schema with its adapter, for tests and the demo.
 
-The names below are the stable imports; the old flat module paths (``notify_pg.worker`` ...)
-still import, with a `DeprecationWarning` (`notify_pg._moved`). See docs/postgresql.md.
+The names below are the stable imports; the old flat module paths (``notify_pg.store`` ...)
+still import, with a `DeprecationWarning` (`notify_pg._moved`); ``notify_pg.worker`` is a
+package again and imports without one. See docs/postgresql.md.
 """
 
 from notify_pg import _moved
@@ -52,7 +56,7 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.quiet_hours import QuietHoursRepository
 from notify_pg.stores.records import PreferenceRecordRepository
 from notify_pg.stores.registrations import PushRegistration, Registration, RegistrationRepository
-from notify_pg.stores.store import NotifyStore, forget_person
+from notify_pg.stores.store import NotifyStore, forget_person, forgotten
 from notify_pg.stores.values import (
     PutResult,
     QuietFacts,
@@ -114,6 +118,7 @@ __all__ = [
     "WorkerStats",
     "device_pending",
     "forget_person",
+    "forgotten",
     "migrate",
     "migrations",
     "payload_size",

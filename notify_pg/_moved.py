@@ -37,7 +37,6 @@ MOVED: Final[dict[str, str]] = {
     "notify_pg.store": "notify_pg.stores.store",
     "notify_pg.pipeline_ports": "notify_pg.push",
     "notify_pg.recorder": "notify_pg.push.recorder",
-    "notify_pg.worker": "notify_pg.push.worker",
     "notify_pg.inbox_fanout": "notify_pg.inbox.fanout",
     "notify_pg.mail_drain": "notify_pg.mail.drain",
     "notify_pg.smtp": "notify_pg.mail.smtp",

@@ -32,10 +32,22 @@ def test_an_old_path_is_the_new_module_and_warns(old: str, new: str) -> None:
 
 
 def test_old_from_imports_give_the_same_objects() -> None:
-    sys.modules.pop("notify_pg.worker", None)
-    with pytest.warns(DeprecationWarning, match="notify_pg.push.worker"):
-        from notify_pg.worker import Worker  # type: ignore[import-not-found]
-    assert Worker is notify_pg.Worker
+    sys.modules.pop("notify_pg.store", None)
+    with pytest.warns(DeprecationWarning, match="notify_pg.stores.store"):
+        from notify_pg.store import NotifyStore  # type: ignore[import-not-found]
+    assert NotifyStore is notify_pg.NotifyStore
+
+
+def test_the_worker_path_is_a_package_again_and_imports_without_a_warning() -> None:
+    """``notify_pg.worker`` is the worker wing (issue 24): its old names, no alias."""
+    assert "notify_pg.worker" not in MOVED
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from notify_pg.worker import Clock, HintSink, Worker, WorkerConfig, WorkerStats
+
+    assert Worker is notify_pg.Worker and WorkerConfig is notify_pg.WorkerConfig
+    assert WorkerStats is notify_pg.WorkerStats and HintSink is notify_pg.HintSink
+    assert Clock is not None
 
 
 def test_old_paths_are_not_modules_any_more() -> None:

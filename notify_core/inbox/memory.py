@@ -13,8 +13,10 @@ from typing import ClassVar, Final
 
 import attrs
 
+from notify_core.errors import InvalidInput
 from notify_core.events import Event, EventError
 from notify_core.inbox.access import Group, Match, Rule
+from notify_core.inbox.admin import check_retention
 from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.fanout import PersonFacts
@@ -232,6 +234,9 @@ class WikiMemory:
             raise EventError(
                 "missing_member", "a daily email schedule needs daily_hour", "/payload/daily_hour"
             )
+        if user.email_schedule != (old.email_schedule if old is not None else "immediate"):
+            # H2a: no new digest while the purge could take its entries before the mail.
+            _retention(self.retention_days, user.email_schedule != "immediate", "email_schedule")
         self.users[person] = user
         self._changed(person)
 
@@ -299,6 +304,9 @@ class WikiMemory:
             self._set_prefs(person, changed)
 
     def _on_settings(self, event: Event, p: Mapping[str, object]) -> None:
+        if "retention_days" in p:  # H2a, checked before anything changes
+            digests = any(u.email_schedule != "immediate" for u in self.users.values())
+            _retention(int(p["retention_days"]), digests, "retention_days")  # type: ignore[call-overload]
         settings = self.inbox_settings
         sections = dict(settings.sections)
         for name, value in dict(p.get("sections", {})).items():  # type: ignore[call-overload]
@@ -354,6 +362,14 @@ class WikiMemory:
 
     def _on_submission(self, event: Event, p: Mapping[str, object]) -> None:
         self.submissions[str(p["submission"])] = str(p["page"])
+
+
+def _retention(days: int, digests: bool, member: str) -> None:
+    """H2a as a bad line of the log: `check_retention`'s refusal, pointing into the payload."""
+    try:
+        check_retention(days, digests, f"/payload/{member}")
+    except InvalidInput as exc:
+        raise EventError(exc.code, exc.message, exc.pointer) from None
 
 
 def page_after(page: PageInfo, event: Event) -> PageInfo:

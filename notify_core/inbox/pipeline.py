@@ -7,10 +7,10 @@ are those before the event, with the event's own change of the page laid over th
 is checked against the new path, a deletion against the page as it was and its watchers at
 the moment of the delete, N8, N9); the event is recorded afterwards.
 
-Email: entries get their state (``pending`` with ``email_after``); the drain that sends mails
-is not part of this path yet. ``email_after`` comes from the callable handed in: by default
-`scheduled_email_after`, which is `notify_core.mail.email_after_for` (E2) with the person's
-schedule and zones; a change of a person's schedule moves their pending entries (E3).
+Email: entries get their state (``pending`` with ``email_after``); `InboxPipeline.drain` is
+the drain (E4: due entries' mails, sent or skipped; on PostgreSQL `notify_pg.mail.drain`, E5).
+``email_after``: by default `scheduled_email_after` (`notify_core.mail.email_after_for`, E2,
+with the person's schedule and zones); a schedule change moves pending entries (E3).
 """
 
 from __future__ import annotations

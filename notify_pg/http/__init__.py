@@ -2,12 +2,19 @@
 
 - `notify_pg.http.handlers`: plain functions from a request's values to a `Response`
   (unsubscribe, inbox), for any framework;
+- `notify_pg.http.admin`: the same for a person's preferences and the instance's settings;
 - `notify_pg.http.app`: the reference WSGI app and server of ``notify serve``.
 
 It imports the inbox and mail wings, never a worker. The names of the old module
 ``notify_pg.http`` (the handlers) are re-exported here.
 """
 
+from notify_pg.http.admin import (
+    preferences_get,
+    preferences_patch,
+    settings_get,
+    settings_patch,
+)
 from notify_pg.http.handlers import (
     MAX_BODY_BYTES,
     UNSUBSCRIBE_INFO_PATH,
@@ -33,6 +40,10 @@ __all__ = [
     "inbox_read",
     "inbox_read_one",
     "inbox_summary",
+    "preferences_get",
+    "preferences_patch",
+    "settings_get",
+    "settings_patch",
     "unsubscribe_get",
     "unsubscribe_info",
     "unsubscribe_post",

@@ -20,10 +20,22 @@ PUT         /notifications/read                  `notify_pg.http.handlers.inbox_
 PUT         /notifications/ID/read               `notify_pg.http.handlers.inbox_read_one` (H2)
 DELETE      /notifications/ID                    `notify_pg.http.handlers.inbox_dismiss` (H2)
 GET         /unsubscribe?t=TOKEN                 a stand-in for the host's unsubscribe page
+GET         /notifications/preferences           `notify_pg.http.admin.preferences_get` (H2a)
+PATCH       /notifications/preferences           `notify_pg.http.admin.preferences_patch` (H2)
+GET         /notifications/admin/settings        `notify_pg.http.admin.settings_get` (H2a)
+PATCH       /notifications/admin/settings        `notify_pg.http.admin.settings_patch` (H2)
 ==========  ===================================  ===========================================
 
+The preference and settings routes exist only when the app is given the host's ports
+(``admin_host``, `notify_pg.mail.settings.AdminHostPorts`). The person of the preference
+routes is the ``X-Notify-User`` header, as for the inbox; the administrator of the settings
+routes is the ``X-Notify-Admin`` header (`ADMIN_HEADER`), which the host's proxy sets only
+for a person it authenticated and allowed to manage the instance (``manage:system``):
+without it, ``401``.
+
 Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
-``401`` for an inbox route without the header, ``503`` when PostgreSQL fails, ``500`` with no
+``401`` for an inbox or preference route without its header (a settings route without
+``X-Notify-Admin``), ``503`` when PostgreSQL fails, ``500`` with no
 detail for a bug (logged with its type only).
 
 Every request logs one line, ``request``, with its method, the route's template (``PUT
@@ -59,11 +71,13 @@ from notify_pg.db.errors import StorageError, translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.mail.secret import unsubscribe_secret
+from notify_pg.mail.settings import AdminHostPorts
 
 if TYPE_CHECKING:
     from _typeshed.wsgi import StartResponse, WSGIEnvironment
 
 __all__ = [
+    "ADMIN_HEADER",
     "UNMATCHED",
     "USER_HEADER",
     "Handler",
@@ -76,6 +90,10 @@ __all__ = [
 
 #: The header the reference app takes the inbox's person from (the host's proxy sets it).
 USER_HEADER: Final = "X-Notify-User"
+
+#: The header the reference app takes the administrator of the settings routes from (the
+#: host's proxy sets it only for someone allowed to manage the instance).
+ADMIN_HEADER: Final = "X-Notify-Admin"
 
 #: A route's handler: the app, the request and the URL's variables in; a response out.
 Handler = Callable[["ReferenceApp", Request, dict[str, Any]], http.Response]
@@ -104,6 +122,8 @@ class ReferenceApp:
             their entries stay hidden); none by default.
         on_request: called after each request with its method, route template, status and
             duration in seconds (metrics); it must not raise.
+        admin_host: the host's ports of the preference and settings routes (none: those
+            routes are not served).
     """
 
     def __init__(
@@ -114,8 +134,10 @@ class ReferenceApp:
         unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
         hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
         on_request: RequestHook | None = None,
+        admin_host: AdminHostPorts | None = None,
     ) -> None:
         self.pool = pool
+        self.admin_host = admin_host
         self.on_request = on_request
         self.schema = schema
         self.unsubscribe_page = unsubscribe_page
@@ -232,8 +254,9 @@ def _unsubscribe_info(
     app: ReferenceApp, request: Request, _values: dict[str, Any]
 ) -> http.Response:
     with app.pool.connection() as conn:
-        secret = app.secret(conn)
-    return http.unsubscribe_info(secret=secret, query=request.query_string)
+        return http.unsubscribe_info(
+            secret=app.secret(conn), query=request.query_string, conn=conn, schema=app.schema
+        )
 
 
 def _inbox(
@@ -266,8 +289,9 @@ def _unsubscribe_page(
     one-click URL leads): it names the token's categories, from the info call, and offers the
     one-click POST for them or for all email. It changes nothing itself."""
     with app.pool.connection() as conn:
-        secret = app.secret(conn)
-    info = http.unsubscribe_info(secret=secret, query=request.query_string)
+        info = http.unsubscribe_info(
+            secret=app.secret(conn), query=request.query_string, conn=conn, schema=app.schema
+        )
     if info.status != 200:
         content = "<p>This unsubscribe link is not valid.</p>"
     else:
@@ -347,6 +371,48 @@ def _inbox_dismiss(
     return http.inbox_dismiss(conn, user, values["entry"], schema=app.schema)
 
 
+@_inbox
+def _preferences_get(
+    app: ReferenceApp, _request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    assert app.admin_host is not None  # the route exists only with the host's ports
+    return http.preferences_get(conn, app.admin_host, user, schema=app.schema)
+
+
+@_inbox
+def _preferences_patch(
+    app: ReferenceApp, request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    assert app.admin_host is not None
+    return http.preferences_patch(
+        conn,
+        app.admin_host,
+        user,
+        content_type=request.headers.get("Content-Type"),
+        body=_body(request),
+        schema=app.schema,
+    )
+
+
+def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> http.Response:
+    """The settings routes: the administrator from `ADMIN_HEADER` (401 without)."""
+    admin = request.headers.get(ADMIN_HEADER)
+    if not admin:
+        return _unauthorized()
+    assert app.admin_host is not None
+    with app.pool.connection() as conn:
+        if request.method in ("GET", "HEAD"):  # Werkzeug adds HEAD to a GET rule
+            return http.settings_get(conn, app.admin_host)
+        return http.settings_patch(
+            conn,
+            app.admin_host,
+            admin,
+            content_type=request.headers.get("Content-Type"),
+            body=_body(request),
+            schema=app.schema,
+        )
+
+
 def build_app(
     pool: ConnectionPool[Any],
     *,
@@ -354,6 +420,7 @@ def build_app(
     unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
     hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
     on_request: RequestHook | None = None,
+    admin_host: AdminHostPorts | None = None,
     unsubscribe_paths: Sequence[str] = (),
 ) -> ReferenceApp:
     """Return the reference app with its routes (see the module's table).
@@ -362,7 +429,8 @@ def build_app(
     ``PATH/info``), those of the sites' unsubscribe link templates (E6: a host that mounts
     the route elsewhere sets a template and writes no code); the default path always answers.
     More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
-    app this returns; ``on_request`` is `ReferenceApp`'s hook.
+    app this returns; ``on_request`` is `ReferenceApp`'s hook. The preference and settings
+    routes are served only with ``admin_host``.
     """
     app = ReferenceApp(
         pool,
@@ -370,6 +438,7 @@ def build_app(
         unsubscribe_page=unsubscribe_page,
         hidden_sites=hidden_sites,
         on_request=on_request,
+        admin_host=admin_host,
     )
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
@@ -387,6 +456,10 @@ def build_app(
     app.route("/notifications/read", ["PUT"], "inbox_read", _inbox_read)
     app.route("/notifications/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
     app.route("/notifications/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
+    if admin_host is not None:
+        app.route("/notifications/preferences", ["GET"], "preferences_get", _preferences_get)
+        app.route("/notifications/preferences", ["PATCH"], "preferences_patch", _preferences_patch)
+        app.route("/notifications/admin/settings", ["GET", "PATCH"], "settings", _settings)
     return app
 
 

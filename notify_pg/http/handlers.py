@@ -11,7 +11,8 @@ Unsubscribe (no session, no cookie: the token is the only credential):
 - `unsubscribe_post`: the RFC 8058 one-click ``POST`` on the ``List-Unsubscribe`` URL with the
   form body ``List-Unsubscribe=One-Click`` (``application/x-www-form-urlencoded`` or
   ``multipart/form-data``), optionally ``scope=all``: ``200`` with no body, ``400`` with no
-  body for anything invalid, saying nothing about which part failed. Idempotent.
+  body for anything invalid (a token of a person the host has forgotten included), saying
+  nothing about which part failed. Idempotent.
 - `unsubscribe_get`: a ``GET`` on the same URL changes nothing: ``303`` to the host's page.
 - `unsubscribe_info`: what a token would do (its categories), nothing about whose it is.
 
@@ -45,6 +46,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.unsubscribe import unsubscribe
+from notify_pg.stores.store import forgotten
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -193,7 +195,9 @@ def unsubscribe_post(
     Returns:
         ``200`` with no body once email is off for the token's categories (all of them with
         ``scope=all``; in-app untouched), however often it is repeated; ``400`` with no body
-        for a missing, tampered or unknown token or a body that is not the one-click form.
+        for a missing, tampered or unknown token, a token of a person the host has forgotten
+        (`notify_pg.forget_person`: nothing is written) or a body that is not the one-click
+        form.
     """
     form = _form(content_type, body)
     token = _token(query)
@@ -209,7 +213,8 @@ def unsubscribe_post(
     found = verify_unsubscribe_token(secret, token, known_categories=_known())
     if found is None:
         return _bare(400)
-    unsubscribe(conn, found, scope=scope, at=at, schema=schema)
+    if unsubscribe(conn, found, scope=scope, at=at, schema=schema) is None:
+        return _bare(400)  # the host forgot the person: the token is invalid (U3)
     return _bare(200)
 
 
@@ -225,16 +230,23 @@ def unsubscribe_get(*, query: str | bytes, page: str = UNSUBSCRIBE_PAGE) -> Resp
     return Response(status=303, headers=(("Location", target), _NO_STORE))
 
 
-def unsubscribe_info(*, secret: bytes, query: str | bytes) -> Response:
+def unsubscribe_info(
+    *,
+    secret: bytes,
+    query: str | bytes,
+    conn: Conn | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
     """Answer the info call (U4): ``{"categories": [...]}`` a token would turn off.
 
-    It says nothing about whose token it is; an invalid token is a ``400`` with no body.
+    It says nothing about whose token it is; an invalid token is a ``400`` with no body. Given
+    ``conn``, a token of a person the host has forgotten is invalid too (U3).
     """
     token = _token(query)
     if token is None:
         return _bare(400)
     found = verify_unsubscribe_token(secret, token, known_categories=_known())
-    if found is None:
+    if found is None or (conn is not None and forgotten(conn, found.person, schema)):
         return _bare(400)
     return _json(200, {"categories": list(found.categories)})
 

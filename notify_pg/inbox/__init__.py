@@ -3,11 +3,12 @@
 - `notify_pg.inbox.fanout`: the round that turns outbox events into inbox entries, with its
   claims (`notify_pg.inbox.claims`), the event as it sees it (`notify_pg.inbox.describe`) and
   its write statements (`notify_pg.inbox.statements`);
+- `notify_pg.inbox.rounds`: the fan-out and the purge as rounds of a worker's loop;
 - `notify_pg.inbox.reads`: emit (the host's outbox write), a person's list, summary, reads,
   dismissals and the purge.
 
-It imports `notify_pg.db` only. The names of the old module ``notify_pg.inbox`` (the reads)
-are re-exported here.
+It imports `notify_pg.rounds` and `notify_pg.db` only. The names of the old module
+``notify_pg.inbox`` (the reads) are re-exported here.
 """
 
 from notify_pg.inbox.reads import (

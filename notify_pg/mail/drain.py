@@ -90,21 +90,28 @@ RETRY_AFTER: Final = timedelta(seconds=600)
 MAX_ATTEMPTS: Final = 3
 
 
+#: People claimed per round when neither the worker nor the instance says otherwise.
+DEFAULT_PEOPLE: Final = 100
+
+
 @attrs.frozen(kw_only=True)
 class MailDrainConfig:
     """The drain's settings.
 
     Args:
         sender: the ``From`` and envelope sender address of every mail.
-        people: people claimed per round (the seed's ``mailBatchSize``, 1 to 1000).
+        people: people claimed per round (the seed's ``mailBatchSize``, 1 to 1000); ``None``:
+            the instance's ``mail_batch_size`` when the host keeps the administrator's settings
+            (`notify_pg.mail.settings.AdminHostPorts`), else 100.
         lease: how long a claim holds its rows (E5: 600 s).
         retry_after: the pause before a failed send is tried again (E5: 600 s).
         max_attempts: attempts after which a failed send is ``failed`` (E5: 3).
     """
 
     sender: str
-    people: int = attrs.field(
-        default=100, validator=[attrs.validators.ge(1), attrs.validators.le(1000)]
+    people: int | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional([attrs.validators.ge(1), attrs.validators.le(1000)]),
     )
     lease: timedelta = LEASE
     retry_after: timedelta = RETRY_AFTER
@@ -190,6 +197,18 @@ class MailDrain:
 
     # --- one round ---------------------------------------------------------------------------
 
+    def _people(self, conn: Conn) -> int:
+        """People to claim this round: ``config.people`` when set (``notify worker
+        --mail-batch``), else the instance's ``mail_batch_size`` when the host keeps the
+        administrator's settings (`notify_pg.mail.settings.AdminHostPorts`), else 100."""
+        if self.config.people is not None:
+            return self.config.people
+        read = getattr(self.host, "inbox_instance_settings", None)
+        if read is None:
+            return DEFAULT_PEOPLE
+        # Read each round: an administrator's change applies from the next drain on.
+        return int(read(conn).mail_batch_size)
+
     def round(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim, plan, send and mark one batch of people; return the rows claimed (0: none due).
 
@@ -223,7 +242,7 @@ class MailDrain:
                 {
                     "now": now,
                     "lease_until": lease_until,
-                    "people": self.config.people,
+                    "people": self._people(conn),
                     "lock": self._lock,
                 },
             )

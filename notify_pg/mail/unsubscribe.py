@@ -4,7 +4,8 @@
 answers the request): email off for the token's categories, or for every category with
 ``scope=all``, in-app choices untouched, one audit row with the token's person as the actor.
 It is idempotent: a repeated request leaves the same choices (and audits an empty
-``changed``). A host with its own HTTP layer calls it directly.
+``changed``). A token of a person `notify_pg.forget_person` erased is invalid: nothing is
+written. A host with its own HTTP layer calls it directly.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from notify_core.mail import Unsubscribe
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.reads import InboxPreferences
+from notify_pg.stores.store import forgotten
 
 __all__ = ["SCOPES", "AuditedUnsubscribe", "audited_unsubscribes", "unsubscribe"]
 
@@ -48,9 +50,9 @@ def unsubscribe(
     scope: str = "token",
     at: datetime | None = None,
     schema: str = DEFAULT_SCHEMA,
-) -> AuditedUnsubscribe:
+) -> AuditedUnsubscribe | None:
     """Turn email off for a verified token's categories (or all) and audit it, in one
-    transaction (U3).
+    transaction (U3); ``None``, with nothing written, when the person was forgotten.
 
     Args:
         request: what `verify_unsubscribe_token` answered for the token.
@@ -72,6 +74,10 @@ def unsubscribe(
         # Two requests of one person at once: the second sees the first's choices, so only
         # one of them names a category as changed.
         seam.one(conn, "unsubscribe_lock_person", {"user_id": person})
+        # After the lock: a forget_person of the person committed before it is seen here, and
+        # one that runs now waits for this transaction (it takes the same lock).
+        if forgotten(conn, person, schema):
+            return None
         stored = prefs.rows(conn, [person]).get(person, {})
         changed = [
             key for key in chosen if stored.get((key, "email"), CATEGORY_BY_KEY[key].defaults.email)

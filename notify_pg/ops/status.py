@@ -1,19 +1,34 @@
 """How far the pipeline on PostgreSQL is behind: consumer lag, due-work backlog, the inbox's
-outbox backlog and its mail queue."""
+outbox backlog and its mail queue; and the operator's warnings (a site served over plain
+http, where mailbox providers ignore one-click unsubscribe: seed 004 section 12.2, E6)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import logging
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Final
 
 import psycopg
 
+from notify_core.errors import NotifyError
 from notify_core.instants import format_instant
 from notify_pg.db.errors import translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 
-__all__ = ["pipeline_status"]
+__all__ = [
+    "PLAIN_HTTP",
+    "pipeline_status",
+    "plain_http_sites",
+    "plain_http_warning",
+    "warn_plain_http",
+]
+
+#: The code of the warning about sites served over plain http.
+PLAIN_HTTP: Final = "plain_http"
+
+_log = logging.getLogger("notify_pg.worker")
 
 
 def pipeline_status(
@@ -21,6 +36,7 @@ def pipeline_status(
     schema: str = DEFAULT_SCHEMA,
     *,
     mail_configured: Callable[[Conn], bool | None] | None = None,
+    plain_http: Callable[[Conn], Sequence[str] | None] | None = None,
 ) -> dict[str, Any]:
     """Return the consumers' lag and the due-work backlog of ``schema`` as a JSON object.
 
@@ -39,7 +55,9 @@ def pipeline_status(
     ``pending``, of them ``due`` now, ``sending``, ``next_due_at``, and ``sent_24h`` and
     ``failed_24h``: entries sent and given up over the last 24 hours) and
     ``mail_configured``, the host's answer (N4) when ``mail_configured`` reads it (``None``:
-    left out). Instants are RFC 3339 UTC text; absent values are omitted (G5).
+    left out). ``warnings``, only when there is one: ``[{"code": "plain_http", "sites",
+    "message"}]`` when ``plain_http`` (the host's sites served over plain http) names any
+    (`plain_http_warning`). Instants are RFC 3339 UTC text; absent values are omitted (G5).
 
     Raises:
         StorageError: PostgreSQL is unreachable or the schema is missing.
@@ -47,10 +65,69 @@ def pipeline_status(
     if isinstance(conn_or_dsn, str):
         try:
             with psycopg.connect(conn_or_dsn, autocommit=True, connect_timeout=10) as conn:
-                return _status(conn, schema, mail_configured)
+                return _with_warnings(conn, _status(conn, schema, mail_configured), plain_http)
         except psycopg.Error as exc:
             raise translate(exc) from exc
-    return _status(conn_or_dsn, schema, mail_configured)
+    return _with_warnings(conn_or_dsn, _status(conn_or_dsn, schema, mail_configured), plain_http)
+
+
+def _with_warnings(
+    conn: Conn, report: dict[str, Any], plain_http: Callable[[Conn], Sequence[str] | None] | None
+) -> dict[str, Any]:
+    sites = plain_http(conn) if plain_http is not None else None
+    message = plain_http_warning(sites or ())
+    if message is not None:
+        report["warnings"] = [
+            {"code": PLAIN_HTTP, "sites": sorted(sites or ()), "message": message}
+        ]
+    return report
+
+
+def plain_http_warning(sites: Sequence[str]) -> str | None:
+    """The one warning about sites served over plain http, or ``None`` when there is none.
+
+    Their mails still carry both ``List-Unsubscribe`` headers (E6), but mailbox providers
+    ignore one-click unsubscribe on an http URL (seed 004 section 12.2).
+    """
+    if not sites:
+        return None
+    names = ", ".join(sorted(sites))
+    return (
+        f"served over plain http: {names}; mailbox providers ignore one-click unsubscribe "
+        "(List-Unsubscribe-Post) on an http URL: serve the site over https"
+    )
+
+
+def plain_http_sites(conn: Conn, host: object) -> list[str] | None:
+    """The host's sites served over plain http, when the host tells (its optional method
+    ``inbox_plain_http_sites(conn)``, as `notify_pg.reference_host.wiki.ReferenceWiki` has);
+    ``None`` when it cannot."""
+    read = getattr(host, "inbox_plain_http_sites", None)
+    if read is None:
+        return None
+    return sorted(str(site) for site in read(conn))
+
+
+def warn_plain_http(
+    connect: Callable[[], AbstractContextManager[Conn]],
+    host: object,
+    log: logging.Logger | None = None,
+) -> str | None:
+    """Log the plain-http warning once (a worker calls it as it starts); return it.
+
+    A warning never stops a start: a database that cannot be read now logs nothing here (the
+    worker itself reports that).
+    """
+    try:
+        with connect() as conn:
+            sites = plain_http_sites(conn, host)
+    except (psycopg.Error, NotifyError):
+        return None
+    message = plain_http_warning(sites or ())
+    if message is not None:
+        fields = {"code": PLAIN_HTTP, "sites": sites, "message": message}
+        (log or _log).warning("plain http", extra={"fields": fields})
+    return message
 
 
 def _inbox(

@@ -2,13 +2,16 @@
 
 - `notify_pg.push.session`, `world`, `preferences`, `schedule`: the ports of
   `notify_core.ports` for one transaction (`Session`, `PgWorld`, `PgPreferences`, `PgSchedule`);
-- `notify_pg.push.worker`: the push worker (consumer rounds, due work, push sends);
+- `notify_pg.push.prefetch`: the world's batched reads (`WorldPrefetch`);
+- `notify_pg.push.consume`, `due`, `send`: the push path's rounds (consumer, due work, push
+  sends with the results held over an outage), sharing `notify_pg.push.context.PushContext`;
+- `notify_pg.push.worker`: `Worker`, those rounds in the loop of `notify_pg.rounds.loop`;
 - `notify_pg.push.providers`: the provider port, the process-wide gate and a fake;
 - `notify_pg.push.recorder`: what the worker tells a metrics recorder.
 
-It imports `notify_pg.stores` and `notify_pg.db`, never the inbox, mail or HTTP wings. The
-names of the old module ``notify_pg.push`` (the providers) and of ``notify_pg.pipeline_ports``
-are re-exported here.
+It imports `notify_pg.stores`, `notify_pg.rounds` and `notify_pg.db`, never the inbox, mail
+or HTTP wings. The names of the old module ``notify_pg.push`` (the providers) and of
+``notify_pg.pipeline_ports`` are re-exported here.
 """
 
 from notify_pg.push.preferences import PgPreferences

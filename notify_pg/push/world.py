@@ -15,18 +15,16 @@ from notify_core.decide import Connection, Device
 from notify_core.decision_values import MOBILE
 from notify_core.events import Event
 from notify_core.kinds import RunState, run_active
-from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo, Window
+from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo
 from notify_pg.db.seam import Seam
 from notify_pg.push.preferences import PgPreferences
+from notify_pg.push.prefetch import WorldPrefetch
 from notify_pg.push.session import (
-    ADMIN_ENABLED_KEY,
-    INPUT_NEEDED_KEY,
     Session,
-    as_utc,
     thread_path,
 )
-from notify_pg.stores.facts import DEFAULT_LEVEL_KEY, FactsReader
-from notify_pg.stores.ports import BatchFactsPort, NotificationPath, PipelineHostPorts
+from notify_pg.stores.facts import FactsReader
+from notify_pg.stores.ports import NotificationPath, PipelineHostPorts
 
 __all__ = ["PgWorld"]
 
@@ -66,16 +64,9 @@ class PgWorld:
         self._facts = facts
         self._live = live
         self._owns = owns
+        self._prefetch = WorldPrefetch(self, session, host, self._seam, facts)
 
     # --- people, places ----------------------------------------------------------------------
-
-    def _load_users(self, people: Iterable[str]) -> None:
-        s = self._s
-        missing = [p for p in dict.fromkeys(people) if p not in s.users]
-        if missing:
-            found = self._host.users(s.conn, missing)
-            for person in missing:
-                s.users[person] = found.get(person)
 
     def user(self, user: str) -> UserInfo | None:
         """Return a person, or ``None`` when unknown."""
@@ -175,200 +166,33 @@ class PgWorld:
         row = self._seam.one(
             self._s.conn,
             "uncounted_between",
-            {"thread": thread, "after": after, "upto": upto, "before": self._before()},
+            {"thread": thread, "after": after, "upto": upto, "before": self.before()},
         )
         return int(row[0]) if row is not None else 0
 
-    def prefetch_badges(self, users: Iterable[str]) -> None:
-        """Load what the badges of many people read, with a few queries for all of them.
+    # --- batched reads (`notify_pg.push.prefetch.WorldPrefetch`) -----------------------------
 
-        `badge_threads` and the facts the badge reads of each thread then come from the
-        session's caches. With a host that has the batched reads
-        (`notify_pg.stores.ports.BatchFactsPort`) and no event being handled, the number of
-        queries does not grow with the people; otherwise per person as `badge_threads`.
-        """
-        s = self._s
-        people = [p for p in dict.fromkeys(users) if p not in s.badge]
-        host = self._host
-        if not people:
-            return
-        if not isinstance(host, BatchFactsPort) or s.position is not None:
-            for person in people:
-                self.badge_threads(person)
-            return
-        self._load_users(people)
-        found = host.badge_threads_of(s.conn, people)
-        pairs: list[tuple[str, str]] = []
-        for person in people:
-            threads = list(found.get(person, ()))
-            s.badge[person] = threads
-            info = s.users.get(person)
-            active = info is not None and info.active
-            for thread in threads:
-                s.allowed.setdefault((person, thread), active)
-                pairs.append((person, thread))
-        if not pairs:
-            return
-        self._load_places(list(dict.fromkeys(t for _p, t in pairs)))
-        unread = [k for k in pairs if k not in s.read]
-        positions = host.read_positions_of(s.conn, unread) if unread else {}
-        for key in unread:
-            s.read[key] = positions.get(key, 0)
-        floors = {}
-        for key in pairs:
-            if key not in s.mentions:
-                place = s.threads.get(key[1])
-                floors[key] = max(s.read[key], place.unread_floor_seq if place else 0)
-        counts = host.unread_mentions_of(s.conn, floors) if floors else {}
-        for key in floors:
-            s.mentions[key] = counts.get(key, 0)
-        if self._facts is None:
-            return
-        paths = {key: path for key in pairs if key not in s.levels and (path := self._path(key[1]))}
-        s.levels.update(self._facts.pairs_level_facts(s.conn, paths))
+    def prefetch_badges(self, users: Iterable[str]) -> None:
+        """Load what the badges of many people read, with a few queries for all of them
+        (`notify_pg.push.prefetch.WorldPrefetch.prefetch_badges`)."""
+        self._prefetch.prefetch_badges(users)
 
     def prefetch_due(self, dues: Sequence[Due], prefs: PgPreferences) -> None:
-        """Load the facts a page of due work reads, with a few queries for all of it.
-
-        Flushes, releases and badge syncs then read the session's caches: the people, their
-        threads and channels, the read rights and read positions, windows, devices and
-        connections, level facts, quiet rules and switches, the uncounted messages of the
-        flushes (B1a) and what badge syncs read. A host without the batched reads
-        (`notify_pg.stores.ports.BatchFactsPort`) is asked per thread or person instead.
-        """
-        s, host = self._s, self._host
-        people = list(dict.fromkeys(d.recipient for d in dues))
-        s.batch = tuple(people)
-        self._load_users(people)
-        pairs = list(dict.fromkeys((d.recipient, d.thread) for d in dues if d.thread))
-        self._load_places(list(dict.fromkeys(t for _p, t in pairs)))
-        self.prefetch_allowed(pairs)
-        self._load_read(pairs)
-        self._load_windows(pairs)
-        if people:
-            self.devices(people[0])
-            self.connections(people[0])
-        settings = host.settings(
-            s.conn, people, [DEFAULT_LEVEL_KEY, ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY]
-        )
-        prefs.prefetch(people, settings)
-        if self._facts is not None:
-            paths = {
-                key: path
-                for key in pairs
-                if key not in s.levels and (path := self._path(key[1])) is not None
-            }
-            s.levels.update(self._facts.pairs_level_facts(s.conn, paths, settings))
-        self._load_uncounted([d for d in dues if d.what == "flush"])
-        syncs = list(dict.fromkeys(d.recipient for d in dues if d.what == "badge_sync"))
-        if syncs:
-            rows = self._seam.all(s.conn, "active_registrations", {"user_ids": syncs})
-            for person in syncs:
-                s.registered[person] = frozenset(r[2] for r in rows if r[1] == person)
-            self.prefetch_badges(syncs)
+        """Load the facts a page of due work reads, with a few queries for all of it
+        (`notify_pg.push.prefetch.WorldPrefetch.prefetch_due`)."""
+        self._prefetch.prefetch_due(dues, prefs)
 
     def prefetch_allowed(self, pairs: Sequence[tuple[str, str]]) -> None:
         """Load the read rights (D2) of many (person, thread) pairs at once."""
-        s, host = self._s, self._host
-        missing = [k for k in pairs if k not in s.allowed]
-        if not missing:
-            return
-        if isinstance(host, BatchFactsPort):
-            readers = host.thread_readers_of(s.conn, missing)
-            for key in missing:
-                s.allowed[key] = key in readers
-            return
-        by_thread: dict[str, list[str]] = {}
-        for person, thread in missing:
-            by_thread.setdefault(thread, []).append(person)
-        for thread, persons in by_thread.items():
-            found = host.thread_readers(s.conn, thread, persons)
-            for person in persons:
-                s.allowed[(person, thread)] = person in found
+        self._prefetch.prefetch_allowed(pairs)
 
-    def _load_read(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Read positions of many (person, thread) pairs (from the log while an event is
-        handled, as `read_seq`)."""
-        s, host = self._s, self._host
-        missing = [k for k in pairs if k not in s.read]
-        if not missing:
-            return
-        users, threads = [u for u, _t in missing], [t for _u, t in missing]
-        found: dict[tuple[str, str], int] = {}
-        if s.position is not None:
-            rows = self._seam.all(
-                s.conn,
-                "read_positions_before",
-                {"user_ids": users, "threads": threads, "before": s.position},
-            )
-            found = {(u, t): int(seq) for u, t, seq in rows}
-        elif isinstance(host, BatchFactsPort):
-            found = dict(host.read_positions_of(s.conn, missing))
-        else:
-            for person, thread in missing:
-                found[(person, thread)] = self.read_seq(person, thread)
-        for key in missing:
-            s.read[key] = found.get(key, 0)
-
-    def _load_windows(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """Windows of many (person, thread) pairs (the claimed flushes' are known)."""
-        s = self._s
-        missing = [k for k in pairs if k not in s.windows]
-        if not missing:
-            return
-        rows = self._seam.all(
-            s.conn,
-            "windows_of_pairs",
-            {"recipients": [u for u, _t in missing], "threads": [t for _u, t in missing]},
-        )
-        found = {(r, t): Window(end=as_utc(end), collected=n) for r, t, end, n in rows}
-        for key in missing:
-            s.windows[key] = found.get(key)
-
-    def _load_uncounted(self, flushes: Sequence[Due]) -> None:
-        """The uncounted messages (B1a) that the flushes of a page will ask for."""
-        s = self._s
-        ranges: dict[tuple[str, int, int], None] = {}
-        for due in flushes:
-            window = s.windows.get((due.recipient, due.thread))
-            info = s.threads.get(due.thread)
-            if window is None or window.collected == 0 or info is None:
-                continue
-            read = max(s.read.get((due.recipient, due.thread), 0), info.unread_floor_seq)
-            if info.last_message_seq > read:
-                ranges[(due.thread, read, info.last_message_seq)] = None
-        todo = [r for r in ranges if r not in s.uncounted]
-        if not todo:
-            return
-        rows = self._seam.all(
-            s.conn,
-            "uncounted_between_many",
-            {
-                "threads": [t for t, _a, _u in todo],
-                "afters": [a for _t, a, _u in todo],
-                "uptos": [u for _t, _a, u in todo],
-                "before": self._before(),
-            },
-        )
-        for thread, after, upto, count in rows:
-            s.uncounted[(thread, int(after), int(upto))] = int(count)
+    def _load_users(self, people: Iterable[str]) -> None:
+        self._prefetch.load_users(people)
 
     def _load_places(self, threads: Sequence[str]) -> None:
-        """Load the threads and their channels that the session does not know yet."""
-        s = self._s
-        missing = [t for t in threads if t not in s.threads]
-        if missing:
-            found = self._host.threads(s.conn, missing)
-            for thread in missing:
-                s.threads[thread] = found.get(thread)
-        channels = {i.channel for t in threads if (i := s.threads.get(t)) is not None}
-        missing_channels = [c for c in sorted(channels) if c not in s.channels]
-        if missing_channels:
-            found_channels = self._host.channels(s.conn, missing_channels)
-            for channel in missing_channels:
-                s.channels[channel] = found_channels.get(channel)
+        self._prefetch.load_places(threads)
 
-    def _path(self, thread: str) -> NotificationPath | None:
+    def path(self, thread: str) -> NotificationPath | None:
         """The path of a loaded thread (``None``: the thread or its channel is unknown)."""
         return thread_path(self._s, thread)
 
@@ -389,37 +213,8 @@ class PgWorld:
         active = info is not None and info.active
         for thread in threads:
             s.allowed.setdefault((user, thread), active)
-        self._prefetch_badge(user, threads)
+        self._prefetch.badge(user, threads)
         return list(threads)
-
-    def _prefetch_badge(self, user: str, threads: list[str]) -> None:
-        """Load what the badge reads of each thread with a few queries for all of them."""
-        s = self._s
-        if s.position is None:
-            missing = [t for t in threads if (user, t) not in s.read]
-            positions = self._host.read_positions(s.conn, user, missing) if missing else {}
-            for thread in missing:
-                s.read[(user, thread)] = positions.get(thread, 0)
-        floors = {}
-        for thread in threads:
-            if (user, thread) not in s.mentions:
-                info = s.threads.get(thread)
-                floors[thread] = max(
-                    self.read_seq(user, thread), info.unread_floor_seq if info else 0
-                )
-        if floors:
-            counts = self._host.unread_mentions(s.conn, user, floors)
-            for thread in floors:
-                s.mentions[(user, thread)] = counts.get(thread, 0)
-        if self._facts is None:
-            return
-        paths = {
-            thread: path
-            for thread in threads
-            if (user, thread) not in s.levels and (path := self._path(thread)) is not None
-        }
-        for thread, facts in self._facts.user_level_facts(s.conn, user, paths).items():
-            s.levels[(user, thread)] = facts
 
     # --- devices, presence -------------------------------------------------------------------
 
@@ -459,7 +254,8 @@ class PgWorld:
 
     # --- runs, by log order (S2, S3) ---------------------------------------------------------
 
-    def _before(self) -> int:
+    def before(self) -> int:
+        """The log position facts are read as of: the event being handled, else the head."""
         s = self._s
         if s.position is not None:
             return s.position
@@ -472,7 +268,7 @@ class PgWorld:
         """S2: the newest run anchor of the thread before the event belongs to a run of this
         agent whose last state change before the event is active."""
         row = self._seam.one(
-            self._s.conn, "newest_anchor_run", {"thread": thread, "before": self._before()}
+            self._s.conn, "newest_anchor_run", {"thread": thread, "before": self.before()}
         )
         if row is None:
             return False
@@ -482,7 +278,7 @@ class PgWorld:
     def last_agent_message(self, run: str) -> tuple[str, int] | None:
         """S3: the run agent's newest message in the run's thread before the event, if it lies
         after the run's anchor."""
-        before = self._before()
+        before = self.before()
         row = self._seam.one(self._s.conn, "run_facts", {"run": run, "before": before})
         if row is None:
             return None

@@ -16,11 +16,13 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from notify_core.inbox.access import Group, Match, Rule
+from notify_core.inbox.admin import InstanceSettings
 from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_core.links import link_templates
+from notify_core.mail.cadence import EmailSchedule
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]
@@ -303,6 +305,46 @@ class ReferenceWiki:
                 conn, "wiki_users", {"ids": text_array(ids)}
             )
         }
+
+    # -- the administration's ports (notify_pg.mail.settings.AdminHostPorts) ------------------
+
+    def inbox_instance_settings(self, conn: Conn) -> InstanceSettings:
+        """Return the settings an administrator changes (the defaults without a row)."""
+        row = self._seam.one(conn, "wiki_admin_settings")
+        if row is None:
+            return InstanceSettings()
+        delay, retention, batch, sections = row
+        return InstanceSettings(
+            email_delay_s=int(delay),
+            retention_days=int(retention),
+            mail_batch_size=int(batch),
+            sections={Section(k): Delivery(v) for k, v in sections.items()},
+        )
+
+    def inbox_set_instance_settings(self, conn: Conn, settings: InstanceSettings) -> None:
+        """Store the settings an administrator changed (``mail_configured`` is kept)."""
+        value = settings.as_json()
+        self._seam.run(
+            conn, "wiki_put_admin_settings", {**value, "sections": Jsonb(value["sections"])}
+        )
+
+    def inbox_digest_schedules(self, conn: Conn) -> bool:
+        """Tell whether anyone has an hourly or daily email schedule (H2a)."""
+        row = self._seam.one(conn, "wiki_digest_schedules")
+        return bool(row is not None and row[0])
+
+    def inbox_set_schedule(self, conn: Conn, person: str, schedule: EmailSchedule) -> bool:
+        """Set a person's email schedule; ``False`` when the wiki has no such person."""
+        params = {
+            "id": person,
+            "email_schedule": schedule.schedule.value,
+            "daily_hour": schedule.daily_hour,
+        }
+        return self._seam.run(conn, "wiki_set_schedule", params) > 0
+
+    def inbox_plain_http_sites(self, conn: Conn) -> list[str]:
+        """Return the sites served over plain http (the operator is warned, E6)."""
+        return [str(r[0]) for r in self._seam.all(conn, "wiki_plain_http_sites")]
 
     def watchers_query(self, page: str) -> sql.Composed:
         """The query an emit of a page's deletion captures its watchers with (N9)."""

@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from psycopg.types.json import Jsonb
 
+from notify_core.errors import InvalidInput
 from notify_core.events import Event, EventError
+from notify_core.inbox.admin import check_retention
 from notify_core.inbox.memory import strings
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_pg.db.migrate import DEFAULT_SCHEMA
@@ -27,6 +29,7 @@ from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, comment_deleted, emit
 from notify_pg.mail.drain import reschedule_pending
+from notify_pg.mail.settings import lock_retention
 from notify_pg.reference_host.wiki import ReferenceWiki
 
 __all__ = ["WikiLoader"]
@@ -119,7 +122,18 @@ class WikiLoader:
 
     # --- the world ---------------------------------------------------------------------------
 
+    def _retention(self, conn: Conn, days: int, digests: bool, member: str) -> None:
+        """H2a as in a replay: a refused event is a bad line (the caller holds the lock)."""
+        try:
+            check_retention(days, digests, f"/payload/{member}")
+        except InvalidInput as exc:
+            raise EventError(exc.code, exc.message, exc.pointer) from None
+
     def _settings(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
+        if p.get("retention_days") is not None:
+            lock_retention(conn, self.schema)
+            digests = self.wiki.inbox_digest_schedules(conn)
+            self._retention(conn, int(p["retention_days"]), digests, "retention_days")
         self._host.run(
             conn,
             "wiki_merge_settings",
@@ -152,6 +166,15 @@ class WikiLoader:
             raise EventError(
                 "missing_member", "a daily email schedule needs daily_hour", "/payload/daily_hour"
             )
+        was = (
+            "immediate"
+            if row is None
+            else dict(zip(_USER_DEFAULTS, row, strict=True))["email_schedule"]
+        )
+        if user["email_schedule"] != was:
+            lock_retention(conn, self.schema)
+            days = self.wiki.inbox_retention_days(conn)
+            self._retention(conn, days, user["email_schedule"] != "immediate", "email_schedule")
         before = self.wiki.inbox_users(conn, [person]).get(person)
         self._host.run(conn, "wiki_put_user", {"id": person, **user})
         after = self.wiki.inbox_users(conn, [person]).get(person)

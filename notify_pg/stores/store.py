@@ -14,7 +14,7 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.quiet_hours import QuietHoursRepository
 from notify_pg.stores.values import QuietFacts, StoreConfig, StoredPreference
 
-__all__ = ["NotifyStore", "forget_person"]
+__all__ = ["NotifyStore", "forget_person", "forgotten"]
 
 
 class NotifyStore:
@@ -80,13 +80,22 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     quiet-hour rules and the idempotency keys of their creates, the personal events whose
     audience is the person (their payloads are the person's settings), their push
     registrations and their pending due work (windows, delayed pushes, badge syncs, push
-    sends), their inbox entries and choices, and their audited unsubscribes. It appends no
-    event. Events the person only caused (``actor``) stay: their payloads are about other
-    people.
+    sends), their inbox entries and choices, their audited unsubscribes and the audit rows of
+    their preference changes. It appends no event. Events the person only caused (``actor``)
+    stay: their payloads are about other people (so do audit rows of the instance's settings
+    they changed).
+
+    It keeps a digest of the id keyed with the unsubscribe secret (`forgotten`): a token
+    signed for the person before is then invalid and writes nothing (U3), without the id
+    being kept.
     """
     seam = Seam("notify_pg", schema)
     params = {"user_id": user_id}
     with seam.transaction(conn):
+        # First: a one-click unsubscribe of the person running now finishes before the rows
+        # go, and one that waits finds the person forgotten.
+        seam.one(conn, "forget_lock_person", params)
+        seam.run(conn, "forget_remember", {"user_key": user_id.encode("utf-8")})
         seam.run(conn, "forget_preferences", params)
         seam.run(conn, "forget_quiet_hours", params)
         seam.run(conn, "forget_quiet_hours_idempotency", params)
@@ -102,5 +111,14 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
             "forget_inbox_entries",
             "forget_inbox_preferences",
             "forget_unsubscribe_audit",
+            "forget_inbox_audit",
         ):
             seam.run(conn, query, params)
+
+
+def forgotten(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> bool:
+    """Tell whether `forget_person` erased this person (an unsubscribe token of theirs is
+    invalid, U3)."""
+    params = {"user_key": user_id.encode("utf-8")}
+    row = Seam("notify_pg", schema).one(conn, "forgotten_check", params)
+    return bool(row is not None and row[0])

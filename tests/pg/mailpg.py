@@ -74,7 +74,7 @@ def drain(
     clock: Clock,
     *,
     dkim_key: DkimKey | None = None,
-    people: int = 100,
+    people: int | None = 100,
     secret: bytes = SECRET,
     **kwargs: Any,
 ) -> MailDrain:

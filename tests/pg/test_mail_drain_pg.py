@@ -37,11 +37,14 @@ from mailpg import (
     smtp_server,
     states,
 )
+from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import slot_offset, verify_unsubscribe_token
 from notify_pg.mail.drain import MailRound
+from notify_pg.mail.settings import change_settings
 from notify_pg.mail.smtp import DkimKey, Outgoing
+from notify_pg.reference_host.wiki import ReferenceWiki
 
 KEY = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
 READ_ALL = [
@@ -878,3 +881,20 @@ def test_e5_a_worker_process_killed_after_its_send_never_loses_the_entry(
     assert drain(port, clock).round(conn) == 1
     assert len(handler.received) == 2
     assert [s[2:6] for s in states(conn)] == [("sent", None, at("2026-11-30T10:13:00Z"), 2)]
+
+
+def test_h2a_the_instance_mail_batch_size_an_administrator_sets_is_the_drain_batch(
+    conn: psycopg.Connection[Any], server: tuple[Recorder, int]
+) -> None:
+    """Without ``--mail-batch`` the drain claims the instance's ``mail_batch_size`` people a
+    round, read anew each round."""
+    _handler, port = server
+    people = ["alice", "bea", "bob", "cleo"]
+    log = events([*world(people), *(watch(p) for p in people), edit("2026-11-30T10:00:00Z")])
+    run_loader(conn)(log)
+    wiki = ReferenceWiki(HOST_SCHEMA)
+    change_settings(conn, wiki, {"mail_batch_size": 1}, actor="admin", schema=SCHEMA)
+    mail = drain(port, Clock(at("2026-11-30T10:03:00Z")), people=None)
+    assert mail.round(conn) == 1  # three watchers are due (bob edited), one a round
+    change_settings(conn, wiki, {"mail_batch_size": 1000}, actor="admin", schema=SCHEMA)
+    assert mail.round(conn) == 2

@@ -103,6 +103,8 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "inbox_preferences",
         "unsubscribe_secret",
         "unsubscribe_audit",
+        "inbox_audit",
+        "forgotten_people",
     }
     assert [f[0] for f in migrated["functions"]] == [
         "inbox_emit",

@@ -227,3 +227,31 @@ SELECT retention_days FROM {schema}.wiki_settings
 -- name: wiki_first_site
 -- The instance's first site by creation (the mail site of entries without one, E4).
 SELECT id FROM {schema}.wiki_sites ORDER BY created LIMIT 1
+
+-- name: wiki_admin_settings
+-- The instance's settings an administrator changes (absent: the defaults).
+SELECT email_delay_s, retention_days, mail_batch_size, sections FROM {schema}.wiki_settings
+
+-- name: wiki_put_admin_settings
+-- Store the instance's settings an administrator changed (mail_configured is kept).
+INSERT INTO {schema}.wiki_settings AS s (id, email_delay_s, retention_days, mail_batch_size,
+                                         sections)
+VALUES (true, %(email_delay_s)s, %(retention_days)s, %(mail_batch_size)s, %(sections)s)
+ON CONFLICT (id) DO UPDATE SET
+    email_delay_s = excluded.email_delay_s,
+    retention_days = excluded.retention_days,
+    mail_batch_size = excluded.mail_batch_size,
+    sections = excluded.sections
+
+-- name: wiki_digest_schedules
+-- Whether anyone waits for an hourly or daily digest (H2a).
+SELECT EXISTS (SELECT 1 FROM {schema}.wiki_users WHERE email_schedule IN ('hourly', 'daily'))
+
+-- name: wiki_set_schedule
+-- Set a person's email schedule and daily hour.
+UPDATE {schema}.wiki_users SET email_schedule = %(email_schedule)s, daily_hour = %(daily_hour)s
+WHERE id = %(id)s
+
+-- name: wiki_plain_http_sites
+-- The sites served over plain http (mailbox providers ignore one-click unsubscribe there).
+SELECT id FROM {schema}.wiki_sites WHERE NOT https ORDER BY id

@@ -1,0 +1,139 @@
+"""Framework-neutral HTTP handlers of a person's notification preferences and of the instance's
+notification settings (rules H2, H2a; seed 004 sections 5.2 and 12.2).
+
+Like the inbox handlers of `notify_pg.http.handlers`: request values in (the person or
+administrator the host authenticated, the ``Content-Type`` and the body bytes), a `Response`
+out. Authentication is the host's: these functions trust the identity they are given, so a
+host mounts the preference routes behind its sign-in (the caller's own preferences) and the
+settings routes behind its administrator check (``manage:system`` in seed 004).
+
+- `preferences_get`: the person's effective grid (``200``).
+- `preferences_patch`: a change of it, member by member (``200`` with the new grid).
+- `settings_get`: the instance's settings and whether mail is configured (``200``).
+- `settings_patch`: a change of them, member by member (``200`` with the new settings).
+
+Every change is audited in the transaction that makes it (`notify_pg.mail.settings`); reads
+are not. A malformed body, or a change H2a refuses, is a ``400`` with
+``{"error": {"code", "message", "pointer"}}`` naming the member by its JSON pointer; nothing
+is written then. A schedule change for a person the host does not know is a ``404``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Final
+
+from notify_core.errors import InvalidInput
+from notify_pg.db.errors import NotFound
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn
+from notify_pg.http.handlers import MAX_BODY_BYTES, Response, _json, _media_type, _problem
+from notify_pg.mail.settings import (
+    AdminHostPorts,
+    change_preferences,
+    change_settings,
+    instance_settings,
+    preferences,
+)
+
+__all__ = ["preferences_get", "preferences_patch", "settings_get", "settings_patch"]
+
+#: The media types a change may be sent as (a JSON object; a merge patch is one too).
+_JSON_TYPES: Final = ("application/json", "application/merge-patch+json")
+
+
+def _body(content_type: str | None, body: bytes) -> object | Response:
+    """The JSON value of a change's body, or the ``400`` that says why there is none."""
+    if len(body) > MAX_BODY_BYTES:
+        return _problem("body_too_large", f"the body is over {MAX_BODY_BYTES} bytes")
+    if _media_type(content_type) not in _JSON_TYPES:
+        return _problem("invalid_content_type", "the body must be application/json")
+    try:
+        value: object = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _problem("invalid_json", "the body is not a JSON object", "")
+    if not isinstance(value, dict):
+        return _problem("invalid_json", "the body is not a JSON object", "")
+    return value
+
+
+def _refused(exc: InvalidInput) -> Response:
+    return _problem(exc.code, exc.message, exc.pointer if exc.pointer is not None else "")
+
+
+def preferences_get(
+    conn: Conn, host: AdminHostPorts, user: str, *, schema: str = DEFAULT_SCHEMA
+) -> Response:
+    """Answer the person's effective preference grid (H2a): ``200`` with
+    `notify_core.inbox.admin.preference_grid`'s object. Not audited."""
+    return _json(200, preferences(conn, host, user, schema=schema))
+
+
+def preferences_patch(
+    conn: Conn,
+    host: AdminHostPorts,
+    user: str,
+    *,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Change the person's grid member by member (H2, H2a) and answer the new grid.
+
+    The body is a JSON object with the optional members ``categories`` (``{category:
+    {in_app?, email?}}``), ``stop_all_email`` (``true``), ``email_schedule`` and
+    ``daily_hour``. ``200`` with the grid; ``400`` naming the member at fault (an unknown
+    category, a non-boolean choice, ``daily`` without an hour, a digest schedule while
+    retention is under 2 days: ``invalid_retention``); ``404`` for a schedule change of a
+    person the host does not know. One audit row, with the person as the actor, when
+    something changed.
+    """
+    value = _body(content_type, body)
+    if isinstance(value, Response):
+        return value
+    try:
+        grid = change_preferences(conn, host, user, value, actor=user, at=at, schema=schema)
+    except InvalidInput as exc:
+        return _refused(exc)
+    except NotFound:
+        return _json(404, {"error": {"code": "not_found", "message": "no such person"}})
+    return _json(200, grid)
+
+
+def settings_get(conn: Conn, host: AdminHostPorts) -> Response:
+    """Answer the instance's settings (``email_delay_s``, ``retention_days``,
+    ``mail_batch_size``, ``sections``) and ``mail_configured``; never the unsubscribe secret.
+    Not audited."""
+    return _json(200, instance_settings(conn, host))
+
+
+def settings_patch(
+    conn: Conn,
+    host: AdminHostPorts,
+    admin: str,
+    *,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Change the instance's settings member by member (H2, H2a) and answer them.
+
+    The body is a JSON object with the optional members ``email_delay_s``,
+    ``retention_days``, ``mail_batch_size`` (1-1000) and ``sections`` (``{section: off,
+    in_app or email}``). ``200`` with the settings; ``400`` naming the member at fault
+    (``mail_configured`` is ``read_only``; the unsubscribe secret, like any other member, is
+    ``unknown_member``; a retention under 2 days while anyone has an hourly or daily
+    schedule is ``invalid_retention``). One audit row, with ``admin`` as the actor and
+    ``instance`` as the subject, when something changed.
+    """
+    value = _body(content_type, body)
+    if isinstance(value, Response):
+        return value
+    try:
+        settings = change_settings(conn, host, value, actor=admin, at=at, schema=schema)
+    except InvalidInput as exc:
+        return _refused(exc)
+    return _json(200, settings)
