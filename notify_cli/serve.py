@@ -1,18 +1,22 @@
 """``notify serve``: the reference web app of `notify_pg.http.app` (needs the ``serve`` extra).
 
-Serves the one-click unsubscribe routes and the inbox routes over HTTP until SIGTERM or
-SIGINT. A reference for the demo and tests: the inbox's person is the ``X-Notify-User``
-header, so a host puts its own authentication in front. Logs are JSON lines (or text) on
-stderr, one per request with its route's template, never with a path as sent, a query string
-(unsubscribe tokens), a person or the secret.
+Serves the one-click unsubscribe routes, the inbox routes and the websocket of live updates
+on uvicorn (`notify_pg.http.server`) until SIGTERM or SIGINT. A reference for the demo and
+tests: the inbox's person is the ``X-Notify-User`` header, so a host puts its own
+authentication in front. Logs are JSON lines (or text) on stderr, one per request with its
+route's template, never with a path as sent, a query string (unsubscribe tokens), a person or
+the secret. ``--workers N`` forks N serving processes on one listening socket.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import os
 import signal
+import socket
 import sys
-import threading
 from types import FrameType
 from typing import Any
 
@@ -20,6 +24,7 @@ import click
 
 from notify_cli.options import (
     BadInput,
+    Seconds,
     Utf8Text,
     dsn_option,
     log_format_option,
@@ -68,6 +73,77 @@ from notify_cli.worker import _logging, _metrics
     "(absent: no site is hidden and those routes are not served).",
 )
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Serving processes sharing the listening socket (each with its own threads, "
+    "connections and live listener).",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 256),
+    default=8,
+    show_default=True,
+    metavar="N",
+    help="Handler threads per process, and database connections (one each).",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Open connections and websockets per process; more are answered 503 (default: "
+    "no limit but the process's file descriptors).",
+)
+@click.option(
+    "--backlog",
+    type=click.IntRange(1, 65535),
+    default=4096,
+    show_default=True,
+    metavar="N",
+    help="Connections the kernel queues before they are accepted (capped by net.core.somaxconn).",
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(1, 16 * 1024 * 1024),
+    default=64 * 1024,
+    show_default=True,
+    metavar="BYTES",
+    help="Largest request body read; a longer one is answered 413 unread.",
+)
+@click.option(
+    "--body-timeout",
+    type=Seconds(0.1, 600),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a client has to send its whole body (400 after), before any database "
+    "connection is taken.",
+)
+@click.option(
+    "--keep-alive",
+    type=click.IntRange(1, 600),
+    default=5,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long an idle keep-alive connection stays open.",
+)
+@click.option(
+    "--pool-timeout",
+    type=Seconds(0.1, 60),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest wait for a database connection; then 503 with Retry-After.",
+)
+@click.option(
+    "--demo",
+    is_flag=True,
+    help="Serve the demo page at /demo (inbox, badge, live updates, unsubscribe); its "
+    "websocket takes the person from ?user= as well as from X-Notify-User.",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
     metavar="PORT",
@@ -85,12 +161,21 @@ def serve(
     port: int,
     unsubscribe_page: str,
     host_schema: str | None,
+    workers: int,
+    threads: int,
+    max_connections: int | None,
+    backlog: int,
+    max_body: int,
+    body_timeout: float,
+    keep_alive: int,
+    pool_timeout: float,
+    demo: bool,
     metrics_port: int | None,
     metrics_host: str,
     log_level: str,
     log_format: str,
 ) -> None:
-    """Serve one-click unsubscribe, the inbox and preferences over HTTP (a reference web app).
+    """Serve one-click unsubscribe, the inbox, its live updates and preferences over HTTP.
 
     POST /notifications/unsubscribe?t=TOKEN with the form body List-Unsubscribe=One-Click
     (and scope=all to stop all email) turns email off for the token's categories: 200 with no
@@ -107,85 +192,152 @@ def serve(
     /notifications/admin/settings (the instance's settings, for the administrator named by
     the X-Notify-Admin header, which the proxy sets only for someone allowed to manage the
     instance); every change is audited (notify records inbox-audit).
-    The schema must be migrated (notify db migrate). Each request logs one line (method,
-    route template, status, duration). With --metrics-port the requests (by route and
-    status, with a duration histogram) and the database's gauges of docs/operators.md are
-    served for Prometheus on their own port. SIGTERM or SIGINT
-    stop it (exit 0). A database that cannot be reached or an address that cannot be bound: a
-    message on stderr and exit code 2.
+    The websocket /notifications/live (same header) is sent "refresh" whenever that person's
+    summary may have changed. The schema must be migrated (notify db migrate). Served by
+    uvicorn: bodies are read (--max-body, --body-timeout) before a database connection is
+    taken; while the database is down requests get 503 with Retry-After within
+    --pool-timeout. Each request logs one line (method, route template, status, duration).
+    With --metrics-port the requests (by route and status, with a duration histogram) and the
+    database's gauges of docs/operators.md are served for Prometheus on their own port.
+    SIGTERM or SIGINT stop it (exit 0). A database that cannot be reached, an address that
+    cannot be bound or a bad option: a message on stderr and exit code 2.
     """
     try:
         import psycopg
 
         from notify_core.errors import NotifyError
-        from notify_pg.http.app import build_app, make_http_server, open_pool
+        from notify_pg.http.app import build_app, check_page_url, open_pool
+        from notify_pg.http.live import LiveHub
+        from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
         from notify_pg.reference_host.wiki import ReferenceWiki
-    except ImportError as exc:  # werkzeug or psycopg_pool missing: no serve extra
+    except ImportError as exc:  # werkzeug or uvicorn missing: no serve extra
         raise BadInput(
             f"serve needs the serve extra (pip install 'notify-engine[serve]'): {exc}"
         ) from None
     if not schema or host_schema == "":
         raise BadInput("--schema and --host-schema must not be empty")
+    try:
+        check_page_url(unsubscribe_page)
+    except ValueError as exc:
+        raise BadInput(f"--unsubscribe-page: {exc}") from None
+    if workers > 1 and metrics_port is not None:
+        raise BadInput("--metrics-port serves one process: use it with --workers 1")
     wiki = None if host_schema is None else ReferenceWiki(host_schema)
     hidden = None if wiki is None else wiki.sites_off
-    paths: list[str] = []
+    limits = ServeLimits(
+        threads=threads,
+        max_body=max_body,
+        body_timeout=body_timeout,
+        backlog=backlog,
+        max_connections=max_connections,
+        keep_alive=keep_alive,
+        pool_timeout=pool_timeout,
+    )
     _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.serve")
-    # The pool's own warnings (a lost connection) go to the same log lines.
-    pool_log = logging.getLogger("psycopg.pool")
-    pool_log.handlers[:] = logging.getLogger("notify_pg").handlers
-    pool_log.propagate = False
     try:
-        pool = open_pool(dsn)
+        # One connection first: a database that cannot be reached is one line and exit 2.
+        open_pool(dsn, size=1).close()
     except NotifyError as exc:
         raise BadInput(f"--dsn: {exc.message}") from None
-    metrics = None
-    on_request = None
     try:
-        if metrics_port is not None:
-            metrics = _metrics(metrics_port, metrics_host, service="notify-serve")
-            from notify_pg.ops.metrics import HttpMetrics  # there: _metrics checked the extra
+        sock = bind(host, port, backlog=backlog)
+    except OSError as exc:
+        raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
-            metrics.observe_database(
-                lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10), schema
-            )
-            on_request = HttpMetrics(metrics.meter).request
-            log.info("metrics serving", extra={"fields": {"port": metrics.port}})
-        if host_schema is not None:
-            paths = _unsubscribe_paths(pool, ReferenceWiki(host_schema), log)
-        app = build_app(
-            pool,
-            schema=schema,
-            unsubscribe_page=unsubscribe_page,
-            hidden_sites=hidden,
-            on_request=on_request,
-            admin_host=wiki,
-            unsubscribe_paths=paths,
-        )
+    fields: dict[str, Any] = {"host": host, "port": sock.getsockname()[1], "schema": schema}
+
+    def announce() -> None:
+        log.info("listening", extra={"fields": {**fields, "workers": workers}})
+        sys.stderr.flush()
+
+    def serve_here() -> None:
+        """Serve on ``sock`` in this process until a stop signal."""
+        pool = open_pool(dsn, size=threads, timeout=pool_timeout)
+        metrics = None
+        on_request = None
         try:
-            server = make_http_server(app, host, port)
-        except OSError as exc:
-            raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-        done = threading.Event()
+            if metrics_port is not None:
+                metrics = _metrics(metrics_port, metrics_host, service="notify-serve")
+                from notify_pg.ops.metrics import HttpMetrics  # there: _metrics checked it
 
-        def on_signal(number: int, frame: FrameType | None) -> None:
-            log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
-            # shutdown() waits for serve_forever to return: call it off the main thread.
-            threading.Thread(target=server.shutdown, daemon=True).start()
-            done.set()
-
-        with handling_stop_signals(on_signal):
-            log.info(
-                "listening",
-                extra={"fields": {"host": host, "port": server.server_port, "schema": schema}},
+                metrics.observe_database(
+                    lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=10), schema
+                )
+                on_request = HttpMetrics(metrics.meter).request
+                log.info("metrics serving", extra={"fields": {"port": metrics.port}})
+            # E6: one-click unsubscribe also on the paths of the sites' templates.
+            paths = [] if wiki is None else _unsubscribe_paths(pool, wiki, log)
+            app = build_app(
+                pool,
+                schema=schema,
+                unsubscribe_page=unsubscribe_page,
+                hidden_sites=hidden,
+                on_request=on_request,
+                admin_host=wiki,
+                unsubscribe_paths=paths,
             )
-            sys.stderr.flush()
-            server.serve_forever()
-        server.server_close()
-    finally:
-        if metrics is not None:
-            metrics.close()
-        pool.close()
+            asgi = AsgiApp(app, limits=limits, live=LiveHub(dsn, schema=schema), demo=demo)
+            server = make_server(asgi)
+
+            def on_signal(number: int, frame: FrameType | None) -> None:
+                log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
+                server.should_exit = True
+
+            if workers == 1:
+                announce()  # after "metrics serving": a reader of the log has both ports
+            with handling_stop_signals(on_signal):
+                asyncio.run(run_server(server, sock))
+        finally:
+            if metrics is not None:
+                metrics.close()
+            pool.close()
+
+    if workers == 1:
+        serve_here()
+    else:
+        announce()
+        _supervise(workers, serve_here, sock, log)
+    sock.close()
+
+
+def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.Logger) -> None:
+    """Fork ``workers`` processes that serve on ``sock``; pass them the stop signal and wait.
+
+    The children are forked before any thread, pool or event loop exists in this process. A
+    child that ends on its own (a crash) stops the others: the command ends with its status.
+    """
+    children: list[int] = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:  # the child serves, then leaves without the parent's exit handlers
+            code = 0
+            try:
+                serve_here()
+            except BaseException:  # a child reports by its exit status, whatever it was
+                code = 1
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        children.append(pid)
+
+    def forward(number: int, frame: FrameType | None) -> None:
+        log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGTERM)
+
+    failed = False
+    with handling_stop_signals(forward):
+        while children:
+            pid, status = os.wait()
+            if pid in children:
+                children.remove(pid)
+                if os.waitstatus_to_exitcode(status) != 0 and not failed:
+                    failed = True
+                    forward(signal.SIGTERM, None)
+    if failed:
+        raise click.exceptions.Exit(1)
 
 
 def _unsubscribe_paths(pool: Any, wiki: Any, log: logging.Logger) -> list[str]:

@@ -3,7 +3,10 @@
 - `notify_pg.http.handlers`: plain functions from a request's values to a `Response`
   (unsubscribe, inbox), for any framework;
 - `notify_pg.http.admin`: the same for a person's preferences and the instance's settings;
-- `notify_pg.http.app`: the reference WSGI app and server of ``notify serve``.
+- `notify_pg.http.app`: the reference WSGI app (its routes over the handlers);
+- `notify_pg.http.server`: its ASGI front on uvicorn, the server of ``notify serve`` (bodies
+  read before a connection is taken, the websocket, the demo page of ``static/``);
+- `notify_pg.http.live`: live updates (LISTEN, and "refresh" to a person's websockets).
 
 It imports the inbox and mail wings, never a worker. The names of the old module
 ``notify_pg.http`` (the handlers) are re-exported here.

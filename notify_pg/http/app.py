@@ -1,6 +1,6 @@
 """A small reference web app over the HTTP handlers of `notify_pg.http.handlers` (``notify serve``).
 
-A WSGI app on Werkzeug with a `psycopg_pool` connection pool (the ``serve`` extra). It is a
+A WSGI app on Werkzeug with a `notify_pg.db.pool.FastPool` (the ``serve`` extra). It is a
 reference, for the demo and for tests that send real HTTP: a host mounts the handlers of
 `notify_pg.http.handlers` in its own framework behind its own authentication. Here the person of the
 inbox routes is whatever the ``X-Notify-User`` header says (`USER_HEADER`): put a proxy that
@@ -55,10 +55,10 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import psycopg
-from psycopg_pool import ConnectionPool, PoolTimeout
 from werkzeug.exceptions import HTTPException, MethodNotAllowed, NotFound
 from werkzeug.routing import Map, Rule
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
@@ -69,6 +69,7 @@ from notify_core.mail import UNSUBSCRIBE_PATH
 from notify_pg import http
 from notify_pg.db.errors import StorageError, translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.pool import FastPool
 from notify_pg.db.seam import Conn
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.mail.settings import AdminHostPorts
@@ -80,6 +81,7 @@ __all__ = [
     "ADMIN_HEADER",
     "UNMATCHED",
     "USER_HEADER",
+    "ConnectionSource",
     "Handler",
     "ReferenceApp",
     "RequestHook",
@@ -98,6 +100,16 @@ ADMIN_HEADER: Final = "X-Notify-Admin"
 #: A route's handler: the app, the request and the URL's variables in; a response out.
 Handler = Callable[["ReferenceApp", Request, dict[str, Any]], http.Response]
 
+
+class ConnectionSource(Protocol):
+    """Where the app's handlers get their connection: `FastPool` (``notify serve``) or a
+    host's own pool with the same method (``psycopg_pool.ConnectionPool`` has it)."""
+
+    def connection(self, timeout: float | None = None) -> AbstractContextManager[Conn]:
+        """Lend one autocommit connection for a ``with`` block."""
+        ...
+
+
 #: Told of every request: method, route template, status and duration in seconds.
 RequestHook = Callable[[str, str, int, float], None]
 
@@ -107,6 +119,12 @@ UNMATCHED: Final = "unmatched"
 #: Methods logged and counted by name; any other is ``other`` (a client picks the method,
 #: and a label must come from a closed vocabulary).
 _METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
+
+#: ``Retry-After`` of a ``503`` while the database fails: seconds a client waits.
+RETRY_AFTER: Final = "2"
+
+#: Where `_body` keeps the body it read in the WSGI environ.
+_BODY_KEY: Final = "notify.body"
 
 _log = logging.getLogger("notify_pg.serve")
 
@@ -128,7 +146,7 @@ class ReferenceApp:
 
     def __init__(
         self,
-        pool: ConnectionPool[Any],
+        pool: ConnectionSource,
         *,
         schema: str = DEFAULT_SCHEMA,
         unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
@@ -136,6 +154,7 @@ class ReferenceApp:
         on_request: RequestHook | None = None,
         admin_host: AdminHostPorts | None = None,
     ) -> None:
+        check_page_url(unsubscribe_page)
         self.pool = pool
         self.admin_host = admin_host
         self.on_request = on_request
@@ -198,7 +217,7 @@ class ReferenceApp:
             return route, _plain(exc.code or 400, exc.name.lower())
         except (StorageError, psycopg.Error) as exc:
             _log.warning("storage failed", extra={"fields": {"error_type": type(exc).__name__}})
-            return route, _plain(503, "storage unavailable", ("Retry-After", "5"))
+            return route, _plain(503, "storage unavailable", ("Retry-After", RETRY_AFTER))
         except Exception as exc:  # a bug: answer without detail, keep serving
             _log.error("handler failed", extra={"fields": {"error_type": type(exc).__name__}})
             return route, _plain(500, "internal error")
@@ -208,6 +227,21 @@ class ReferenceApp:
         return route, response
 
 
+def check_page_url(url: str) -> str:
+    """Return ``url`` if it can be a ``Location`` header, else raise `ValueError`.
+
+    A control character (CR and LF above all) would make every redirect to it fail, or split
+    the header; it is refused when the app is built, not at the first ``GET``.
+    """
+    if not url or any(ord(c) < 0x20 or ord(c) == 0x7F for c in url):
+        raise ValueError("the unsubscribe page must be a URL without control characters")
+    try:
+        url.encode("latin-1")
+    except UnicodeEncodeError:
+        raise ValueError("the unsubscribe page must be a URL in ASCII (percent-encoded)") from None
+    return url
+
+
 def _plain(status: int, text: str, *headers: tuple[str, str]) -> WsgiResponse:
     return WsgiResponse(
         f"{text}\n", status=status, headers=[*headers], content_type="text/plain; charset=utf-8"
@@ -215,16 +249,35 @@ def _plain(status: int, text: str, *headers: tuple[str, str]) -> WsgiResponse:
 
 
 def _body(request: Request) -> bytes:
-    # Read at most one byte over the limit: the handlers answer 400 to a longer body.
-    return request.stream.read(http.MAX_BODY_BYTES + 1)
+    """The request's body, read once (at most one byte over the limit: the handlers answer
+    400 to a longer one) and kept on the request for the handler."""
+    cached = request.environ.get(_BODY_KEY)
+    if not isinstance(cached, bytes):
+        cached = request.stream.read(http.MAX_BODY_BYTES + 1)
+        request.environ[_BODY_KEY] = cached
+    return cached
+
+
+def person_of(header: str | None) -> str | None:
+    """The person a `USER_HEADER` value names, or ``None`` when it names nobody usable.
+
+    A NUL cannot be stored by PostgreSQL: such a person is a bad request, never a storage
+    failure.
+    """
+    return header if header and "\x00" not in header else None
 
 
 def _user(request: Request) -> str | None:
-    user = request.headers.get(USER_HEADER)
-    return user if user else None
+    return person_of(request.headers.get(USER_HEADER))
 
 
-def _unauthorized() -> http.Response:
+def _unauthorized(request: Request) -> http.Response:
+    if request.headers.get(USER_HEADER):  # present, but no person can be named so
+        return http.Response(
+            status=400,
+            headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+            body=b'{"error":{"code":"invalid_user","pointer":"/headers/X-Notify-User"}}',
+        )
     return http.Response(
         status=401,
         headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
@@ -235,13 +288,14 @@ def _unauthorized() -> http.Response:
 def _unsubscribe_post(
     app: ReferenceApp, request: Request, _values: dict[str, Any]
 ) -> http.Response:
+    body = _body(request)  # before the connection: a slow body must not hold one
     with app.pool.connection() as conn:
         return http.unsubscribe_post(
             conn,
             secret=app.secret(conn),
             query=request.query_string,
             content_type=request.headers.get("Content-Type"),
-            body=_body(request),
+            body=body,
             schema=app.schema,
         )
 
@@ -262,12 +316,18 @@ def _unsubscribe_info(
 def _inbox(
     call: Callable[[ReferenceApp, Request, dict[str, Any], Conn, str], http.Response],
 ) -> Handler:
-    """Wrap an inbox handler: the person from the header (401 without), one connection."""
+    """Wrap an inbox handler: the person from the header (401 without), one connection.
+
+    A body is read before the connection is taken (`_body` caches it on the request), so
+    that a client sending it slowly holds a thread at most, never a database connection.
+    """
 
     def handler(app: ReferenceApp, request: Request, values: dict[str, Any]) -> http.Response:
         user = _user(request)
         if user is None:
-            return _unauthorized()
+            return _unauthorized(request)
+        if request.method in ("PUT", "POST"):
+            _body(request)
         with app.pool.connection() as conn:
             return call(app, request, values, conn, user)
 
@@ -396,10 +456,22 @@ def _preferences_patch(
 
 def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> http.Response:
     """The settings routes: the administrator from `ADMIN_HEADER` (401 without)."""
-    admin = request.headers.get(ADMIN_HEADER)
-    if not admin:
-        return _unauthorized()
+    admin = person_of(request.headers.get(ADMIN_HEADER))
+    if admin is None:
+        if request.headers.get(ADMIN_HEADER):  # present, but no person can be named so
+            return http.Response(
+                status=400,
+                headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+                body=b'{"error":{"code":"invalid_user","pointer":"/headers/X-Notify-Admin"}}',
+            )
+        return http.Response(
+            status=401,
+            headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
+            body=b'{"error":{"code":"unauthenticated"}}',
+        )
     assert app.admin_host is not None
+    if request.method == "PATCH":
+        _body(request)  # read before a connection is taken (a slow client holds no connection)
     with app.pool.connection() as conn:
         if request.method in ("GET", "HEAD"):  # Werkzeug adds HEAD to a GET rule
             return http.settings_get(conn, app.admin_host)
@@ -414,7 +486,7 @@ def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> h
 
 
 def build_app(
-    pool: ConnectionPool[Any],
+    pool: ConnectionSource,
     *,
     schema: str = DEFAULT_SCHEMA,
     unsubscribe_page: str = http.UNSUBSCRIBE_PAGE,
@@ -477,7 +549,10 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
-    """Return a threaded HTTP server for ``app`` bound to ``host:port`` (0: a free port).
+    """Return Werkzeug's threaded development server for ``app`` on ``host:port`` (0: free).
+
+    For tests and local trials only: it reads bodies on its request threads without a
+    deadline. ``notify serve`` serves with `notify_pg.http.server` (uvicorn) instead.
 
     ``server.serve_forever()`` serves until ``server.shutdown()`` from another thread.
 
@@ -505,33 +580,20 @@ def make_http_server(app: ReferenceApp, host: str, port: int) -> BaseWSGIServer:
     return server
 
 
-def open_pool(dsn: str, *, size: int = 4) -> ConnectionPool[Any]:
-    """Open a pool of up to ``size`` autocommit connections to ``dsn``.
+def open_pool(dsn: str, *, size: int = 4, timeout: float = 2.0) -> FastPool:
+    """Open a `FastPool` of up to ``size`` autocommit connections to ``dsn``.
 
     One connection is made first, so that a database that cannot be reached is one clear
-    error instead of the pool's retries.
+    error at start. Later a request waits at most ``timeout`` seconds for a connection: while
+    the database is down it gets ``503`` with ``Retry-After`` at once, and the first request
+    after it is back is served.
 
     Raises:
         StorageError: no connection within 10 s (``storage_unavailable``).
     """
     try:
+        # Not through the pool: this failure is the caller's one line, not a log line.
         psycopg.connect(dsn, connect_timeout=10).close()
     except psycopg.Error as exc:
         raise translate(exc) from exc
-    pool: ConnectionPool[Any] = ConnectionPool(
-        dsn,
-        min_size=1,
-        max_size=size,
-        kwargs={"autocommit": True, "application_name": "notify serve"},
-        open=False,
-        name="notify-serve",
-    )
-    pool.open()
-    try:
-        pool.wait(timeout=10)
-    except PoolTimeout as exc:
-        pool.close()
-        raise StorageError(
-            "storage_unavailable", "cannot connect to the database", retryable=True
-        ) from exc
-    return pool
+    return FastPool(dsn, size=size, timeout=timeout)

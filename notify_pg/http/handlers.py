@@ -75,8 +75,9 @@ _FORM: Final = "application/x-www-form-urlencoded"
 _MULTIPART: Final = "multipart/form-data"
 _JSON: Final = (("Content-Type", "application/json"),)
 _NO_STORE: Final = ("Cache-Control", "no-store")
-_CURSOR: Final = re.compile(r"(\d{1,18})\.(\d{1,18})")
-_ENTRY_ID: Final = re.compile(r"[1-9]\d{0,17}")
+# ASCII digits only: ``\d`` would take any script's digits ("1٢"), which int() reads too.
+_CURSOR: Final = re.compile(r"([0-9]{1,18})\.([0-9]{1,18})")
+_ENTRY_ID: Final = re.compile(r"[1-9][0-9]{0,17}")
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_ID: Final = 2**63 - 1
 
@@ -384,8 +385,13 @@ def _ids(value: object) -> list[int] | None:
     return out
 
 
+def _storable(text: str) -> bool:
+    """Whether PostgreSQL can hold ``text``: a NUL is a bad request, not a storage failure."""
+    return "\x00" not in text
+
+
 def _strings(value: object) -> list[str] | None:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if not isinstance(value, list) or not all(isinstance(v, str) and _storable(v) for v in value):
         return None
     return list(value)
 
@@ -421,8 +427,10 @@ def inbox_read(
     ids = None if "ids" not in value else _ids(value["ids"])
     if "ids" in value and ids is None:
         return _problem("invalid_ids", "ids is a list of positive integers", "/ids")
+    # A member given as null is refused like any other wrong type: read as "absent" it
+    # would widen the filter to every unread entry.
     page = value.get("page")
-    if page is not None and not isinstance(page, str):
+    if "page" in value and (not isinstance(page, str) or not _storable(page)):
         return _problem("invalid_page", "page is a page id (a string)", "/page")
     categories = None if "categories" not in value else _strings(value["categories"])
     if "categories" in value and categories is None:

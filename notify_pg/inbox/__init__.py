@@ -5,7 +5,9 @@
   its write statements (`notify_pg.inbox.statements`);
 - `notify_pg.inbox.rounds`: the fan-out and the purge as rounds of a worker's loop;
 - `notify_pg.inbox.reads`: emit (the host's outbox write), a person's list, summary, reads,
-  dismissals and the purge.
+  dismissals and the purge;
+- `notify_pg.inbox.live`: the NOTIFY channel the inbox's triggers (migration 0020) tell of
+  every write that changes a person's summary.
 
 It imports `notify_pg.rounds` and `notify_pg.db` only. The names of the old module
 ``notify_pg.inbox`` (the reads) are re-exported here.

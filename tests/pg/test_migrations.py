@@ -108,6 +108,8 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
     }
     assert [f[0] for f in migrated["functions"]] == [
         "inbox_emit",
+        "inbox_live_send",
+        "inbox_live_written",
         "partition_of",
         "preference_records_guard",
     ]

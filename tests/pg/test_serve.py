@@ -27,6 +27,7 @@ from scrape import by, scrape
 
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
 from notify_pg.http.app import USER_HEADER, build_app, make_http_server, open_pool
+from notify_pg.http.server import AsgiApp, ServingThread
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import InboxPreferences, emit
 from notify_pg.mail.secret import unsubscribe_secret
@@ -74,17 +75,13 @@ def call(
 
 @pytest.fixture
 def server(db_dsn: str) -> Iterator[tuple[str, int]]:
-    """The reference app on a free loopback port, served by a thread."""
+    """The reference app on a free loopback port, served by uvicorn (`notify serve`'s server)
+    on a thread."""
     pool = open_pool(db_dsn)
-    httpd = make_http_server(build_app(pool, schema=SCHEMA), "127.0.0.1", 0)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield ("127.0.0.1", httpd.server_port)
+        with ServingThread(AsgiApp(build_app(pool, schema=SCHEMA))) as serving:
+            yield ("127.0.0.1", serving.port)
     finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
         pool.close()
 
 
