@@ -38,17 +38,35 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", *LINT_PATHS)
 
 
+#: What the types session installs: every extra the packages import (mypy reads their
+#: types), as the dev extras hold them. tests/test_nox.py checks it against pyproject.toml.
+TYPES_EXTRAS = ".[pg,server,serve,report,dask,metrics]"
+#: What the docs session installs: mkdocs, its theme and plugins of mkdocs.yml, and the
+#: packages with every extra (mkdocstrings imports them). tests/test_nox.py checks it.
+DOCS_TOOLS_INSTALL = [".[dev]", "mkdocs>=1.6", "mkdocstrings[python]>=0.25", "mkdocs-material>=9.5"]
+#: The edit-test loop: the tests of the pure core and the command line, no PostgreSQL.
+QUICK_TESTS = ["-x", "-q", "--ignore=tests/pg", "tests"]
+
+
+@nox.session(python=PYTHON)
+def quick(session: nox.Session) -> None:
+    """The edit-test loop: the tests without PostgreSQL (a few minutes less than `tests`);
+    the full suite (`tests`, the README's command) stays what CI runs."""
+    session.install(".[dev]")
+    session.run("python", "-m", "pytest", *(session.posargs or QUICK_TESTS))
+
+
 @nox.session(python=PYTHON)
 def types(session: nox.Session) -> None:
     """Type-check the three packages with mypy --strict."""
-    session.install(".[pg,serve]", "mypy>=1.10")
+    session.install(TYPES_EXTRAS, "mypy>=1.10")
     session.run("mypy", "--strict", *PACKAGES)
 
 
 @nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Build the documentation site into site/; any warning fails the build."""
-    session.install(".", "mkdocs>=1.6", "mkdocstrings[python]>=0.25")
+    session.install(*DOCS_TOOLS_INSTALL)
     session.run("mkdocs", "build", "--strict", *session.posargs)
 
 

@@ -156,15 +156,22 @@ def load(
 ) -> None:
     """Write the event log LOG into the database as a host would.
 
-    Each event's world change in the reference host's tables (--host-schema, created by
-    `notify db migrate --reference-host NAME`) and the event in --schema's event_log, in one
-    transaction: 500 events a transaction (an event refused rolls its batch back, which is
-    then loaded event by event, so the events before the bad one stay loaded), one with
-    --consume (the consumer runs between events). Every line is checked first: a bad line
-    is reported with file, line and member, nothing is written and the exit code is 2.
-    Progress goes to stderr, and a closing line says what was loaded. `notify replay
-    --from-pg DSN` then gives what `notify replay LOG` gives (with --end-now, at the shifted
-    times).
+    Takes every event of formats.md, chat and wiki, also mixed in one log. Each event's world
+    change goes into the reference host's tables (--host-schema, created by `notify db
+    migrate --reference-host NAME`), a wiki activity is emitted into the inbox's outbox, and
+    the event is appended to --schema's event_log, in one transaction: up to 500 chat events
+    a transaction (an event refused rolls its batch back, which is then loaded event by
+    event, so the events before the bad one stay loaded), a wiki event alone (its inbox
+    fan-out runs at once after it, as a worker that keeps up would), one with --consume (the
+    consumer runs between events). Loading is idempotent: an event loaded before (the same
+    JSON object, before --end-now) is recognised, counted and not written again, so a log
+    loaded twice, or again after a failure, is written once. Every line is checked first: a
+    bad line (also a NUL character, which PostgreSQL cannot store) is reported with file,
+    line and member, nothing is written and the exit code is 2. Progress goes to stderr, and
+    a closing line says what was loaded, what was loaded already, and which event types the
+    reference host does not know (appended to the event log only, as a consumer ignores
+    them). `notify replay --from-pg DSN` then gives what `notify replay LOG` gives (with
+    --end-now, at the shifted times).
     """
     try:
         import psycopg
@@ -172,7 +179,12 @@ def load(
         from notify_core.errors import NotifyError
         from notify_pg.push.worker import Worker, WorkerConfig
         from notify_pg.reference_host import ReferenceHost
-        from notify_pg.reference_host.load import LogLoader, SettableClock, shift_to_end_now
+        from notify_pg.reference_host.load import (
+            LogLoader,
+            SettableClock,
+            event_digest,
+            shift_to_end_now,
+        )
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
     if not schema or not host_schema:
@@ -181,7 +193,13 @@ def load(
         raise BadInput("--hints, --include-skips, --policy and --partitions need --consume")
     policy = read_policy(policy_file)
     objects, numbers = _read_log(log)
-    span = shift_to_end_now(objects) if end_now else None
+    # The digests of the events as the log reads them: --end-now moves them differently on
+    # every run, and a log loaded again must still be recognised.
+    digests = [event_digest(obj) for obj in objects]
+    try:
+        span = shift_to_end_now(objects) if end_now else None
+    except NotifyError as exc:
+        raise BadInput(f"db load --end-now: {log}: {exc}") from None
     events = [parse_event(obj) for obj in objects]
     hints: list[Hint] = []
 
@@ -194,6 +212,7 @@ def load(
         )
 
     number = 0
+    progress = _Progress(len(events))
     try:
         with connect() as conn:
             worker, clock = None, None
@@ -211,26 +230,29 @@ def load(
             loader = LogLoader(
                 conn, schema=schema, host_schema=host_schema, worker=worker, clock=clock
             )
-            # Progress every tenth (at least 1,000 events), at the end of a batch.
-            step = -(-max(1000, len(events) // 10) // LOAD_BATCH) * LOAD_BATCH
             try:
                 if worker is None:
-                    for start in range(0, len(events), LOAD_BATCH):
-                        batch = events[start : start + LOAD_BATCH]
-                        number = numbers[start]
+                    for part in loader.segments(events, LOAD_BATCH):
+                        number = numbers[part.start]
                         try:
-                            loader.append_many(batch)
+                            loader.write(
+                                events[part.start : part.stop], digests[part.start : part.stop]
+                            )
                         except NotifyError:
+                            if len(part) == 1:
+                                raise
                             # The batch wrote nothing: again one event a transaction, so that
-                            # the events before the bad one stay loaded, as they did before
-                            # batches, and the error names the bad one's line.
-                            for number, event in zip(numbers[start:], batch, strict=False):  # noqa: B007
-                                loader.append(event)
-                        _progress(loader.loaded, len(events), step)
+                            # the events before the bad one stay loaded, and the error names
+                            # the bad one's line.
+                            for index in part:
+                                number = numbers[index]
+                                loader.write([events[index]], [digests[index]])
+                        progress.show(part.stop)
                 else:
-                    for number, event in zip(numbers, events, strict=True):  # noqa: B007 - named in an error
-                        loader.feed(event)
-                        _progress(loader.loaded, len(events), step)
+                    for index, event in enumerate(events):
+                        number = numbers[index]
+                        loader.feed(event, digests[index])
+                        progress.show(index + 1)
                 number = 0
                 loader.finish()
             finally:
@@ -239,6 +261,8 @@ def load(
             seqs = sorted(loader.seq_map)
     except NotifyError as exc:
         where = f"{log}:{number}: " if number else ""
+        if number and exc.code == "already_exists":  # which of the log's ids is taken
+            where += _ids_of(objects[numbers.index(number)])
         raise BadInput(f"db load: {where}{exc}") from None
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -250,9 +274,14 @@ def load(
     closing += f" and the reference host {host_schema}"
     if span is not None:
         closing += f", shifted by {_span_text(span)} to end now"
+    if loader.already:
+        closing += f"; {loader.already:,} loaded before, skipped"
     if consume:
         closing += f"; the consumer handled them ({len(hints):,} hint decisions"
         closing += f", {written:,} written)" if hints_file else ")"
+    if loader.unknown:
+        kinds = ", ".join(f"{kind} ({n:,})" for kind, n in sorted(loader.unknown.items()))
+        closing += f"; types the reference host does not know, in the event log only: {kinds}"
     click.echo(closing, err=True)
 
 
@@ -260,9 +289,19 @@ def load(
 LOAD_BATCH: Final = 500
 
 
-def _progress(loaded: int, total: int, step: int) -> None:
-    if loaded % step == 0:
-        click.echo(f"loaded {loaded:,} of {total:,} events", err=True)
+class _Progress:
+    """A progress line on stderr at every tenth of the log (at least every 1,000 events)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.step = max(1000, total // 10)
+        self.next = self.step
+
+    def show(self, done: int) -> None:
+        """Say how far the load is when ``done`` events have passed a step."""
+        if done >= self.next:
+            click.echo(f"loaded {done:,} of {self.total:,} events", err=True)
+            self.next = (done // self.step + 1) * self.step
 
 
 def _read_log(path: str) -> tuple[list[dict[str, Any]], list[int]]:
@@ -281,19 +320,64 @@ def _read_log(path: str) -> tuple[list[dict[str, Any]], list[int]]:
         try:
             event = reader.read(text, number)
         except EventError as error:
-            pointer = f" at {error.pointer}" if error.pointer else ""
+            where = f" at {error.pointer}" if error.pointer else ""
             click.echo(
-                f"{path}:{error.line}: bad event{pointer}: {error.message} ({error.code})",
+                f"{path}:{error.line}: bad event{where}: {error.message} ({error.code})",
                 err=True,
             )
             bad += 1
             continue
-        if event is not None:
-            objects.append(json.loads(text))
-            numbers.append(number)
+        if event is None:
+            continue
+        obj: dict[str, Any] = json.loads(text)
+        pointer = _nul_pointer(obj)
+        if pointer is not None:
+            # PostgreSQL stores no NUL in text or jsonb: refused here, with where it is.
+            click.echo(
+                f"{path}:{number}: bad event at {pointer}: a NUL character cannot be stored "
+                "in PostgreSQL (nul_character)",
+                err=True,
+            )
+            bad += 1
+            continue
+        objects.append(obj)
+        numbers.append(number)
     if bad:
         raise BadInput(f"{path}: {bad} bad line{'s' if bad > 1 else ''}; nothing was loaded")
     return objects, numbers
+
+
+def _ids_of(obj: dict[str, Any]) -> str:
+    """The ids an event's payload names (``push.registered registration=r-1 ...: ``)."""
+    payload = obj.get("payload")
+    ids = [
+        f"{name}={value}"
+        for name, value in (payload.items() if isinstance(payload, dict) else [])
+        if isinstance(value, str) and name not in ("kind", "state", "platform", "provider")
+    ]
+    return f"{obj.get('type')} {' '.join(ids)}: ".replace("  ", " ")
+
+
+def _nul_pointer(value: Any, pointer: str = "") -> str | None:
+    """The JSON pointer of the first NUL character in a parsed JSON value (key or string)."""
+    if isinstance(value, str):
+        return (pointer or "/") if "\x00" in value else None
+    found: str | None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            key = str(key)
+            here = pointer + "/" + key.replace("~", "~0").replace("/", "~1")
+            if "\x00" in key:
+                return here
+            found = _nul_pointer(item, here)
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_pointer(item, f"{pointer}/{index}")
+            if found is not None:
+                return found
+    return None
 
 
 def _write_hints(path: str, hints: list[Hint], seq_map: dict[int, int], include_skips: bool) -> int:
@@ -372,11 +456,37 @@ def up(directory: str) -> None:
     pgserver, with its data in DIR/data and its socket there (no TCP port). The server runs on
     after the command; started again, it prints the DSN of the running one. Stop it with
     `notify db down`. Run as root, pgserver runs the server as its own system user
-    `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx): use a
+    `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx; it names
+    on stderr the directories it changes): use a
     DIR under /tmp there. Not for production: use a PostgreSQL you run and back up.
     """
+    _say_permissions(directory)
     server = _pgserver(directory, None)
     click.echo(str(server.get_uri()))
+
+
+def _say_permissions(directory: str) -> None:
+    """Run as root, say on stderr which directories pgserver opens to traversal (it runs the
+    server as its own user ``pgserver`` and adds go+rx to every parent of the data)."""
+    import os
+    import stat
+
+    if os.name != "posix" or os.geteuid() != 0:
+        return
+    wanted = stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH
+    data = Path(directory).resolve() / "data"
+    widened = [
+        str(parent)
+        for parent in data.parents
+        if parent.exists() and parent.stat().st_mode & wanted != wanted
+    ]
+    if widened:
+        click.echo(
+            "notify: as root, pgserver runs the server as the system user pgserver and "
+            f"opens these directories to others (chmod go+rx): {', '.join(widened)}; "
+            "choose a --dir under /tmp to leave them as they are",
+            err=True,
+        )
 
 
 @db.command()

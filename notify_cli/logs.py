@@ -14,6 +14,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from notify_cli.secrets import redact
+
 __all__ = ["LOG_FORMATS", "JsonLines", "TextLines", "configure"]
 
 #: The values of ``--log-format``.
@@ -25,11 +27,12 @@ def _record(record: logging.LogRecord) -> dict[str, Any]:
         "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
         "level": record.levelname.lower(),
         "logger": record.name,
-        "msg": record.getMessage(),
+        # A library's message may quote a connection string: never with its password.
+        "msg": redact(record.getMessage()),
     }
     fields = getattr(record, "fields", None)
     if isinstance(fields, dict):
-        out.update(fields)
+        out.update({k: redact(v) if isinstance(v, str) else v for k, v in fields.items()})
     if record.exc_info and record.exc_info[0] is not None:
         out["error_type"] = record.exc_info[0].__name__
     return out

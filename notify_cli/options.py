@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 from notify_cli.logs import LOG_FORMATS
+from notify_cli.secrets import redact, remember
 from notify_core.decide import Policy
 from notify_core.errors import NotifyError
 from notify_core.replay import policy_from_mapping
@@ -40,8 +41,8 @@ class BadInput(click.ClickException):
     exit_code = EXIT_BAD_INPUT
 
     def show(self, file: object = None) -> None:
-        """Print the message without a traceback or usage text."""
-        click.echo(f"notify: {self.format_message()}", err=True)
+        """Print the message without a traceback or usage text (and without a password)."""
+        click.echo(f"notify: {redact(self.format_message())}", err=True)
 
 
 class Utf8Text(_ParamType):
@@ -62,6 +63,7 @@ class Utf8Text(_ParamType):
             raise BadInput(
                 f"{option}: not UTF-8 text (a bad byte at character {exc.start + 1})"
             ) from None
+        remember(str(value))  # a DSN or URL with a password: no message may repeat it
         return value
 
 
@@ -206,6 +208,27 @@ def read_text(path: str) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise BadInput(f"{label(path)}:{line}: not UTF-8 text ({exc.reason})") from None
+
+
+#: The largest key file a command reads (a PEM key is a few KiB; /dev/zero is endless).
+KEY_FILE_LIMIT = 64 * 1024
+
+
+def read_bounded(path: str, option: str, limit: int = KEY_FILE_LIMIT) -> bytes:
+    """Read a small file whole, at most ``limit`` bytes (a device or a wrong file named by an
+    option must not exhaust memory).
+
+    Raises:
+        BadInput: unreadable, or larger than ``limit``, with the option and file named.
+    """
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError as exc:
+        raise BadInput(f"{option} {path}: cannot read it ({exc.strerror})") from None
+    if len(data) > limit:
+        raise BadInput(f"{option} {path}: larger than {limit // 1024} KiB, not a key file")
+    return data
 
 
 def read_policy(path: str | None) -> Policy:

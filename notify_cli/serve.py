@@ -140,7 +140,8 @@ from notify_cli.worker import _logging, _metrics
 @click.option(
     "--demo",
     is_flag=True,
-    help="Serve the demo page at /demo (inbox, badge, live updates, unsubscribe); its "
+    help="Serve the demo page at /demo (inbox, badge, live updates, unsubscribe, and the "
+    "preference grid with --host-schema); its "
     "websocket takes the person from ?user= as well as from X-Notify-User.",
 )
 @click.option(

@@ -29,6 +29,7 @@ from notify_cli.options import (
     log_format_option,
     log_level_option,
     metrics_host_option,
+    read_bounded,
     read_policy,
     schema_option,
 )
@@ -433,11 +434,7 @@ def _dkim(
         domain = (mail_from or "").rpartition("@")[2]
         if not domain:
             raise BadInput("--dkim-key needs --dkim-domain (or a --mail-from with a domain)")
-    try:
-        with open(key_file, "rb") as handle:
-            private_key = handle.read()
-    except OSError as exc:
-        raise BadInput(f"--dkim-key {key_file}: cannot read it ({exc.strerror})") from None
+    private_key = read_bounded(key_file, "--dkim-key")  # bounded: /dev/zero never ends
     try:
         key = DkimKey(selector=selector, domain=domain, private_key=private_key)
         key.sign(b"From: a@" + domain.encode() + b"\r\nSubject: t\r\n\r\nt\r\n")

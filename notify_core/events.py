@@ -406,10 +406,14 @@ def _check_payload(
                     "missing_member", f"{kind} needs payload.{name}", f"/payload/{name}"
                 )
             continue
-        if not check(payload[name]):
+        value = payload[name]
+        if not check(value):
+            refused = ""
+            if check is _zone and isinstance(value, str):  # name the zone refused
+                refused = f", not {value[:64]!r}"
             raise EventError(
                 _CODES.get(check, "invalid_member"),
-                f"payload.{name} must be {what}",
+                f"payload.{name} must be {what}{refused}",
                 f"/payload/{name}",
             )
 

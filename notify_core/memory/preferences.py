@@ -224,7 +224,8 @@ class MemoryPreferences:
             except Exception as error:
                 code = getattr(error, "code", "invalid_member")
                 pointer = f"/payload/rules/{index}" + (getattr(error, "pointer", None) or "")
-                raise EventError(code, str(error), pointer) from None
+                message = getattr(error, "message", None) or str(error)  # without code
+                raise EventError(code, message, pointer) from None
         self.rules[str(event.audience)] = tuple(rules)
 
     def _on_settings_updated(self, event: Event, p: dict[str, object]) -> None:

@@ -191,7 +191,10 @@ def translate(exc: psycopg.Error) -> NotifyError:
             f"the notify schema is missing ({state}): run `notify db migrate`",
         )
     if isinstance(exc, pg_errors.UniqueViolation):
-        return Conflict("already_exists", f"the key exists already ({state})")
+        # The constraint and its table name the key (names of the schema, never values).
+        constraint, table = exc.diag.constraint_name, exc.diag.table_name
+        key = f": {constraint} of table {table}" if constraint and table else ""
+        return Conflict("already_exists", f"the key exists already ({state}{key})")
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if isinstance(exc, psycopg.OperationalError) and not state:
         return storage("storage_unavailable", f"cannot reach PostgreSQL: {reason}")

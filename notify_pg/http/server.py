@@ -149,7 +149,15 @@ class AsgiApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         static = _STATIC.get(scope["path"]) if self.demo else None
         if static is not None and scope["method"] in ("GET", "HEAD"):
-            await _answer(send, 200, _static(static[0]), (b"content-type", static[1]))
+            content = _static(static[0])
+            if scope["path"] == DEMO_PATH:
+                # The page asks for the preference grid only where its routes are served: a
+                # request bound to fail would be an error in every browser's console.
+                served = getattr(self.app, "admin_host", None) is not None
+                content = content.replace(
+                    b"<body>", b'<body data-preferences="%s">' % (b"on" if served else b"off"), 1
+                )
+            await _answer(send, 200, content, (b"content-type", static[1]))
             return
         body = await self._body(scope, receive, send)
         if body is None:

@@ -191,6 +191,8 @@ _CANONICALIZATION: Final = CanonicalizationPolicy.from_c_value(b"relaxed/simple"
 
 #: Line ends as smtplib sends them (``smtplib._fix_eols``): what is signed is what goes out.
 _LINE_END: Final = re.compile(rb"\r\n|\n|\r(?!\n)")
+#: A ``%`` not followed by two hex digits in an SMTP URL's user or password.
+_BAD_ESCAPE: Final = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 #: RFC 8301: verifiers ignore RSA keys shorter than 1024 bits.
 _MIN_RSA_BITS: Final = 1024
@@ -408,6 +410,12 @@ class SmtpConfig:
             raise bad("the scheme must be smtp:// or smtps://")
         if not parts.hostname:
             raise bad("no host")
+        if parts.path not in ("", "/"):
+            raise bad("a path has no meaning in an SMTP URL")
+        if parts.fragment or url.endswith("#"):
+            raise bad("a fragment (#...) has no meaning in an SMTP URL")
+        if _BAD_ESCAPE.search(parts.netloc):  # unquote would keep "%zz" as it is, silently
+            raise bad("a bad percent escape in user or password (% must be followed by 2 hex)")
         query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=False)
         unknown = set(query) - {"starttls", "timeout"}
         if unknown:

@@ -1,8 +1,15 @@
 """Loading an event log into PostgreSQL as a host would (`notify db load`, the parity tests).
 
-`LogLoader` takes the events of a formats.md section 2 log in order and, per event, in one
-transaction, writes what the event changes in the reference host (`WorldLoader`) and appends
-the event to notify's event log: what a host does when its world changes. With a `Worker`
+`LogLoader` takes the events of a formats.md log in order (chat events of section 2, wiki
+events of section 4, mixed in one log too) and, in one transaction, writes what each event
+changes in the reference host (`WorldLoader` for the chat, `WikiLoader` for the wiki: its
+world, and the outbox through `notify_pg.inbox.reads.emit` for an activity) and appends the
+event to notify's event log: what a host does when its world changes. After a wiki activity's
+commit the inbox's fan-out runs at once, as a worker that keeps up (and a replay) would, so
+that the log's later reads and dismissals, which name entries as a replay does, find them.
+Given each event's `event_digest`, the loader remembers what it wrote (the reference host's
+``loaded_events``, in the same transaction) and skips, and counts, what is loaded already:
+loading a log twice, or again after a failure, writes each event once. With a `Worker`
 (on a clock the loader sets to each event's time) it also runs the pipeline between events
 the way a worker that keeps up would meet them: due work up to the event's time first (with
 the world as it was before the event), then the host's write, then the consumer. With one
@@ -14,20 +21,55 @@ and the worker skips pushes older than ``push.max_age`` as ``expired``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import contextlib
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
+from notify_core.errors import InvalidInput
 from notify_core.events import Event
+from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.instants import format_instant, parse_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
-from notify_pg.db.seam import Conn
+from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.push.worker import Worker
 from notify_pg.reference_host import DEFAULT_HOST_SCHEMA
+from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_pg.reference_host.wiki_load import WikiLoader
 from notify_pg.reference_host.world import WorldLoader
 from notify_pg.stores.events import EventLog, NewEvent
 
-__all__ = ["FAR", "LogLoader", "SettableClock", "shift_to_end_now"]
+__all__ = [
+    "FAR",
+    "LogLoader",
+    "SettableClock",
+    "event_digest",
+    "loadable",
+    "shift_to_end_now",
+]
+
+#: Chat activities of formats.md section 2 that change nothing in the host's tables: the
+#: event log is all a host writes for them.
+_LOG_ONLY: Final = frozenset({"run.state_changed", "access.expiring", "device.pending"})
+
+
+def loadable(event_type: str) -> bool:
+    """Whether the reference host knows events of this type (formats.md sections 2 and 4)."""
+    return (
+        WorldLoader.handles(event_type) or WikiLoader.handles(event_type) or event_type in _LOG_ONLY
+    )
+
+
+def event_digest(obj: Mapping[str, Any]) -> str:
+    """The identity of a log's event for `LogLoader`: SHA-256 of its JSON object with sorted
+    keys (member order and spacing of the line do not count; its seq and every member do)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
 
 #: The end of the clock after a log (`LogLoader.finish`): everything pending runs before it.
 FAR = datetime(2100, 1, 1, tzinfo=UTC)
@@ -82,8 +124,17 @@ class LogLoader:
         self.before = before
         self.seq_map: dict[int, int] = {}
         self.loaded = 0
+        #: Events skipped because they were loaded before (recognised by their digest).
+        self.already = 0
+        #: Event types the reference host does not know -> how many were appended to the
+        #: event log only (a consumer counts and ignores them, as a replay does).
+        self.unknown: Counter[str] = Counter()
         self._world = WorldLoader(schema, host_schema)
+        wiki = ReferenceWiki(host_schema)
+        self._wiki = WikiLoader(wiki, InboxFanOut(wiki, schema=schema), schema=schema)
+        self._wiki_resumed = False
         self._log = EventLog(schema)
+        self._marks = Seam("notify_pg.reference_host", host_schema)
 
     def append(self, event: Event) -> int:
         """Write the event's world change and append it, in one transaction; return its seq."""
@@ -93,16 +144,79 @@ class LogLoader:
         """Write the events' world changes in order and append them, all in one transaction
         (a host that writes a batch); return their seqs. Without a worker between them, the
         database ends as after `append` of each in turn; an error writes none of them."""
-        # Pipelined: the world's statements go without waiting for each answer (none of them
-        # is read); one round trip per batch instead of one per statement.
-        with self.conn.transaction(), self.conn.pipeline():
-            for event in events:
+        return [seq for seq in self.write(events) if seq is not None]
+
+    def segments(self, events: Sequence[Event], size: int) -> Iterator[range]:
+        """Split events into the batches `write` takes: an event the wiki handles alone (its
+        fan-out runs after its commit, before the next event), runs of the others up to
+        ``size`` events."""
+        start = 0
+        for index, event in enumerate(events):
+            if WikiLoader.handles(event.type):
+                yield from _chunks(start, index, size)
+                yield range(index, index + 1)
+                start = index + 1
+        yield from _chunks(start, len(events), size)
+
+    def write(
+        self, events: Sequence[Event], digests: Sequence[str] | None = None
+    ) -> list[int | None]:
+        """Write the events' world changes in order and append them, all in one transaction;
+        return each one's seq in the database, ``None`` for one loaded before.
+
+        With ``digests`` (each event's `event_digest`) the events loaded before are skipped
+        and counted in ``already``, and the others are remembered in the same transaction.
+
+        Raises:
+            ValueError: more than one event of which one the wiki handles (its fan-out must
+                run before the next event: `segments` splits a log so).
+        """
+        if digests is not None and len(digests) != len(events):
+            raise ValueError("one digest per event")
+        wiki = any(WikiLoader.handles(event.type) for event in events)
+        if wiki and len(events) > 1:
+            raise ValueError("an event the wiki handles is written alone (LogLoader.segments)")
+        known = self._known(digests) if digests is not None else set()
+        todo = [
+            (index, event)
+            for index, event in enumerate(events)
+            if digests is None or digests[index] not in known
+        ]
+        result: list[int | None] = [None] * len(events)
+        self.already += len(events) - len(todo)
+        if not todo:
+            return result
+        if wiki and not self._wiki_resumed:
+            self._wiki.resume(self.conn)
+            self._wiki_resumed = True
+        # Pipelined when only the chat world writes: its statements go without waiting for
+        # each answer (none is read); one round trip per batch instead of one per statement.
+        # The wiki reads what it writes, so its single event goes unpipelined.
+        pipelined = contextlib.nullcontext() if wiki else self.conn.pipeline()
+        with self.conn.transaction(), pipelined:
+            for _index, event in todo:
                 self._world.apply(self.conn, event)
-            seqs = self._log.append_many(self.conn, [_new_event(event) for event in events])
-        for seq, event in zip(seqs, events, strict=True):
+                self._wiki.apply(self.conn, event)
+            seqs = self._log.append_many(self.conn, [_new_event(event) for _i, event in todo])
+            if digests is not None:
+                marks = [
+                    {"digest": digests[index], "log_seq": event.seq, "event_seq": seq}
+                    for (index, event), seq in zip(todo, seqs, strict=True)
+                ]
+                self._marks.run_many(self.conn, "mark_loaded", marks)
+        for seq, (index, event) in zip(seqs, todo, strict=True):
             self.seq_map[seq] = event.seq
-        self.loaded += len(events)
-        return seqs
+            result[index] = seq
+            if not loadable(event.type):
+                self.unknown[event.type] += 1
+        self.loaded += len(todo)
+        if wiki and todo[0][1].type in ACTIVITY_TYPES:
+            self._wiki.fanout.drain(self.conn)
+        return result
+
+    def _known(self, digests: Sequence[str]) -> set[str]:
+        rows = self._marks.all(self.conn, "loaded_digests", {"digests": list(digests)})
+        return {str(row[0]) for row in rows}
 
     def drain(self) -> None:
         """Let the worker's consumer reach the head of the log."""
@@ -118,21 +232,33 @@ class LogLoader:
         while self.worker.run_due(until):
             pass
 
-    def feed(self, event: Event) -> int:
+    def feed(self, event: Event, digest: str | None = None) -> int | None:
         """Load one event: due work up to its time, the host's write with the append, then
-        the consumer (the last two only with a worker); return its seq in the database."""
+        the consumer (the last two only with a worker); return its seq in the database.
+
+        With its ``digest``, an event loaded before is skipped (``None``, counted in
+        ``already``): no clock move, no due work, no write.
+        """
+        if digest is not None and self._known([digest]):
+            self.already += 1
+            return None
         if self.clock is not None:
             self.clock.set(event.occurred_at)
         self.due(event.occurred_at)
         if self.before is not None:
             self.before(event)
-        seq = self.append(event)
+        seq = self.write([event], None if digest is None else [digest])[0]
         self.drain()
         return seq
 
     def finish(self, until: datetime = FAR) -> None:
         """The log ends: the clock runs on and what is pending up to ``until`` runs."""
         self.due(until)
+
+
+def _chunks(start: int, end: int, size: int) -> Iterator[range]:
+    for first in range(start, end, size):
+        yield range(first, min(first + size, end))
 
 
 def _new_event(event: Event) -> NewEvent:
@@ -161,6 +287,10 @@ def shift_to_end_now(objects: list[dict[str, Any]], now: datetime | None = None)
     same span so that the last event happens at ``now`` (default: the current time); return
     the span. The instants are ``occurred_at`` and a logged preference's ``muted_until``;
     a log without events is left alone. Order and gaps between events stay as they were.
+
+    Raises:
+        InvalidInput: ``instant_out_of_range`` when a shifted instant would leave years
+            1-9999 (a log spanning millennia); nothing is changed then.
     """
     last: datetime | None = None
     for obj in objects:
@@ -171,13 +301,32 @@ def shift_to_end_now(objects: list[dict[str, Any]], now: datetime | None = None)
         return timedelta(0)
     target = (now or datetime.now(UTC)).replace(microsecond=0)
     span = target - last
+    moves: list[tuple[dict[str, Any], str, str]] = []  # (object, member, new value)
     for obj in objects:
         at = obj.get("occurred_at")
         if isinstance(at, str):
-            obj["occurred_at"] = format_instant(parse_instant(at) + span)
+            moves.append((obj, "occurred_at", _shifted(at, span, obj, "/occurred_at")))
         payload = obj.get("payload")
         preference = payload.get("preference") if isinstance(payload, Mapping) else None
         if isinstance(preference, dict) and isinstance(preference.get("muted_until"), str):
-            until = parse_instant(preference["muted_until"])
-            preference["muted_until"] = format_instant(until + span)
+            pointer = "/payload/preference/muted_until"
+            moves.append(
+                (preference, "muted_until", _shifted(preference["muted_until"], span, obj, pointer))
+            )
+    # Changed only once every instant fits: an error leaves the objects as they were.
+    for target_obj, member, value in moves:
+        target_obj[member] = value
     return span
+
+
+def _shifted(text: str, span: timedelta, obj: Mapping[str, Any], pointer: str) -> str:
+    try:
+        return format_instant(parse_instant(text) + span)
+    except OverflowError:
+        raise InvalidInput(
+            "instant_out_of_range",
+            f"event seq {obj.get('seq')}: {text} moved by {span.days:,} days to end now falls "
+            "outside years 1-9999 (the log spans too long to end now; load it without "
+            "--end-now)",
+            pointer,
+        ) from None

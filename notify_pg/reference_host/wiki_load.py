@@ -89,13 +89,35 @@ class WikiLoader:
 
     def feed(self, conn: Conn, event: Event) -> None:
         """Apply one event; after an activity, fan it out at once."""
-        handler = _HANDLERS.get(event.type)
-        if handler is None:
+        if event.type not in _HANDLERS:
             return
         with conn.transaction():
-            handler(self, conn, event, event.payload)
+            self.apply(conn, event)
         if event.type in ACTIVITY_TYPES:
             self.fanout.drain(conn)
+
+    @staticmethod
+    def handles(event_type: str) -> bool:
+        """Whether events of this type change the wiki (its world, the outbox or the inbox)."""
+        return event_type in _HANDLERS
+
+    def apply(self, conn: Conn, event: Event) -> None:
+        """Write one event's change in the caller's transaction (emit included; the fan-out
+        is the caller's: `feed` runs it after the commit, as a host's worker would)."""
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, conn, event, event.payload)
+
+    def resume(self, conn: Conn) -> None:
+        """Name the entries already in the inbox as a replay names them (a load that goes on
+        after an earlier one: the log's reads and dismissals find their entries)."""
+        notify = Seam("notify_pg.reference_host", self.schema)
+        self.ids.clear()
+        self._counts.clear()
+        for person, group_key, table_id in notify.all(conn, "loaded_entry_names"):
+            key = (str(person), str(group_key))
+            n = self._counts[key] = self._counts.get(key, 0) + 1
+            self.ids[f"{person}:{group_key}:{n}"] = (str(person), int(table_id))
 
     def _emit(self, conn: Conn, event: Event, payload: Mapping[str, Any], **kw: Any) -> None:
         """Emit as a host does: with the switch of the page's site (N5)."""

@@ -45,6 +45,11 @@ class WorldLoader:
         self._notify = Seam("notify_pg", schema)
         self._host = Seam("notify_pg.reference_host", host_schema)
 
+    @staticmethod
+    def handles(event_type: str) -> bool:
+        """Whether events of this type change the reference host's chat world."""
+        return event_type in _HANDLERS
+
     def apply(self, conn: Conn, event: Event) -> None:
         """Write what ``event`` changes in the world (nothing for activity events).
 

@@ -123,7 +123,49 @@ def test_the_demo_page_unsubscribes_from_a_token_both_ways(
         page.locator("#token").fill("nonsense")
         page.locator("#unsub-form button").click()
         expect(page.locator("#unsub-result")).to_have_text("This unsubscribe link is not valid.")
-        expect(page.locator("#prefs-pending")).to_be_visible()
+        # Without the host's ports the preference routes are not served: the page says so.
+        expect(page.locator("#prefs-unavailable")).to_be_visible()
         page.close()
     # The invalid token's 400 is a failed fetch the console reports; nothing else.
     assert [e for e in errors if "400" not in e] == []
+
+
+def test_the_demo_page_draws_the_preference_grid_and_changes_it_member_by_member(
+    db_dsn: str, conn: Conn, browser: BrowserContext
+) -> None:
+    """H2a on the page: every category with both channels, default or own; a click is one
+    PATCH of that member, kept and audited by the server; the schedule changes the same way."""
+    make_wiki(conn, readers=("ana",))
+    errors: list[str] = []
+    with serving(db_dsn, demo=True, admin=True) as served:
+        url = f"http://127.0.0.1:{served.port}/demo?user=ana"
+        page = open_demo(browser, url, errors)
+        rows = page.locator("#prefs-rows tr")
+        expect(rows.first).to_be_visible()
+        categories = page.eval_on_selector_all(
+            "#prefs-rows tr", "rows => rows.map(r => r.dataset.category)"
+        )
+        assert "watched_page" in categories and len(categories) == rows.count() >= 7
+        email = page.locator('input[data-category="watched_page"][data-channel="email"]')
+        expect(email).to_be_checked()
+        email.uncheck()
+        expect(page.locator("#prefs-result")).to_have_text("Saved.")
+        assert InboxPreferences(SCHEMA).rows(conn, ["ana"])["ana"] == {
+            ("watched_page", "email"): False
+        }
+        page.select_option("#prefs-schedule", "hourly")
+        expect(page.locator("#prefs-result")).to_have_text("Saved.")
+        page.close()
+        again = open_demo(browser, url, errors)  # what the server keeps, drawn anew
+        email = again.locator('input[data-category="watched_page"][data-channel="email"]')
+        expect(email).not_to_be_checked()
+        expect(
+            again.locator('tr[data-category="watched_page"] td:nth-child(4) .note')
+        ).to_contain_text("your choice")
+        expect(again.locator("#prefs-schedule")).to_have_value("hourly")
+        again.close()
+    audited = conn.execute(
+        f"SELECT count(*) FROM {SCHEMA}.inbox_audit WHERE user_id = 'ana'"
+    ).fetchone()
+    assert audited is not None and audited[0] == 2
+    assert errors == []

@@ -26,14 +26,17 @@ T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 @contextmanager
 def serving(
-    dsn: str, *, live: bool = True, demo: bool = False, **limits: Any
+    dsn: str, *, live: bool = True, demo: bool = False, admin: bool = False, **limits: Any
 ) -> Iterator[ServingThread]:
     """`notify serve`'s app (uvicorn, a pool of ``threads`` connections, the live hub) on a
-    free loopback port, served by a thread."""
+    free loopback port, served by a thread; with ``admin`` the preference and settings routes
+    on the reference wiki (``notify serve --host-schema``)."""
     config = ServeLimits(**limits)
     pool = open_pool(dsn, size=config.threads, timeout=config.pool_timeout)
     hub = LiveHub(dsn, schema=SCHEMA, reconnect_delay=0.2) if live else None
-    asgi = AsgiApp(build_app(pool, schema=SCHEMA), limits=config, live=hub, demo=demo)
+    host = ReferenceWiki(HOST_SCHEMA) if admin else None
+    app = build_app(pool, schema=SCHEMA, admin_host=host)
+    asgi = AsgiApp(app, limits=config, live=hub, demo=demo)
     try:
         with ServingThread(asgi) as served:
             yield served

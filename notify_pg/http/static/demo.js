@@ -149,6 +149,78 @@
     if (document.visibilityState === "visible") refresh("poll");
   });
 
+  // --- the preference grid (H2a) --------------------------------------------------------
+
+  async function loadPreferences() {
+    // The server marks the page: the preference routes need the host's ports.
+    if (document.body.dataset.preferences !== "on") {
+      $("prefs-unavailable").hidden = false;
+      return;
+    }
+    const answer = await api("GET", "/notifications/preferences");
+    if (answer.ok) drawPreferences(await answer.json());
+  }
+
+  async function changePreferences(change) {
+    const answer = await api("PATCH", "/notifications/preferences", change);
+    const body = await answer.json();
+    if (answer.ok) {
+      $("prefs-result").textContent = "Saved.";
+      drawPreferences(body);
+    } else {
+      $("prefs-result").textContent = `Not saved: ${body.error.code} at ${body.error.pointer || "/"}`;
+      await loadPreferences();
+    }
+  }
+
+  function channelCell(category, channel, cell, emailAvailable) {
+    const td = document.createElement("td");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.checked = cell.enabled;
+    box.dataset.category = category;
+    box.dataset.channel = channel;
+    box.addEventListener("change", () =>
+      changePreferences({ categories: { [category]: { [channel]: box.checked } } }));
+    const note = document.createElement("span");
+    note.className = "note";
+    const parts = [cell.own ? "your choice" : "default"];
+    if (!cell.effective) parts.push(channel === "email" && !emailAvailable ? "no email" : "off now");
+    note.textContent = ` ${parts.join(", ")}`;
+    td.append(box, note);
+    return td;
+  }
+
+  function drawPreferences(grid) {
+    const rows = $("prefs-rows");
+    rows.replaceChildren();
+    for (const c of grid.categories) {
+      const tr = document.createElement("tr");
+      tr.dataset.category = c.category;
+      const name = document.createElement("td");
+      name.textContent = c.category;
+      const section = document.createElement("td");
+      section.textContent = c.section;
+      tr.append(name, section,
+        channelCell(c.category, "in_app", c.in_app, grid.email_available),
+        channelCell(c.category, "email", c.email, grid.email_available));
+      rows.append(tr);
+    }
+    $("prefs").hidden = false;
+    $("prefs-email").hidden = grid.email_available;
+    $("prefs-schedule-line").hidden = false;
+    $("prefs-schedule").value = grid.email_schedule;
+    $("prefs-hour").value = grid.daily_hour === undefined ? "" : String(grid.daily_hour);
+    $("prefs-hour-label").hidden = grid.email_schedule !== "daily";
+  }
+
+  function changeSchedule() {
+    const schedule = $("prefs-schedule").value;
+    const change = { email_schedule: schedule };
+    if (schedule === "daily") change.daily_hour = Number($("prefs-hour").value || "9");
+    changePreferences(change);
+  }
+
   // --- unsubscribe (the page a mail's link leads to, both actions) ---------------------
 
   async function lookUp(token) {
@@ -192,6 +264,7 @@
     connect();
     schedule();
     refresh("start");
+    loadPreferences();
   }
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -209,6 +282,8 @@
       event.preventDefault();
       lookUp($("token").value.trim());
     });
+    $("prefs-schedule").addEventListener("change", changeSchedule);
+    $("prefs-hour").addEventListener("change", changeSchedule);
     $("unsub-these").addEventListener("click", () => unsubscribe(false));
     $("unsub-all").addEventListener("click", () => unsubscribe(true));
     if (params.get("t")) {
