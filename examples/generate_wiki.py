@@ -81,6 +81,25 @@ PEOPLE: dict[str, tuple[list[str], dict[str, object]]] = {
     "sync-bot": (["admins"], {"system": True}),
 }
 HUMANS = [p for p in PEOPLE if p != "sync-bot"]
+#: Display names (E6: what mails call people); Ivo and the sync bot have none, so mails name
+#: them by the neutral word.
+NAMES: dict[str, str] = {
+    "ana": "Ana Costa",
+    "ben": "Ben Okafor",
+    "chen": "Chen Wei",
+    "dara": "Dara Byrne",
+    "eli": "Eli Novak",
+    "femi": "Femi Adeyemi",
+    "gus": "Gus Larsen",
+    "hana": "Hana Sato",
+}
+#: The handbook mounts its routes where seed 004 puts them (E6 link templates): no code.
+HANDBOOK_LINKS: dict[str, str] = {
+    "unsubscribe": "/_api/notifications/unsubscribe?t={token}",
+    "manage": "/_profile/notifications",
+    "inbox": "/_inbox",
+    "review": "/_inbox/review/{submission}",
+}
 #: page -> (site, path, tags)
 PAGES: dict[str, tuple[str, str, list[str]]] = {
     "p-install": ("docs", "guide/install", ["public"]),
@@ -134,12 +153,17 @@ def world(week: WikiWeek) -> None:
         ("archive", "archive.example.org", "UTC"),
     ):
         payload = {"site": site, "host": host, "https": site != "archive", "time_zone": zone}
+        if site == "handbook":
+            payload["links"] = HANDBOOK_LINKS
         week.add(at, "site.created", {**payload, "primary_locale": "en"})
     week.add(at, "site.updated", {"site": "archive", "notifications": False})
     for group, body in GROUPS.items():
         week.add(at, "group.created", {"group": group, **body})
     for person, (groups, extra) in PEOPLE.items():
-        user = {"user": person, "kind": "human", "email": f"{person}@example.org"}
+        user: dict[str, object] = {"user": person, "kind": "human"}
+        if person in NAMES:
+            user["name"] = NAMES[person]
+        user["email"] = f"{person}@example.org"
         user["verified"] = True
         week.add(at, "user.created", {**user, **extra})
         for group in groups:

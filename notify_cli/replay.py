@@ -216,6 +216,7 @@ def _summary_table(summary: Summary) -> Table:
         table.add_row(f"mail skips {reason}", f"{count:,}")
     if data["entries_by_category"] and not data["mail_configured"]:
         table.add_row("mail configured", "no: no email is sent")
+    table.add_row("zone data (tzdata)", str(data["tzdata"]))
     table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
     volume = data["push_volume_per_recipient"]
     assert isinstance(volume, dict)

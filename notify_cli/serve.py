@@ -186,7 +186,9 @@ def serve(
     /sites/SITE/notifications?unread=1, GET .../summary, PUT .../read, PUT .../ID/read,
     DELETE .../ID under /sites/SITE/notifications) act for the person named by the
     X-Notify-User header: put a proxy that authenticates in front;
-    with --host-schema the entries of the reference wiki's sites switched off are hidden.
+    with --host-schema the entries of the reference wiki's sites switched off are hidden, and
+    one-click unsubscribe also answers on the paths of the sites' unsubscribe link templates
+    (read at start, e.g. /_api/notifications/unsubscribe).
     With --host-schema also: GET and PATCH /notifications/preferences (the X-Notify-User
     person's preference grid and email schedule) and GET and PATCH
     /notifications/admin/settings (the instance's settings, for the administrator named by
@@ -266,6 +268,8 @@ def serve(
                 )
                 on_request = HttpMetrics(metrics.meter).request
                 log.info("metrics serving", extra={"fields": {"port": metrics.port}})
+            # E6: one-click unsubscribe also on the paths of the sites' templates.
+            paths = [] if wiki is None else _unsubscribe_paths(pool, wiki, log)
             app = build_app(
                 pool,
                 schema=schema,
@@ -273,6 +277,7 @@ def serve(
                 hidden_sites=hidden,
                 on_request=on_request,
                 admin_host=wiki,
+                unsubscribe_paths=paths,
             )
             asgi = AsgiApp(app, limits=limits, live=LiveHub(dsn, schema=schema), demo=demo)
             server = make_server(asgi)
@@ -335,3 +340,22 @@ def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.
                     forward(signal.SIGTERM, None)
     if failed:
         raise click.exceptions.Exit(1)
+
+
+def _unsubscribe_paths(pool: Any, wiki: Any, log: logging.Logger) -> list[str]:
+    """The paths of the reference wiki's unsubscribe link templates (E6), read once at start;
+    a template whose path holds a placeholder cannot be mounted and is logged."""
+    from notify_core.links import link_path
+
+    with pool.connection() as conn:
+        templates = wiki.unsubscribe_links(conn)
+    paths = []
+    for template in templates:
+        path = link_path(template)
+        if path is None:
+            log.warning(
+                "unsubscribe template not mounted", extra={"fields": {"template": template}}
+            )
+        else:
+            paths.append(path)
+    return paths

@@ -10,20 +10,24 @@ offset changes (Q6).
 from __future__ import annotations
 
 import functools
+import importlib.resources
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, time, timedelta, timezone, tzinfo
 from typing import Final, Literal
-from zoneinfo import ZoneInfo, available_timezones
+from zoneinfo import ZoneInfo
+from zoneinfo._common import load_tzdata
 
 import attrs
+import tzdata  # type: ignore[import-untyped]  # the package ships no type hints
 
 from notify_core.errors import InvalidRule
 from notify_core.instants import require_instant
 
 __all__ = [
     "ALWAYS",
+    "TZDATA_VERSION",
     "QuietRule",
     "in_quiet_hours",
     "load_zone",
@@ -40,6 +44,9 @@ __all__ = [
 ALWAYS: Final = "always"
 #: How far `quiet_until` looks ahead (Q6).
 HORIZON: Final = timedelta(days=400)
+
+#: The IANA release of the zone data every decision reads (G1), named by the replay summary.
+TZDATA_VERSION: Final[str] = str(tzdata.IANA_VERSION)
 
 _LOCAL_TIME = re.compile(r"([01]\d|2[0-3]):([0-5]\d)")
 _REFUSED_ZONES: Final = frozenset({"Local", "localtime", "Factory", "posixrules"})
@@ -64,7 +71,10 @@ def parse_local_time(text: object, pointer: str = "") -> time:
 
 @functools.cache
 def _known_zones() -> frozenset[str]:
-    return frozenset(available_timezones()) - _REFUSED_ZONES
+    # G1: the zone list shipped by the tzdata package, never ``available_timezones()``, which
+    # also walks the host's TZPATH (a name only the host knows would load there and not here).
+    listed = importlib.resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in listed.splitlines() if line.strip()) - _REFUSED_ZONES
 
 
 def validate_time_zone(name: object, pointer: str = "/time_zone") -> str:
@@ -86,12 +96,20 @@ def validate_time_zone(name: object, pointer: str = "/time_zone") -> str:
 
 @functools.cache
 def load_zone(name: str) -> ZoneInfo:
-    """Load a validated zone once per process; the cache only avoids repeated parsing.
+    """Load a validated zone from the tzdata package, once per process (G1).
+
+    Never ``ZoneInfo(name)``: that reads the host's zone files first (``TZPATH``) and shares
+    a process-wide cache a host may already have filled from them, so one log would give
+    different due times on a machine with older zone files. The stdlib's own tzdata reader
+    (``zoneinfo._common.load_tzdata``, what ``ZoneInfo`` uses when no host file exists)
+    opens the package's resource; the cache only avoids repeated parsing.
 
     Raises:
         InvalidRule: the name is refused by `validate_time_zone`.
     """
-    return ZoneInfo(validate_time_zone(name))
+    key = validate_time_zone(name)
+    with load_tzdata(key) as data:
+        return ZoneInfo.from_file(data, key=key)
 
 
 def zone_or_utc(name: str | None) -> tzinfo:

@@ -34,6 +34,7 @@ from notify_core.lines import UnknownReference, dumps_hint, dumps_item, dumps_li
 from notify_core.lines import dumps_json as dumps_json
 from notify_core.memory import MemoryStore
 from notify_core.pipeline import Hint, Pipeline, Trigger
+from notify_core.quiet import TZDATA_VERSION
 
 __all__ = [
     "KNOWN",
@@ -305,6 +306,8 @@ class Summary:
             "mail_skips_by_reason": dict(sorted(self.mail_skips.items())),
             # A wiki log without ``mail_configured: true`` sends no email (formats.md 4).
             "mail_configured": bool(self.mail_configured),
+            # G1: the zone data every due time and quiet hour of this replay was read from.
+            "tzdata": TZDATA_VERSION,
         }
 
 

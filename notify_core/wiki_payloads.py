@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Final
 
 from notify_core.instants import MAX_DURATION
+from notify_core.links import links_error
 
 __all__ = ["USER_MEMBERS", "USER_UNSET", "WIKI_PAYLOADS", "WIKI_PERSONAL"]
 
@@ -95,7 +96,25 @@ def _sections(value: object) -> bool:
     )
 
 
-_USER_FIELDS = ("email", "verified", "locale", "system", "email_schedule", "daily_hour")
+def _links(value: object) -> bool:
+    return links_error(value) is None
+
+
+_LINKS_WHAT: Final = (
+    "link templates {unsubscribe, manage, inbox, page, comment, review}: each a URL or a path "
+    "from /, with only its placeholders ({host}; {token} required in unsubscribe; {path} in "
+    "page and comment; {comment}; {submission})"
+)
+
+_USER_FIELDS = (
+    "name",
+    "email",
+    "verified",
+    "locale",
+    "system",
+    "email_schedule",
+    "daily_hour",
+)
 
 
 def _unset(value: object) -> bool:
@@ -105,6 +124,7 @@ def _unset(value: object) -> bool:
 
 #: Members ``user.created`` / ``user.updated`` gain for the inbox.
 USER_MEMBERS: Final[dict[str, Member]] = {
+    "name": (False, _text, "a display name"),
     "email": (False, _id, "an address"),
     "verified": (False, _bool, "a boolean"),
     "locale": (False, _id, "a locale"),
@@ -135,6 +155,7 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
         "primary_locale": (False, _id, "a locale"),
         "time_zone": (False, _id, "a zone name"),
         "notifications": (False, _bool, "a boolean"),
+        "links": (False, _links, _LINKS_WHAT),
     },
     "site.updated": {
         "site": (True, _id, "an ID"),
@@ -143,6 +164,7 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
         "https": (False, _bool, "a boolean"),
         "primary_locale": (False, _id, "a locale"),
         "time_zone": (False, _id, "a zone name"),
+        "links": (False, _links, _LINKS_WHAT),
     },
     "group.created": {
         "group": (True, _id, "an ID"),

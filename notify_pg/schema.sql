@@ -519,6 +519,8 @@ CREATE TABLE {schema}.inbox_entries (
     -- Why the drain skipped the email (E4) and when (migration 0021).
     email_skip     text,
     email_skipped_at timestamptz,
+    -- draft (0022): a page_created entry's page was created unpublished (E6)
+    draft          boolean NOT NULL DEFAULT false,
     CONSTRAINT inbox_entries_pkey PRIMARY KEY (id),
     CONSTRAINT inbox_entries_count_check CHECK (count >= 1),
     CONSTRAINT inbox_entries_email_state_check

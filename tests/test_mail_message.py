@@ -140,7 +140,21 @@ class TestErrors:
 
     def test_e6_a_mail_entry_has_no_member_for_page_content(self) -> None:
         names = {field.name for field in attrs.fields(MailEntry)}
-        assert names == {"category", "variant", "title", "path", "actor", "count", "excerpt"}
+        # E6 as amended (issue 25) adds the storage sync, the draft state and the link's
+        # comment and submission ids: none of them can carry page content either.
+        assert names == {
+            "category",
+            "variant",
+            "title",
+            "path",
+            "actor",
+            "sync",
+            "draft",
+            "count",
+            "excerpt",
+            "comment",
+            "submission",
+        }
 
 
 # -- catalogues ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Final
 
 import attrs
 
+from notify_core.events import Event
 from notify_core.inbox.categories import CATEGORIES, Category
 from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.ports import EntryStore, SiteInfo, WikiFacts, WikiUser
@@ -27,6 +28,7 @@ __all__ = [
     "email_schedule",
     "immediate_email_after",
     "reschedule_entries",
+    "reschedule_person",
     "scheduled_email_after",
 ]
 
@@ -145,3 +147,12 @@ def reschedule_entries(
         due = moved.get(entry.id)
         if due is not None:
             entries.save(entry._replace(state=attrs.evolve(entry.state, email_after=due)))
+
+
+def reschedule_person(
+    wiki: WikiFacts, entries: EntryStore, event: Event, before: WikiUser | None
+) -> None:
+    """E3 on a ``user.updated`` event: `reschedule_entries` from the person as they were
+    (``before``) to the person as the host knows them once the event is recorded."""
+    after = wiki.user(str(event.payload["user"]))
+    reschedule_entries(wiki, entries, before, after, event.occurred_at)

@@ -2,23 +2,36 @@
 
 A drain's `MailLine` names the entries a mail shows, how many more it marks sent and its
 unsubscribe categories; this module reads the rest from the host's facts at the drain instant
-(the site's host and primary locale, the person's locale and address, whether a comment still
-exists) and composes the `Mail`. Pure: the unsubscribe secret comes in as an argument, and
-sending is an adapter's job (`notify_pg.mail.smtp`).
+(the site's host, primary locale and link templates, the person's locale and address, the
+display names of who acted, whether a comment still exists) and composes the `Mail`. Pure:
+the unsubscribe secret comes in as an argument, and sending is an adapter's job
+(`notify_pg.mail.smtp`). `mail_site`, `mail_entries` and `actors_of` are shared with the
+PostgreSQL drain, so that both render the same mail from the same facts.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final
 
 import attrs
 
 from notify_core.errors import UsageError
 from notify_core.inbox.pipeline import MailLine
-from notify_core.inbox.ports import Entry, WikiFacts
+from notify_core.inbox.ports import Entry, SiteInfo, WikiFacts
 from notify_core.mail import Mail, MailEntry, MailSite, compose_mail, unsubscribe_token
 
-__all__ = ["REPLAY_SECRET", "LineMail", "line_mail"]
+__all__ = [
+    "REPLAY_SECRET",
+    "LineMail",
+    "actors_of",
+    "line_mail",
+    "mail_entries",
+    "mail_site",
+]
+
+#: The group key prefix of a review entry: ``review:<submission>`` (N1).
+_REVIEW_KEY: Final = "review:"
 
 #: The unsubscribe secret of a replay: 32 zero bytes, so that the same log writes the same
 #: files. A replay sends nothing; a host signs with its own secret (U1).
@@ -34,19 +47,63 @@ class LineMail:
     site: MailSite
 
 
-def _entry(entry: Entry, wiki: WikiFacts) -> MailEntry:
-    target, state = entry.target, entry.state
-    # N11: a comment's excerpt shows only while the comment exists.
-    exists = target.comment is not None and wiki.comment(target.comment) is not None
-    return MailEntry(
-        category=entry.category,
-        variant=state.variant,
-        title=target.title,
-        path=target.path,
-        actor=state.actor,
-        count=state.count,
-        excerpt=target.excerpt if exists else None,
+def mail_site(site: str, info: SiteInfo | None) -> MailSite:
+    """The site a mail comes from: named by its host name (a log names no site title), by its
+    id when the host does not know it, with its scheme, primary locale and link templates."""
+    host = (info.host if info is not None else "") or site
+    if info is None:
+        return MailSite(name=host, host=host)
+    return MailSite(
+        name=host,
+        host=host,
+        https=info.https,
+        primary_locale=info.primary_locale,
+        links=info.links,
     )
+
+
+def actors_of(entries: Iterable[Entry]) -> list[str]:
+    """The people who acted last on the entries, each once, sorted: whose names a drain reads
+    (once per batch, like the locales)."""
+    return sorted({e.state.actor for e in entries if e.state.actor})
+
+
+def mail_entries(
+    entries: Sequence[Entry],
+    *,
+    names: Mapping[str, str],
+    comment_exists: Callable[[Entry], bool],
+) -> list[MailEntry]:
+    """The entries as a mail shows them (E6, N11).
+
+    Args:
+        entries: the entries the mail shows, latest first.
+        names: display names by person (`WikiFacts.names`); an actor missing here is named
+            by the neutral word, an entry without an actor reads "via storage sync".
+        comment_exists: whether an entry's comment still exists: its excerpt shows, and its
+            link anchors on the talk tab, only while it does.
+    """
+    out = []
+    for entry in entries:
+        target, state = entry.target, entry.state
+        exists = target.comment is not None and comment_exists(entry)
+        review = entry.group_key.startswith(_REVIEW_KEY) and entry.category == "review_requested"
+        out.append(
+            MailEntry(
+                category=entry.category,
+                variant=state.variant,
+                title=target.title,
+                path=target.path,
+                actor=names.get(state.actor) if state.actor else None,
+                sync=not state.actor,
+                draft=target.draft,
+                count=state.count,
+                excerpt=target.excerpt if exists else None,
+                comment=target.comment if exists else None,
+                submission=entry.group_key[len(_REVIEW_KEY) :] if review else None,
+            )
+        )
+    return out
 
 
 def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) -> LineMail:
@@ -60,19 +117,17 @@ def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) ->
     """
     if line.decision != "send" or not line.entries:
         raise UsageError("not_a_send", "only a send line has a mail")
-    info = wiki.site(line.site)
-    host = (info.host if info is not None else "") or line.site
-    site = MailSite(
-        name=host,
-        host=host,
-        https=info.https if info is not None else True,
-        primary_locale=info.primary_locale if info is not None else None,
-    )
+    site = mail_site(line.site, wiki.site(line.site))
     user = wiki.user(line.recipient)
     facts = wiki.people([line.recipient]).get(line.recipient)
     token = unsubscribe_token(secret, line.recipient, line.unsubscribe)
+    shown = mail_entries(
+        line.entries,
+        names=wiki.names(actors_of(line.entries)),
+        comment_exists=lambda e: wiki.comment(str(e.target.comment)) is not None,
+    )
     mail = compose_mail(
-        [_entry(e, wiki) for e in line.entries],
+        shown,
         site=site,
         locale=user.locale if user is not None else None,
         token=token,

@@ -22,6 +22,7 @@ from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, Entry, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
+from notify_core.links import link_templates
 
 __all__ = ["EntryMemory", "WikiMemory", "page_after", "strings"]
 
@@ -61,6 +62,7 @@ class _User:
     email: str | None = None
     verified: bool = False
     locale: str | None = None
+    name: str | None = None
     time_zone: str | None = None
     email_schedule: str = "immediate"
     daily_hour: int | None = None
@@ -181,6 +183,16 @@ class WikiMemory:
         )
         return cached
 
+    def names(self, ids: Iterable[str]) -> Mapping[str, str]:
+        """Return the display names of the known people among ``ids`` who have one (E6)."""
+        users = self.users
+        out = {}
+        for person in ids:
+            found = users.get(person)
+            if found is not None and found.name:
+                out[person] = found.name
+        return out
+
     def groups(self) -> Mapping[str, Group]:
         """Return every group."""
         return self.known_groups
@@ -232,7 +244,13 @@ class WikiMemory:
         site = str(p["site"])
         old = self.sites.get(site) or SiteInfo(id=site)
         known = ("host", "https", "primary_locale", "time_zone", "notifications")
-        self.sites[site] = attrs.evolve(old, **{k: p[k] for k in known if k in p})  # type: ignore[arg-type]
+        changes: dict[str, object] = {k: p[k] for k in known if k in p}
+        if "links" in p:
+            # Member by member, like every update of the log (formats.md 4): a template not
+            # named keeps its value, an empty one goes back to the default.
+            links = {**old.links.own, **p["links"]}  # type: ignore[dict-item]
+            changes["links"] = link_templates(links)
+        self.sites[site] = attrs.evolve(old, **changes)  # type: ignore[arg-type]
 
     def _on_group(self, event: Event, p: Mapping[str, object]) -> None:
         raw = p["rules"]

@@ -60,6 +60,7 @@ from notify_core.inbox.ports import (
     PageInfo,
     WikiFacts,
     WikiUser,
+    created_as_draft,
     save_all,
     take_ids,
     unread_all,
@@ -393,6 +394,7 @@ class InboxPipeline:
             path=page.path,
             locale=page.locale,
             excerpt=None if excerpt is None else str(excerpt),
+            draft=created_as_draft(event),
         )
         delay = wiki.email_delay()
         site_info = wiki.site(page.site)

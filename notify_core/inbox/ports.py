@@ -17,6 +17,7 @@ from notify_core.inbox.access import Group, PageFacts
 from notify_core.inbox.coalesce import EntryState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.prefs import InboxSettings
+from notify_core.links import LinkTemplates
 
 __all__ = [
     "CommentInfo",
@@ -27,6 +28,7 @@ __all__ = [
     "SiteInfo",
     "WikiFacts",
     "WikiUser",
+    "created_as_draft",
     "save_all",
     "take_ids",
     "unread_all",
@@ -35,7 +37,8 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class SiteInfo:
-    """A site of the wiki; ``notifications`` is its switch (N5)."""
+    """A site of the wiki; ``notifications`` is its switch (N5), ``links`` its link templates
+    (E6: where its mails' links go; the defaults where it sets none)."""
 
     id: str
     host: str = ""
@@ -43,6 +46,7 @@ class SiteInfo:
     primary_locale: str | None = None
     time_zone: str | None = None
     notifications: bool = True
+    links: LinkTemplates = attrs.field(factory=LinkTemplates)
 
 
 @attrs.frozen(kw_only=True)
@@ -101,6 +105,8 @@ class EntryTarget:
         path: the page's path.
         locale: the page's locale.
         excerpt: the comment's excerpt.
+        draft: the page was created unpublished (a ``page_created`` entry: "created as a
+            draft", E6).
     """
 
     site: str | None
@@ -110,6 +116,7 @@ class EntryTarget:
     path: str = ""
     locale: str = ""
     excerpt: str | None = None
+    draft: bool = False
 
 
 class Entry(NamedTuple):
@@ -177,6 +184,10 @@ class WikiFacts(Protocol):
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""
 
+    def names(self, ids: Iterable[str]) -> Mapping[str, str]:
+        """Return the display names (E6) of the people among ``ids`` who have one; a person
+        without a name, or no longer known, is left out (a mail names them neutrally)."""
+
     def groups(self) -> Mapping[str, Group]:
         """Return every group and its rules."""
 
@@ -216,6 +227,15 @@ class EntryStore(Protocol):
 
     def due(self, until: datetime) -> Sequence[Entry]:
         """Return the ``pending`` entries due at or before ``until`` (E4)."""
+
+
+def created_as_draft(event: Event) -> bool:
+    """Whether an event creates a page unpublished: a ``page.created`` whose
+    ``publish_state`` is given and is not ``published`` (E6: "created as a draft")."""
+    if event.type != "page.created":
+        return False
+    state = event.payload.get("publish_state")
+    return state is not None and state != "published"
 
 
 def unread_all(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[Entry | None]:

@@ -5,22 +5,26 @@ the standard library's escaping, and nothing is sent. An adapter turns a `Mail` 
 message (``email.message.EmailMessage``) and sends it, adding ``From``, ``To``, ``Date`` and a
 DKIM signature that covers both ``List-Unsubscribe`` headers.
 
-What a mail names, and nothing more: the target (title, path), who acted, for a comment its
-excerpt, one link to the target, and a footer with "manage notifications" and "unsubscribe".
-Never page content: a `MailEntry` has no member that could carry it.
+What a mail names, and nothing more: the target (title, path), who acted by their display
+name (a neutral word for a person without one, "via storage sync" for an event without an
+actor; never an id), a page created unpublished as a draft, for a comment its excerpt, one
+link to the target, and a footer with "manage notifications" and "unsubscribe". Never page
+content: a `MailEntry` has no member that could carry it. Every link comes from the site's
+link templates (`notify_core.links`): the page, a comment on the talk tab, a review, the
+inbox, the settings and the one-click unsubscribe URL.
 """
 
 from __future__ import annotations
 
 import html
 import re
-import string
 from collections.abc import Mapping, Sequence
 from typing import Final
 
 import attrs
 
 from notify_core.errors import InvalidInput, UsageError
+from notify_core.links import LinkTemplates, expand_link
 from notify_core.mail.catalogues import CATALOGUES, FALLBACK_LOCALE
 
 __all__ = [
@@ -35,14 +39,13 @@ __all__ = [
     "unsubscribe_url",
 ]
 
-#: Where the host serves the unsubscribe endpoint (U3, U4); the token goes in ``t``.
+#: Where the host serves the unsubscribe endpoint by default (U3, U4); the token goes in ``t``.
 UNSUBSCRIBE_PATH: Final = "/notifications/unsubscribe"
-#: The person's notification settings, linked from every footer.
+#: The person's notification settings by default, linked from every footer.
 MANAGE_PATH: Final = "/notifications/settings"
-#: The inbox, linked from a digest with more entries than it shows.
+#: The inbox by default, linked from a digest with more entries than it shows.
 INBOX_PATH: Final = "/notifications"
 
-_UNRESERVED: Final = frozenset(string.ascii_letters + string.digits + "-._~/")
 _TOKEN: Final = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 # Control characters, C1 included (U+0085 ends a line for the email package).
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -55,16 +58,23 @@ def _positive(_instance: object, attribute: attrs.Attribute[int], value: int) ->
 
 @attrs.frozen(kw_only=True)
 class MailSite:
-    """The site a mail comes from: its name, host name and scheme, and primary locale.
+    """The site a mail comes from: its name, host name and scheme, primary locale and link
+    templates (E6; absent: the default paths).
 
-    A site served over plain HTTP gets ``http://`` links, the unsubscribe header included
-    (where mail clients may not offer one-click, which needs HTTPS).
+    A site served over plain HTTP gets ``http://`` links where a template is a path, the
+    unsubscribe header included (where mail clients may not offer one-click, which needs
+    HTTPS).
     """
 
     name: str
     host: str
     https: bool = True
     primary_locale: str | None = None
+    links: LinkTemplates = attrs.field(factory=LinkTemplates)
+
+    def link(self, name: str, **values: str) -> str:
+        """Return one of the site's links (`notify_core.links.expand_link`)."""
+        return expand_link(self.links, name, host=self.host, https=self.https, **values)
 
     @property
     def base_url(self) -> str:
@@ -79,9 +89,14 @@ class MailEntry:
     Args:
         category: the entry's category key; ``variant``: its latest variant.
         title: the target's title; ``path``: its path on the site (the link's path).
-        actor: the display name of who acted last; absent for a sync ("Someone").
+        actor: the display name of who acted last; absent or empty: a person without a
+            name, or no longer known (a neutral word, "Someone").
+        sync: the latest event had no actor ("via storage sync"); ``actor`` is then unused.
+        draft: a page created unpublished ("created as a draft").
         count: how many events the entry holds.
         excerpt: a comment's excerpt, only while the comment exists.
+        comment: the comment the link anchors on the talk tab (only while it exists).
+        submission: the review submission the link goes to.
     """
 
     category: str
@@ -89,8 +104,20 @@ class MailEntry:
     title: str
     path: str
     actor: str | None = None
+    sync: bool = False
+    draft: bool = False
     count: int = attrs.field(default=1, validator=_positive)
     excerpt: str | None = None
+    comment: str | None = None
+    submission: str | None = None
+
+    def link(self, site: MailSite) -> str:
+        """Return the entry's one link (E6): a review, a comment on the talk tab, or the page."""
+        if self.submission is not None:
+            return site.link("review", submission=self.submission)
+        if self.comment is not None:
+            return site.link("comment", path=self.path, comment=self.comment)
+        return site.link("page", path=self.path)
 
 
 @attrs.frozen(kw_only=True)
@@ -132,35 +159,36 @@ def _one_line(text: str) -> str:
     return _CONTROL.sub(" ", text)
 
 
-def _quote_path(path: str) -> str:
-    # Percent-encode everything outside the unreserved set and "/", as UTF-8 (RFC 3986).
-    out = []
-    for char in path:
-        if char in _UNRESERVED:
-            out.append(char)
-        else:
-            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
-    return "".join(out)
-
-
-def _link(site: MailSite, path: str) -> str:
-    return f"{site.base_url}/{_quote_path(path.lstrip('/'))}"
-
-
 def unsubscribe_url(site: MailSite, token: str) -> str:
-    """Return the one-click unsubscribe URL of a mail (``List-Unsubscribe``, U1).
+    """Return the one-click unsubscribe URL of a mail (``List-Unsubscribe``, U1): the site's
+    ``unsubscribe`` template with the token.
 
     A token is base64url and one dot, which need no escaping in a query.
     """
-    return f"{site.base_url}{UNSUBSCRIBE_PATH}?t={token}"
+    return site.link("unsubscribe", token=token)
+
+
+def _template(strings: Mapping[str, str], entry: MailEntry) -> str | None:
+    keys = [f"{entry.category}.{entry.variant}", entry.category]
+    if entry.draft:
+        keys.insert(0, f"{entry.category}.{entry.variant}.draft")
+    if entry.sync:
+        keys = [f"sync.{key}" for key in keys] + ["sync"]
+    for key in keys:
+        found = strings.get(key)
+        if found is not None:
+            return found
+    return None
 
 
 def _line(strings: Mapping[str, str], entry: MailEntry) -> str:
-    template = strings.get(f"{entry.category}.{entry.variant}") or strings.get(entry.category)
-    if template is None:
+    if entry.category not in strings:
         raise InvalidInput(
             "unknown_category", f"no mail strings for category {entry.category!r}", "/category"
         )
+    template = _template(strings, entry)
+    assert template is not None  # the category's own key is there
+    # E6: a display name, else a neutral word; a sync's strings have no {actor}.
     actor = entry.actor if entry.actor else strings["someone"]
     return template.format(actor=actor, title=entry.title)
 
@@ -185,20 +213,20 @@ def _text(
         out += [lines[0], entry.path, ""]
         if entry.excerpt:
             out += [f"{strings['excerpt']}: {entry.excerpt}", ""]
-        out += [f"{strings['open']}: {_link(site, entry.path)}", ""]
+        out += [f"{strings['open']}: {entry.link(site)}", ""]
     else:
         for entry, line in zip(entries, lines, strict=True):
-            out += [f"- {line}", f"  {_link(site, entry.path)}"]
+            out += [f"- {line}", f"  {entry.link(site)}"]
             if entry.excerpt:
                 out.append(f"  {strings['excerpt']}: {entry.excerpt}")
         if more:
             more_line = strings["more"].format(more=more)
-            out.append(f"{more_line}: {site.base_url}{INBOX_PATH}")
+            out.append(f"{more_line}: {site.link('inbox')}")
         out.append("")
     out += [
         "-- ",
         strings["footer"].format(site=site.name),
-        f"{strings['manage']}: {site.base_url}{MANAGE_PATH}",
+        f"{strings['manage']}: {site.link('manage')}",
         f"{strings['unsubscribe']}: {unsubscribe_url(site, token)}",
     ]
     return "\n".join(out) + "\n"
@@ -226,21 +254,21 @@ def _html(
         body.append(f"<p><strong>{esc(lines[0])}</strong><br>{esc(entry.path)}</p>")
         if entry.excerpt:
             body.append(f"<blockquote>{esc(entry.excerpt)}</blockquote>")
-        body.append(f"<p>{anchor(_link(site, entry.path), strings['open'])}</p>")
+        body.append(f"<p>{anchor(entry.link(site), strings['open'])}</p>")
     else:
         items = []
         for entry, line in zip(entries, lines, strict=True):
-            item = anchor(_link(site, entry.path), line)
+            item = anchor(entry.link(site), line)
             if entry.excerpt:
                 item += f"<br><q>{esc(entry.excerpt)}</q>"
             items.append(f"<li>{item}</li>")
         body.append("<ul>" + "".join(items) + "</ul>")
         if more:
             label = f"{strings['more'].format(more=more)}: {strings['open_inbox']}"
-            body.append(f"<p>{anchor(site.base_url + INBOX_PATH, label)}</p>")
+            body.append(f"<p>{anchor(site.link('inbox'), label)}</p>")
     footer = (
         f"<p><small>{esc(strings['footer'].format(site=site.name))}<br>"
-        f"{anchor(site.base_url + MANAGE_PATH, strings['manage'])} · "
+        f"{anchor(site.link('manage'), strings['manage'])} · "
         f"{anchor(unsubscribe_url(site, token), strings['unsubscribe'])}</small></p>"
     )
     return (

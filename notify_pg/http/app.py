@@ -501,9 +501,13 @@ def build_app(
     hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
     on_request: RequestHook | None = None,
     admin_host: AdminHostPorts | None = None,
+    unsubscribe_paths: Sequence[str] = (),
 ) -> ReferenceApp:
     """Return the reference app with its routes (see the module's table).
 
+    ``unsubscribe_paths``: more paths answering one-click unsubscribe (``POST``, ``GET`` and
+    ``PATH/info``), those of the sites' unsubscribe link templates (E6: a host that mounts
+    the route elsewhere sets a template and writes no code); the default path always answers.
     More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
     app this returns; ``on_request`` is `ReferenceApp`'s hook. The preference and settings
     routes are served only with ``admin_host``.
@@ -519,6 +523,12 @@ def build_app(
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
     app.route(http.UNSUBSCRIBE_INFO_PATH, ["GET"], "unsubscribe_info", _unsubscribe_info)
+    for path in sorted(set(unsubscribe_paths) - {UNSUBSCRIBE_PATH}):
+        # One endpoint per method whatever the path: the request log names the route's
+        # template, and the metrics count one-click requests as one route.
+        app.url_map.add(Rule(path, methods=["POST"], endpoint="unsubscribe_post"))
+        app.url_map.add(Rule(path, methods=["GET"], endpoint="unsubscribe_get"))
+        app.url_map.add(Rule(f"{path}/info", methods=["GET"], endpoint="unsubscribe_info"))
     if unsubscribe_page == http.UNSUBSCRIBE_PAGE:
         app.route(http.UNSUBSCRIBE_PAGE, ["GET"], "unsubscribe_page", _unsubscribe_page)
     # One inbox per site (H1), the site in the path as seed 004 mounts its routes.

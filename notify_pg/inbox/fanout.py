@@ -44,7 +44,7 @@ from notify_core.inbox.categories import Candidates, Category
 from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out, firing
 from notify_core.inbox.memory import strings
 from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
-from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
+from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser, created_as_draft
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
@@ -487,6 +487,7 @@ class InboxFanOut:
             "path": page.path,
             "locale": page.locale,
             "excerpt": None if excerpt is None else str(excerpt),
+            "draft": created_as_draft(event),
             "last_event": claimed.id,
             "at": event.occurred_at,
         }

@@ -173,6 +173,7 @@ def claimed_row(row: tuple[Any, ...]) -> Claimed:
         created_at,
         updated_at,
         due_at,
+        draft,
     ) = row
     state = EntryState(
         count=int(count),
@@ -201,6 +202,7 @@ def claimed_row(row: tuple[Any, ...]) -> Claimed:
             path=path,
             locale=locale,
             excerpt=excerpt,
+            draft=bool(draft),
         ),
     )
     return Claimed(entry=entry, table_id=int(id_), comment=comment, due_at=due_at)

@@ -50,14 +50,10 @@ from notify_core.inbox.access import PageFacts
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.drain import DrainAccess, MailPlan, plan_mails
 from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.mailing import actors_of, mail_entries, mail_site
 from notify_core.inbox.ports import Entry, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs
-from notify_core.mail import (
-    MailEntry,
-    MailSite,
-    compose_mail,
-    unsubscribe_token,
-)
+from notify_core.mail import compose_mail, unsubscribe_token
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
@@ -139,11 +135,13 @@ class MailDrainStats:
 
 @attrs.frozen
 class _Facts:
-    """The host's facts of one round: people (with their choices), sites, locales."""
+    """The host's facts of one round: people (with their choices), sites, locales, and the
+    display names of who acted (E6: read once per round, like the locales)."""
 
     people: Mapping[str, PersonFacts] = attrs.field(factory=dict)
     sites: dict[str, SiteInfo | None] = attrs.field(factory=dict)
     users: Mapping[str, WikiUser] = attrs.field(factory=dict)
+    names: Mapping[str, str] = attrs.field(factory=dict)
 
 
 def _clock() -> datetime:
@@ -417,7 +415,12 @@ class MailDrain:
             return info is None or info.notifications
 
         first = host.inbox_first_site(conn) if any(e.target.site is None for e in entries) else None
-        self._facts = _Facts(people=people, sites=sites, users=host.inbox_users(conn, ids))
+        self._facts = _Facts(
+            people=people,
+            sites=sites,
+            users=host.inbox_users(conn, ids),
+            names=host.inbox_names(conn, actors_of(entries)),
+        )
         return plan_mails(
             entries,
             site_on=site_on,
@@ -456,33 +459,19 @@ class MailDrain:
         facts_now = self._facts
         if plan.site not in facts_now.sites:
             facts_now.sites[plan.site] = self.host.inbox_site(conn, plan.site)
-        info = facts_now.sites[plan.site]
-        name = (info.host if info is not None else "") or plan.site
-        site = MailSite(
-            name=name,
-            host=name,
-            https=info.https if info is not None else True,
-            primary_locale=info.primary_locale if info is not None else None,
-        )
+        site = mail_site(plan.site, facts_now.sites[plan.site])
         person = plan.recipient
         facts = facts_now.people.get(person)
         user = facts_now.users.get(person)
         if facts is None or not facts.email:  # the plan skips them (N4): never reached
             raise MailSendError("no_address", "the person has no address", temporary=False)
-        shown = [
-            MailEntry(
-                category=e.category,
-                variant=e.state.variant,
-                title=e.target.title,
-                path=e.target.path,
-                actor=e.state.actor,
-                count=e.state.count,
-                # N11: the excerpt only while the comment exists (a deleted comment's entries
-                # lose their comment id, notify_pg.inbox.reads.comment_deleted).
-                excerpt=e.target.excerpt if claimed[e.id].comment is not None else None,
-            )
-            for e in plan.entries
-        ]
+        shown = mail_entries(
+            plan.entries,
+            names=facts_now.names,
+            # N11: the excerpt (and the talk tab's anchor) only while the comment exists: a
+            # deleted comment's entries lose their comment id (notify_pg.inbox.reads).
+            comment_exists=lambda e: claimed[e.id].comment is not None,
+        )
         mail = compose_mail(
             shown,
             site=site,

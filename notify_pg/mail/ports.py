@@ -40,6 +40,10 @@ class MailHostPorts(Protocol):
     def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
         """Return every group and its rules (E4: access checked again at the drain)."""
 
+    def inbox_names(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, str]:
+        """Return the display names (E6) of the people among ``ids`` who have one; a person
+        without a name, or no longer known, is left out (a mail names them neutrally)."""
+
 
 class MailSender(Protocol):
     """Sends one message (`notify_pg.mail.smtp.SmtpSender` is one); closed after each round."""

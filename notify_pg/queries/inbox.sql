@@ -85,13 +85,14 @@ WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)
 INSERT INTO {schema}.inbox_entries AS e (
     user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
     path, locale, excerpt, variants, count, last_event, in_app, email_state, email_after,
-    created_at, updated_at)
+    created_at, updated_at, draft)
 SELECT r.user_id, %(site_id)b::text, (%(category)s::text[])[r.kind], %(variant)b::text,
        (%(group_key)s::text[])[r.kind], %(page_id)b::text, %(comment_id)b::text,
        %(actor_id)b::text, %(title)b::text, %(path)b::text, %(locale)b::text,
        %(excerpt)b::text, ARRAY[%(variant)b::text], 1, %(last_event)b::bigint,
        (%(in_app)s::boolean[])[r.kind], (%(email_state)s::text[])[r.kind],
-       (%(email_after)s::timestamptz[])[r.kind], %(at)b::timestamptz, %(at)b::timestamptz
+       (%(email_after)s::timestamptz[])[r.kind], %(at)b::timestamptz, %(at)b::timestamptz,
+       %(draft)b::boolean
 FROM unnest(%(user_id)s::text[], %(kind)s::integer[]) AS r (user_id, kind)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
@@ -109,6 +110,7 @@ DO UPDATE SET
     path = excluded.path,
     locale = excluded.locale,
     excerpt = excluded.excerpt,
+    draft = excluded.draft,
     updated_at = GREATEST(e.updated_at, excluded.updated_at),
     email_state = CASE WHEN e.email_state = 'none' AND excluded.email_state = 'pending'
                        THEN 'pending' ELSE e.email_state END,

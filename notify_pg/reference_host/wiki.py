@@ -21,6 +21,7 @@ from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
+from notify_core.links import link_templates
 from notify_core.mail.cadence import EmailSchedule
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
@@ -147,10 +148,25 @@ class ReferenceWiki:
         row = self._seam.one(conn, "wiki_site", {"id": site})
         if row is None:
             return None
-        id_, host, https, locale, zone, on = row
+        id_, host, https, locale, zone, on, links = row
         return SiteInfo(
-            id=id_, host=host, https=https, primary_locale=locale, time_zone=zone, notifications=on
+            id=id_,
+            host=host,
+            https=https,
+            primary_locale=locale,
+            time_zone=zone,
+            notifications=on,
+            links=link_templates(links),
         )
+
+    def inbox_names(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, str]:
+        """Return the display names of the people among ``ids`` who have one (E6)."""
+        return dict(self._seam.all(conn, "wiki_names", {"ids": text_array(ids)}))
+
+    def unsubscribe_links(self, conn: Conn) -> list[str]:
+        """Return the unsubscribe templates the sites set: `notify serve --host-schema`
+        answers one-click unsubscribe on their paths too (U3, E6)."""
+        return [str(row[0]) for row in self._seam.all(conn, "wiki_unsubscribe_links")]
 
     def inbox_first_site(self, conn: Conn) -> str | None:
         """Return the instance's first site by creation, or ``None`` without sites (E4)."""

@@ -44,6 +44,7 @@ _USER_DEFAULTS: Final[Mapping[str, Any]] = {
     "time_zone": None,
     "email_schedule": "immediate",
     "daily_hour": None,
+    "name": None,
 }
 
 
@@ -168,7 +169,10 @@ class WikiLoader:
 
     def _site(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
         names = ("host", "https", "primary_locale", "time_zone", "notifications")
-        self._host.run(conn, "wiki_merge_site", {"id": p["site"], **{k: p.get(k) for k in names}})
+        params = {"id": p["site"], **{k: p.get(k) for k in names}}
+        # The templates the event names, over those the site set (an empty one: the default).
+        params["links"] = Jsonb(dict(p["links"])) if "links" in p else None
+        self._host.run(conn, "wiki_merge_site", params)
 
     def _user(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
         person = str(p["user"])

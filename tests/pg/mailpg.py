@@ -75,14 +75,16 @@ def drain(
     *,
     dkim_key: DkimKey | None = None,
     people: int | None = 100,
+    secret: bytes = SECRET,
     **kwargs: Any,
 ) -> MailDrain:
-    """A drain that sends to the loopback server on ``port``."""
+    """A drain that sends to the loopback server on ``port`` (signing its unsubscribe tokens
+    with ``secret``)."""
     config = SmtpConfig.from_url(f"smtp://127.0.0.1:{port}?timeout=10")
     return MailDrain(
         ReferenceWiki(HOST_SCHEMA),
         lambda: SmtpSender(config, dkim_key=dkim_key),
-        secret=lambda conn: SECRET,
+        secret=lambda conn: secret,
         config=MailDrainConfig(sender=SENDER, people=people),
         schema=SCHEMA,
         clock=clock,

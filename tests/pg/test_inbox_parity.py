@@ -10,9 +10,12 @@ instants, and skips what it skips.
 
 from __future__ import annotations
 
+import email
+import email.message
 import json
 from collections.abc import Callable
 from datetime import timedelta
+from email import policy
 from pathlib import Path
 from typing import Any
 
@@ -118,9 +121,13 @@ def test_n10_the_wiki_week_gives_the_same_entries_in_a_replay_and_on_postgresql(
     assert sorted(got, key=by_seq) == sorted(expected, key=by_seq)
 
 
-def replay_lines(log: Path) -> tuple[list[Line], list[Line]]:
-    """The replay's entry decisions and mail lines (sends and skips)."""
-    result = CliRunner().invoke(cli, ["replay", str(log), "--include-skips"])
+def replay_lines(log: Path, mail_dir: Path | None = None) -> tuple[list[Line], list[Line]]:
+    """The replay's entry decisions and mail lines (sends and skips); with ``mail_dir`` its
+    mails written there too."""
+    args = ["replay", str(log), "--include-skips"]
+    if mail_dir is not None:
+        args += ["--mail-dir", str(mail_dir)]
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     entries, mails = [], []
     for text in result.stdout.splitlines():
@@ -159,10 +166,23 @@ def replay_lines(log: Path) -> tuple[list[Line], list[Line]]:
     return entries, mails
 
 
+def rendered(message: email.message.EmailMessage) -> tuple[str, str, str, str]:
+    """What a person reads of a mail: its subject, unsubscribe header and both bodies."""
+    text, html = message.get_body(("plain",)), message.get_body(("html",))
+    assert text is not None and html is not None
+    return (
+        str(message["Subject"]),
+        str(message["List-Unsubscribe"]),
+        text.get_content(),
+        html.get_content(),
+    )
+
+
 @pytest.mark.parametrize(("source", "_least", "least_mails"), LOGS)
 def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postgresql(
     db_dsn: str,
     conn: psycopg.Connection[Any],
+    tmp_path: Path,
     source: Path,
     _least: int,
     least_mails: int,
@@ -171,14 +191,22 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
     clock at each instant it wakes, sending to an SMTP server on loopback) sends the replay's
     mails at the replay's instants, skips what it skips (E4 with the person checked again at
     the drain: ``inactive``, ``no_access``), every entry decision is equal, and at the end
-    every person's inbox of every site lists the same entries (H1)."""
+    every person's inbox of every site lists the same entries (H1).
+    E6: each mail reads the same, word for word (subject, both bodies, the unsubscribe URL):
+    the same display names (a neutral word, "via storage sync") and the same links from the
+    same templates (the handbook's follow seed 004's routes)."""
     from mailpg import Clock, drain, smtp_server
 
+    from notify_cli.replay import _file_part
     from notify_core.inbox.drain import MailPlan
+    from notify_core.inbox.mailing import REPLAY_SECRET
     from notify_core.instants import format_instant
     from notify_pg.mail.drain import MailRound
+    from notify_pg.mail.smtp import Outgoing
 
-    expected_entries, expected_mails = replay_lines(source)
+    mail_dir = tmp_path / "mails"
+    mail_dir.mkdir()
+    expected_entries, expected_mails = replay_lines(source, mail_dir)
     assert sum(1 for m in expected_mails if m[3] == "send") > least_mails
     server = smtp_server()
     handler, port = next(server)
@@ -186,9 +214,17 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
         wiki = ReferenceWiki(HOST_SCHEMA)
         loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)
         mails: list[Line] = []
+        sent: list[Outgoing] = []
+        texts: dict[str, tuple[str, str, str, str]] = {}
 
         def record(at: Any, plan: MailPlan, outcome: str) -> None:
             assert outcome != "failed"
+            if outcome == "sent":
+                # on_sent came first, with this plan's message: the .eml name of the replay
+                name = f"{format_instant(at)}-{_file_part(plan.recipient)}-{_file_part(plan.site)}"
+                texts[name] = rendered(
+                    email.message_from_bytes(sent.pop().message.as_bytes(), policy=policy.default)
+                )  # type: ignore[arg-type]
             shown = plan.entries
             mails.append(
                 (
@@ -209,7 +245,10 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
 
         events = [parse_event(json.loads(text)) for text in source.read_text().splitlines()]
         clock = Clock(events[0].occurred_at)
-        mail_round = MailRound(drain(port, clock, on_done=record), poll=timedelta(days=30))
+        mail_round = MailRound(
+            drain(port, clock, on_done=record, on_sent=sent.append, secret=REPLAY_SECRET),
+            poll=timedelta(days=30),
+        )
 
         def mail_until(until: Any) -> None:
             while True:
@@ -257,6 +296,29 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
 
     assert sorted(mails, key=order) == sorted(expected_mails, key=order)
     assert len(handler.received) == sum(1 for m in expected_mails if m[3] == "send")
+
+    # E6: the replay's .eml files and PostgreSQL's mails read the same.
+    expected_texts = {}
+    for path in mail_dir.iterdir():
+        message = email.message_from_bytes(path.read_bytes(), policy=policy.default)
+        assert isinstance(message, email.message.EmailMessage)
+        expected_texts[path.name.removesuffix(".eml")] = rendered(message)
+    assert len(expected_texts) == len(handler.received)
+    assert texts == expected_texts
+    if source == LOG:
+        everything = "\n".join("\n".join(parts) for parts in texts.values())
+        # The week names people (Ivo has no name), a sync, and the handbook's routes (a draft:
+        # tests/pg/test_mail_text_pg.py).
+        for words in (
+            "Ben Okafor",
+            "Someone",
+            "via storage sync",
+            "https://handbook.example.org/_api/notifications/unsubscribe?t=",
+            "https://handbook.example.org/_profile/notifications",
+            "https://docs.example.org/notifications/settings",
+            "#comment-",
+        ):
+            assert words in everything, words
     same_inboxes(source, conn, wiki, loader)
 
 

@@ -90,6 +90,7 @@ def world(
         user = {
             "user": person,
             "kind": "human",
+            "name": person.capitalize(),  # E6: mails name people by their display name
             "email": f"{person}@example.org",
             "verified": True,
             "locale": "en",
@@ -182,7 +183,8 @@ def test_e5_seed_example_two_mails_at_their_due_times_signed_with_dkim(
     assert len(run.wakes) < 40
     for content, category, words in (
         (first, "watched_page", ("Runbook", "edited", "https://wiki.example.org/ops/runbook")),
-        (second, "mention", ("Deploy notes", "carol", "check the deploy steps")),
+        # E6 as amended (issue 25): Carol by her display name, never by her id "carol".
+        (second, "mention", ("Deploy notes", "Carol", "check the deploy steps")),
     ):
         message = parsed(content)
         for header in ("From", "To", "Subject", "Date", "Message-ID", "MIME-Version"):
@@ -202,6 +204,8 @@ def test_e5_seed_example_two_mails_at_their_due_times_signed_with_dkim(
         assert text is not None and html is not None
         for word in words:
             assert word in text.get_content() or word in html.get_content(), word
+        for person in ("bob", "carol"):  # who acted (the excerpt is the host's own text)
+            assert person not in str(message["Subject"]) + text.get_content() + html.get_content()
         # DKIM verifies on the received bytes and covers both List-Unsubscribe headers.
         assert dkim.verify(content, dnsfunc=_dns)
         signature = "".join(str(message["DKIM-Signature"]).split())

@@ -32,6 +32,23 @@ STRINGS: Final[Mapping[str, str]] = {
     "page_created.created": "{actor} hat {title} angelegt",
     "page_deleted": "{actor} hat {title} gelöscht",
     "page_deleted.deleted": "{actor} hat {title} gelöscht",
+    "page_created.created.draft": "{title} wurde von {actor} als Entwurf angelegt",
+    "sync": "{title} wurde per Speichersynchronisierung geändert",
+    "sync.watched_page.edited": "{title} wurde per Speichersynchronisierung bearbeitet",
+    "sync.watched_page.published": "{title} wurde per Speichersynchronisierung veröffentlicht",
+    "sync.watched_page.unpublished": (
+        "Die Veröffentlichung von {title} wurde per Speichersynchronisierung zurückgenommen"
+    ),
+    "sync.watched_page.scheduled": (
+        "{title} wurde per Speichersynchronisierung zur Veröffentlichung eingeplant"
+    ),
+    "sync.watched_page.moved": "{title} wurde per Speichersynchronisierung verschoben",
+    "sync.watched_page.deleted": "{title} wurde per Speichersynchronisierung gelöscht",
+    "sync.page_created.created": "{title} wurde per Speichersynchronisierung angelegt",
+    "sync.page_created.created.draft": (
+        "{title} wurde per Speichersynchronisierung als Entwurf angelegt"
+    ),
+    "sync.page_deleted.deleted": "{title} wurde per Speichersynchronisierung gelöscht",
     "someone": "Jemand",
     "count": "{count}-mal",
     "subject.single": "[{site}] {line}",

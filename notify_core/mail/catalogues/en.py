@@ -1,7 +1,9 @@
 """English strings of notification mails (E6): one catalogue per language, same keys in each.
 
 Keys ``<category>.<variant>`` name what happened (``{actor}``, ``{title}``); ``<category>`` is
-the fallback for a variant without its own string. Values are ``str.format`` templates.
+the fallback for a variant without its own string; ``.draft`` is a page created unpublished;
+``sync.<category>.<variant>`` (fallback ``sync``) an event without an actor, with no
+``{actor}``. Values are ``str.format`` templates.
 """
 
 from __future__ import annotations
@@ -36,6 +38,20 @@ STRINGS: Final[Mapping[str, str]] = {
     "page_created.created": "{actor} created {title}",
     "page_deleted": "{actor} deleted {title}",
     "page_deleted.deleted": "{actor} deleted {title}",
+    # A page created unpublished names its state (E6: "created as a draft").
+    "page_created.created.draft": "{title} was created as a draft by {actor}",
+    # An event without an actor (a storage sync, E6): what happened, "via storage sync".
+    "sync": "{title} changed via storage sync",
+    "sync.watched_page.edited": "{title} was edited via storage sync",
+    "sync.watched_page.published": "{title} was published via storage sync",
+    "sync.watched_page.unpublished": "{title} was unpublished via storage sync",
+    "sync.watched_page.scheduled": "{title} was scheduled for publishing via storage sync",
+    "sync.watched_page.moved": "{title} was moved via storage sync",
+    "sync.watched_page.deleted": "{title} was deleted via storage sync",
+    "sync.page_created.created": "{title} was created via storage sync",
+    "sync.page_created.created.draft": "{title} was created as a draft via storage sync",
+    "sync.page_deleted.deleted": "{title} was deleted via storage sync",
+    # A person with no display name, or no longer known (never their id, E6).
     "someone": "Someone",
     "count": "{count} times",
     "subject.single": "[{site}] {line}",

@@ -2,8 +2,18 @@
 
 -- name: wiki_site
 -- One site.
-SELECT id, host, https, primary_locale, time_zone, notifications
+SELECT id, host, https, primary_locale, time_zone, notifications, links
 FROM {schema}.wiki_sites WHERE id = %(id)s
+
+-- name: wiki_names
+-- The display names of the people among ids who have one (E6).
+SELECT id, name FROM {schema}.wiki_users
+WHERE id = ANY(%(ids)s::text[]) AND name IS NOT NULL AND name <> ''
+
+-- name: wiki_unsubscribe_links
+-- The unsubscribe templates the sites set (the one-click route of notify serve follows them).
+SELECT DISTINCT links ->> 'unsubscribe' FROM {schema}.wiki_sites
+WHERE coalesce(links ->> 'unsubscribe', '') <> '' ORDER BY 1
 
 -- name: wiki_sites_off
 -- The sites whose notifications are switched off (their entries are hidden, N5).
@@ -125,32 +135,38 @@ ON CONFLICT (id) DO UPDATE SET email_delay_s = excluded.email_delay_s,
     mail_configured = excluded.mail_configured, sections = excluded.sections
 
 -- name: wiki_merge_site
--- Create a site or change the members given (NULL: keep).
-INSERT INTO {schema}.wiki_sites AS s (id, host, https, primary_locale, time_zone, notifications)
+-- Create a site or change the members given (NULL: keep; link templates one by one, an empty
+-- one back to its default).
+INSERT INTO {schema}.wiki_sites AS s (id, host, https, primary_locale, time_zone, notifications,
+                                      links)
 VALUES (%(id)s, coalesce(%(host)s, ''), coalesce(%(https)s, true), %(primary_locale)s,
-        %(time_zone)s, coalesce(%(notifications)s, true))
+        %(time_zone)s, coalesce(%(notifications)s, true),
+        jsonb_strip_nulls(coalesce(%(links)s, jsonb_build_object())))
 ON CONFLICT (id) DO UPDATE SET
     host = coalesce(%(host)s, s.host),
     https = coalesce(%(https)s, s.https),
     primary_locale = coalesce(%(primary_locale)s, s.primary_locale),
     time_zone = coalesce(%(time_zone)s, s.time_zone),
-    notifications = coalesce(%(notifications)s, s.notifications)
+    notifications = coalesce(%(notifications)s, s.notifications),
+    links = s.links || coalesce(%(links)s, jsonb_build_object())
 
 -- name: wiki_user_row
 -- A person's row as stored (the loader merges an update into it).
-SELECT kind, active, system, email, verified, locale, time_zone, email_schedule, daily_hour
+SELECT kind, active, system, email, verified, locale, time_zone, email_schedule, daily_hour,
+       name
 FROM {schema}.wiki_users WHERE id = %(id)s
 
 -- name: wiki_put_user
 -- Create or replace a person with every member.
 INSERT INTO {schema}.wiki_users (id, kind, active, system, email, verified, locale, time_zone,
-                                 email_schedule, daily_hour)
+                                 email_schedule, daily_hour, name)
 VALUES (%(id)s, %(kind)s, %(active)s, %(system)s, %(email)s, %(verified)s, %(locale)s,
-        %(time_zone)s, %(email_schedule)s, %(daily_hour)s)
+        %(time_zone)s, %(email_schedule)s, %(daily_hour)s, %(name)s)
 ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, active = excluded.active,
     system = excluded.system, email = excluded.email, verified = excluded.verified,
     locale = excluded.locale, time_zone = excluded.time_zone,
-    email_schedule = excluded.email_schedule, daily_hour = excluded.daily_hour
+    email_schedule = excluded.email_schedule, daily_hour = excluded.daily_hour,
+    name = excluded.name
 
 -- name: wiki_remove_member
 -- Remove a person from a group.
