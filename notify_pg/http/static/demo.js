@@ -61,7 +61,16 @@
     await loadEntries();
   }
 
-  async function loadEntries(cursor) {
+  // Loads run one after another: an "Older" page asked while a reload is in flight waits for
+  // it and pages on from the reloaded list (appended first, the reload would then clear it).
+  let loading = Promise.resolve();
+
+  function loadEntries(older) {
+    loading = loading.then(() => loadPage(older ? state.next : null)).catch(() => {});
+    return loading;
+  }
+
+  async function loadPage(cursor) {
     const query = cursor ? "?cursor=" + encodeURIComponent(cursor) : "";
     const answer = await api("GET", inbox(query));
     if (!answer.ok) return;
@@ -277,7 +286,7 @@
       event.preventDefault();
       start($("user").value.trim());
     });
-    $("more").addEventListener("click", () => loadEntries(state.next));
+    $("more").addEventListener("click", () => loadEntries(true));
     $("read-all").addEventListener("click", async () => {
       await api("PUT", inbox("/read"), {});
       await refresh("action");
