@@ -22,7 +22,7 @@ from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64, SHORT_RSA_KEY
 
 from notify_core.errors import InvalidInput
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
-from notify_pg import smtp
+from notify_pg.mail import smtp
 from notify_pg.mail.smtp import DkimKey, mail_message
 
 AT = datetime(2026, 11, 30, 10, 3, tzinfo=UTC)
