@@ -1,4 +1,4 @@
-"""``notify records``: preference records (seed 002) in PostgreSQL (needs the ``pg`` extra)."""
+"""``notify records``: preference records (rules.md#records) on PostgreSQL (the ``pg`` extra)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
 """The site reads as a start (issue 27, point 6): the guides say how things work and keep no
-measurement diaries (measured figures live on docs/speed.md), and no page nor any ``--help``
-text cites a seed note that no reader has (a rule id of docs/rules.md or a page instead)."""
+measurement diaries (measured figures live on docs/speed.md), and no page, no ``--help`` text,
+no docstring and no comment of the three packages cites a seed note that no reader has (a rule
+id of docs/rules.md or a page instead; docs/api.md renders the docstrings)."""
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import click
@@ -14,7 +18,10 @@ from notify_cli.main import cli
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 DIARY = re.compile(r"load average|\b20\d\d-\d\d-\d\d (?:at )?\d\d:\d\d(?!:)")
-SEED = re.compile(r"\bseeds? \d{3}\b|\bseed notes?\b", re.IGNORECASE)
+# "seed 001 note 10", "Seed 004 section 9.3", "seed-002", "seed\n004" (a docstring's line break),
+# "seed notes"; never a random seed ("--seed 7", "seed=1", "seed 1 synthetic log").
+SEED = re.compile(r"(?<!-)\bseeds?(?:\s+|-)\d{3}\b|\bseed notes?\b", re.IGNORECASE)
+PACKAGES = ("notify_core", "notify_pg", "notify_cli")
 
 
 def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None:
@@ -53,9 +60,51 @@ def test_no_page_and_no_help_text_cites_a_seed() -> None:
     assert pages + helps == [], "cite a rule id of docs/rules.md or a page instead"
 
 
+def source_texts(path: Path) -> list[tuple[int, str]]:
+    """The docstrings (module, class, function, and the strings under an attribute that the API
+    reference renders too) and the comments of one source file, each with its first line."""
+    source = path.read_text(encoding="utf-8")
+    texts = [
+        (node.lineno, node.value.value)
+        for node in ast.walk(ast.parse(source, filename=str(path)))
+        if isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    ]
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    texts.extend(
+        (token.start[0], token.string) for token in tokens if token.type == tokenize.COMMENT
+    )
+    return texts
+
+
+def seed_citations(path: Path) -> list[str]:
+    """``file:line: text`` of each seed citation in the docstrings and comments of a file."""
+    return [
+        f"{path.relative_to(ROOT)}:{first + text.count(chr(10), 0, match.start())}: {match.group()}"
+        for first, text in source_texts(path)
+        for match in SEED.finditer(text)
+    ]
+
+
+def test_no_docstring_and_no_comment_cites_a_seed() -> None:
+    """docs/api.md renders the docstrings; comments are read by the next contributor, who has
+    the rules and the pages but not the seeds either."""
+    found = [
+        citation
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for citation in seed_citations(path)
+    ]
+    assert found == [], "cite a rule id of docs/rules.md or a page, or say the why in words"
+
+
 def test_the_checks_find_what_they_look_for() -> None:
     assert DIARY.search("(2026-11-30 23:20-00:40 ...)") and DIARY.search("load average 4")
     assert not DIARY.search("22:00-07:00") and not DIARY.search("2026-10-24 05:00:00+00:00")
     assert SEED.search("seed 001 note 10") and SEED.search("Seed 004 section 9.3")
     assert not SEED.search("--seed 7") and not SEED.search("seed 1 synthetic log")
+    assert SEED.search("(seed-002)") and SEED.search("named after\n    seed 001 and seed\n004")
+    assert not SEED.search("seed=1") and not SEED.search("--seed 100")
+    assert not SEED.search("seed 10")
     assert any("--dsn" in where for where, _ in help_texts(cli))

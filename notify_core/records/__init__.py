@@ -1,4 +1,4 @@
-"""Preference records: the Message Preference pattern of seed 002 as a pure store value.
+"""Preference records as a pure store value: records are never changed, only superseded.
 
 Rules: docs/rules.md#records (section 8). A `PreferenceStore` is an immutable value holding
 every preference record ever made, indexed per principal. The three writes are pure

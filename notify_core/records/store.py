@@ -47,7 +47,7 @@ class Refused:
     """A refused write and its named reason; the store is handed back unchanged (Operation 30).
 
     Args:
-        refusal: the seed's name for the refusal.
+        refusal: the refusal's name, as docs/rules.md#records lists it.
         pointer: for ``invalid-request`` and ``undeclared-channel``, the JSON pointer of the
             argument at fault (``/principal_ref``, ``/channel_preferences/carrier-pigeon``);
             absent when the request as a whole is at fault (no preference field at all).
@@ -132,7 +132,7 @@ class PreferenceStore:
         return tuple(self._records[i] for i in self._by_principal.get(principal_ref, ()))
 
     def current_for(self, principal_ref: str) -> PreferenceRecord | None:
-        """Return the record currently in effect for a principal, or ``None`` (seed "none").
+        """Return the record currently in effect for a principal, or ``None`` (none in effect).
 
         Never refuses: a blank reference simply matches nothing (Operation 31-33, Invariant 7).
 
@@ -147,7 +147,7 @@ class PreferenceStore:
         return None
 
     def read(self, preference_id: str) -> PreferenceRecord | None:
-        """Return the whole record with that id in any status, or ``None`` (seed "not-known").
+        """Return the whole record with that id in any status, or ``None`` (not known).
 
         Never refuses (Operation 34-36, Invariant 9.3).
 
@@ -195,9 +195,10 @@ class PreferenceStore:
     ) -> tuple[PreferenceStore, Outcome]:
         """Record a new preference set for a principal, superseding the one in effect.
 
-        Seed 002 Operation 1-16. The new record stands in active with ``set_at = now`` and
-        the injected channel set stamped on it; a prior record in effect for the principal
-        moves to deleted with ``deleted_at = now`` in the same new store (Invariant 4).
+        The ``set`` of docs/rules.md#records. The new record stands in active with
+        ``set_at = now`` and the injected channel set stamped on it; a prior record in effect
+        for the principal moves to deleted with ``deleted_at = now`` in the same new store
+        (Invariant 4).
 
         Args:
             principal_ref: the principal; blank (``""``) is refused, nothing is trimmed.
@@ -292,7 +293,7 @@ class PreferenceStore:
     def suspend(self, preference_id: str, *, now: datetime) -> tuple[PreferenceStore, Outcome]:
         """Pause an active record: status and ``suspended_at`` change, nothing else.
 
-        Seed 002 Operation 17-22, Invariant 6. The id is the whole authorization.
+        The ``suspend`` of docs/rules.md#records, invariant 6. The id is the whole authorization.
 
         Returns:
             ``(new_store, Ok(preference_id))``, or ``(self, Refused(not-known))`` for an id
@@ -315,7 +316,7 @@ class PreferenceStore:
     def delete(self, preference_id: str, *, now: datetime) -> tuple[PreferenceStore, Outcome]:
         """Retire an active or suspended record; it stays in the store (Invariant 9).
 
-        Seed 002 Operation 24-28. A suspended record keeps its ``suspended_at``.
+        The ``delete`` of docs/rules.md#records. A suspended record keeps its ``suspended_at``.
 
         Returns:
             ``(new_store, Ok(preference_id))``, or ``(self, Refused(not-known))`` for an id

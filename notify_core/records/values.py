@@ -26,7 +26,7 @@ __all__ = [
 
 
 class Status(enum.StrEnum):
-    """The lifecycle state of a preference record (seed 002 State 1, Invariant 2).
+    """The lifecycle state of a preference record (records invariant 2, docs/rules.md#records).
 
     ``active`` -> ``suspended`` -> ``deleted``, or ``active`` -> ``deleted``; never backwards.
     A record in ``active`` or ``suspended`` is *currently in effect*.
@@ -38,7 +38,7 @@ class Status(enum.StrEnum):
 
 
 class Refusal(enum.StrEnum):
-    """The named refusals of the three writes (seed 002 signature block)."""
+    """The named refusals of the three writes (docs/rules.md#records)."""
 
     INVALID_REQUEST = "invalid-request"
     UNDECLARED_CHANNEL = "undeclared-channel"
@@ -160,7 +160,7 @@ def _instant(_inst: object, attribute: attrs.Attribute[datetime], value: datetim
 
 @attrs.frozen(kw_only=True)
 class PreferenceRecord:
-    """One principal's stated delivery shaping (seed 002 State 2-8).
+    """One principal's stated delivery shaping (docs/rules.md#records).
 
     Every field but ``status`` is fixed once recorded; ``suspended_at`` and ``deleted_at`` are
     stamped once and then fixed too (Invariant 1). Records are made by `PreferenceStore.set`;

@@ -8,7 +8,7 @@ round decides for everybody), reads the next events after it in ``seq`` order, r
 through `notify_core.pipeline.Pipeline.handle` deciding for the partition's recipients only
 (due work of those recipients at or before the event first), carries out the hints (push
 sends, the host's sink), moves the cursor and commits. A crash anywhere in the round rolls
-all of it back: no hint is doubled or lost (seed 001 requirement 1). With N partitions, N
+all of it back: no hint is doubled or lost. With N partitions, N
 rounds (on up to N workers) run side by side and together give exactly the hints of one
 consumer (`notify_core.partitions`). `ConsumeRound.prepare` creates or re-partitions the
 cursors.

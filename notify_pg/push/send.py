@@ -1,6 +1,6 @@
 """The push round: due push sends claimed, checked, sent and their results written.
 
-`SendRound.send_pushes` runs the three steps of seed 001 note 11: step 1 in a transaction
+`SendRound.send_pushes` runs three steps: step 1 in a transaction
 claims due push sends under a lease and checks each (registration, age, access with the
 rights of now, provider) and computes the badge; step 2 calls the providers outside any
 transaction under the process-wide `notify_pg.push.providers.ProviderGate`; step 3 applies
@@ -157,7 +157,7 @@ class SendRound:
             self._pool = None
 
     def send_pushes(self) -> int:
-        """Run one push round (steps 1 to 3 of seed 001 note 11); return the sends handled.
+        """Run one push round (claim and check, send, write the results); return the sends handled.
 
         Results held from an earlier round are written first; a round claims nothing while
         any is held. When the database fails while results are written, the results not
