@@ -2,8 +2,8 @@
 
 Needs the ``metrics`` extra (``opentelemetry-api``, ``opentelemetry-sdk``,
 ``opentelemetry-exporter-prometheus``); nothing else in the library imports this module, and
-the core never does. Three sources feed the instruments (docs/operators.md lists
-them; the skip reasons are those of D10):
+the core never does. Three sources feed the instruments (docs/operators.md lists them; the
+skip reasons are those of D10):
 
 - `OtelRecorder`, the worker's `notify_pg.push.recorder.Recorder`: counters and histograms of what
   the worker did (hints by kind and decision, pushes sent and skipped by reason, send

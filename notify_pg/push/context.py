@@ -59,11 +59,10 @@ class HintSink(Protocol):
     ``notification.created`` events; it runs in the round's transaction, so what it writes
     commits or rolls back with the round. It must deliver every ``gateway`` route of a send
     or raise: a raise rolls the round back and the worker retries it (fail closed), so a
-    live route is never dropped. A ``not_allowed`` skip of an event's own
-    candidate must leave no trace that names the person (D2: who may not read the
-    thread must not learn of it either). It must not
-    change the host facts the pipeline reads (people, places, read rights, devices,
-    settings): a consumer round reads them once, at its start (`Session.at`).
+    live route is never dropped. A ``not_allowed`` skip of an event's own candidate must
+    leave no trace that names the person (D2: who may not read the thread must not learn of
+    it either). It must not change the host facts the pipeline reads (people, places, read
+    rights, devices, settings): a consumer round reads them once, at its start (`Session.at`).
     """
 
     def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:

@@ -1,12 +1,12 @@
 """The push round: due push sends claimed, checked, sent and their results written.
 
-`SendRound.send_pushes` runs three steps: step 1 in a transaction
-claims due push sends under a lease and checks each (registration, age, access with the
-rights of now, provider) and computes the badge; step 2 calls the providers outside any
-transaction under the process-wide `notify_pg.push.providers.ProviderGate`; step 3 applies
-each result to the registration row locked ``FOR UPDATE`` (`notify_core.delivery.apply_result`)
-and schedules a retry (`retry_delay` with jitter, `retry_at`). A crash between steps 2 and 3
-lets the lease expire and the push goes again with the same notification id: at least once.
+`SendRound.send_pushes` runs three steps: step 1 in a transaction claims due push sends under a
+lease and checks each (registration, age, access with the rights of now, provider) and computes
+the badge; step 2 calls the providers outside any transaction under the process-wide
+`notify_pg.push.providers.ProviderGate`; step 3 applies each result to the registration row
+locked ``FOR UPDATE`` (`notify_core.delivery.apply_result`) and schedules a retry (`retry_delay`
+with jitter, `retry_at`). A crash between steps 2 and 3 lets the lease expire and the push goes
+again with the same notification id: at least once.
 
 Provider results the database did not take are held (`SendRound.held_results`) and written
 before anything else once it is back, so an outage never sends a push twice: `HeldResults`
