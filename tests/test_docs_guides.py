@@ -79,12 +79,15 @@ def source_texts(path: Path) -> list[tuple[int, str]]:
 
 
 def seed_citations(path: Path) -> list[str]:
-    """``file:line: text`` of each seed citation in the docstrings and comments of a file."""
-    return [
-        f"{path.relative_to(ROOT)}:{first + text.count(chr(10), 0, match.start())}: {match.group()}"
-        for first, text in source_texts(path)
-        for match in SEED.finditer(text)
-    ]
+    """``file:line: line's text`` of each seed citation in the docstrings and comments of a
+    file (the line where the citation starts)."""
+    found = []
+    for first, text in source_texts(path):
+        for match in SEED.finditer(text):
+            offset = text.count("\n", 0, match.start())
+            line = text.splitlines()[offset].strip()
+            found.append(f"{path.relative_to(ROOT)}:{first + offset}: {line}")
+    return found
 
 
 def test_no_docstring_and_no_comment_cites_a_seed() -> None:
