@@ -19,9 +19,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 DIARY = re.compile(r"load average|\b20\d\d-\d\d-\d\d (?:at )?\d\d:\d\d(?!:)")
 # "seed 001 note 10", "Seed 004 section 9.3", "seed-002", "seed\n004" (a docstring's line break),
-# "seed notes"; never a random seed ("--seed 7", "seed=1", "seed 1 synthetic log").
-SEED = re.compile(r"(?<!-)\bseeds?(?:\s+|-)\d{3}\b|\bseed notes?\b", re.IGNORECASE)
+# "seed notes"; never a random seed ("--seed 7", "seed=1", "seed 1 synthetic log"). Also the
+# numbers of a seed without its name: "(note 11)", and the preference-record pattern's
+# "Operation 30", "Identity 2-4", "Temporal property 5" ... (its invariants are numbered on
+# docs/rules.md#records, and `notify records audit` prints its check numbers: both stay).
+SEED = re.compile(
+    r"(?i:(?<!-)\bseeds?(?:\s+|-)\d{3}\b|\bseed notes?\b)"
+    r"|\b(?:[Nn]otes? \d+|(?:Operation|Identity|Instance|State|Non-goal) \d+|Temporal property \d"
+    r"|Capability requirement \d|Concurrency \d|AZ-[A-Z]+\d+)\b"
+)
 PACKAGES = ("notify_core", "notify_pg", "notify_cli")
+#: The named SQL of notify_pg: comments only (`--`). The migrations are not read: an applied
+#: migration is checksummed (`migration_changed`), so its text stays as it was applied.
+QUERIES = sorted((ROOT / "notify_pg" / "queries").glob("*.sql"))
 
 
 def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None:
@@ -99,6 +109,12 @@ def test_no_docstring_and_no_comment_cites_a_seed() -> None:
         for path in sorted((ROOT / package).rglob("*.py"))
         for citation in seed_citations(path)
     ]
+    found += [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in QUERIES
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if line.lstrip().startswith("--") and SEED.search(line)
+    ]
     assert found == [], "cite a rule id of docs/rules.md or a page, or say the why in words"
 
 
@@ -110,4 +126,8 @@ def test_the_checks_find_what_they_look_for() -> None:
     assert SEED.search("(seed-002)") and SEED.search("named after\n    seed 001 and seed\n004")
     assert not SEED.search("seed=1") and not SEED.search("--seed 100")
     assert not SEED.search("seed 10")
+    assert SEED.search("(note 11)") and SEED.search("Operation 30") and SEED.search("AZ-M48")
+    assert SEED.search("Temporal property 1-3") and SEED.search("seed 000 notes 12 and 13")
+    assert not SEED.search("Check 3.1") and not SEED.search("Invariant 4") and not SEED.search("E6")
+    assert QUERIES
     assert any("--dsn" in where for where, _ in help_texts(cli))

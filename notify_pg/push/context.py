@@ -343,7 +343,7 @@ class PushContext:
         return StagedPush(hint, decision, notification_id, frozenset(devices), cleared)
 
     def insert_pushes(self, session: Session, pushes: Sequence[StagedPush]) -> None:
-        """One push send per hint and active registration of a routed device (note 11)."""
+        """One push send per hint and active registration of a routed device."""
         if not pushes:
             return
         conn = session.conn

@@ -319,7 +319,7 @@ class SendRound:
         try:
             with self.push.gate.slot():
                 return item.provider.send(item.registration, item.notification)
-        except Exception as exc:  # a provider's failure is a transient failure (note 12)
+        except Exception as exc:  # a provider's failure is a transient failure (R1: retry)
             _log.warning(
                 "provider call failed",
                 extra={

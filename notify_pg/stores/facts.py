@@ -266,7 +266,7 @@ class FactsReader:
     def quiet_rules(
         self, conn: Conn, user_ids: Sequence[str], *, zones: bool = True
     ) -> dict[str, QuietFacts]:
-        """Return each person's zone and enabled rules, ready for `in_quiet_hours` (note 13).
+        """Return each person's zone and enabled rules, ready for `in_quiet_hours` (Q5, Q7).
 
         A rule without zone follows the person's zone (absent: UTC; not read with ``zones``
         false, for a caller that takes the zone from elsewhere). A stored zone name that

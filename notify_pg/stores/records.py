@@ -15,13 +15,13 @@ rules.md#records, section 8. `PreferenceRecordRepository` answers exactly what t
    status the transition read), then the new record (``INSERT``);
 3. whatever the database refuses on the way (a statement error, a lock timeout, a lost
    connection, a serialization failure) rolls the transaction back and answers
-   ``Refused(storage-failure)`` (Operation 16, 23, 29, 30, Invariant 4.3-4.4).
+   ``Refused(storage-failure)`` (invariant 4: the prior record stays in effect).
 
 The host supplies ``now``, the preference id and the declared channel set as in the core; the
 repository never reads a clock. It stamps under the principal's lock, never before the
 principal's latest stamp (`stamp_under_lock`): a host that read ``now`` before another write of
-the principal committed a later instant would otherwise stamp backwards (Temporal property 5,
-Concurrency 2). Every supersession it writes has a gap of zero (`SUPERSESSION_GAP_BOUND`).
+the principal committed a later instant would otherwise stamp backwards. Every supersession it
+writes has a gap of zero (`SUPERSESSION_GAP_BOUND`).
 Nothing here deletes a row (Invariant 9); a trigger of the table refuses any ``UPDATE`` of a
 field other than status and the two instants, and a partial unique index keeps at most one
 record in effect per principal (Invariant 3), whoever writes.
@@ -65,7 +65,7 @@ _log = logging.getLogger("notify_pg")
 #: (and a write with one is refused by the database: storage-failure).
 _NUL = "\x00"
 
-#: The refused write of the adapter (Operation 16, 23, 29).
+#: The refused write of the adapter (a database error).
 STORAGE_FAILURE = Refused(refusal=Refusal.STORAGE_FAILURE)
 
 #: The supersession gap bound this store declares (the auditor reads gaps against it): a set
@@ -266,7 +266,7 @@ class PreferenceRecordRepository:
 
         `PreferenceStore.set` on the principal's records, written in one transaction: the prior
         record moves to deleted (``deleted_at = now``) and the new one lands in active, or
-        neither happens (Operation 14-15, Invariant 4).
+        neither happens (invariant 4).
 
         Returns:
             ``Ok(preference_id)``; ``Refused`` with ``invalid-request`` or
