@@ -63,8 +63,8 @@ class DegenerateChannelSet(NotifyError, ValueError):
 class InvalidPreferenceId(NotifyError, ValueError):
     """The host allocated a blank preference id, or one the store already holds.
 
-    Preference ids are host-allocated at the seam and never reused (invariant
-    8), so this is a host fault and never an outcome. Codes ``blank_preference_id`` and
+    Preference ids are host-allocated at the seam and never reused (invariant 8), so this is
+    a host fault and never an outcome. Codes ``blank_preference_id`` and
     ``preference_id_reused``, pointer ``/preference_id``.
     """
 
