@@ -1,4 +1,4 @@
-"""``notify records``: preference records (seed 002) in PostgreSQL (needs the ``pg`` extra)."""
+"""``notify records``: preference records (rules.md#records) on PostgreSQL (the ``pg`` extra)."""
 
 from __future__ import annotations
 
@@ -120,8 +120,8 @@ def audit(
     Every supersession gap (a deleted record's deleted_at to its successor's set_at) is read
     against --gap-bound (Check 4.1-4.2): within it "supersession", beyond it "ambiguous" (the
     records alone cannot tell a supersession from a delete and a later set), below zero
-    "backward" (a clock stepped back). Records whose own stamps are out of order (Temporal
-    property 1-3) are named too, and so are failures of Check 3.1 (two records in effect),
+    "backward" (a clock stepped back). Records whose own stamps are out of order (set,
+    suspension, deletion) are named too, and so are failures of Check 3.1 (two records in effect),
     5.1 (a channel key the record does not declare) and 5.2 (no declared channels).
 
     --json prints {"principal_ref", "at", "records": [...], "in_effect": {"preference_id",

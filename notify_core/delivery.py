@@ -44,7 +44,7 @@ __all__ = [
 
 
 class ResultClass(enum.StrEnum):
-    """How a provider answered one push (R1, seed 001 note 13)."""
+    """How a provider answered one push (R1)."""
 
     ACCEPTED = "accepted"
     DISABLE = "disable"
@@ -113,7 +113,7 @@ class ResultRule(NamedTuple):
     action: Action
 
 
-#: R1, the table of seed 001 note 13: result class -> registration change, outcome, action.
+#: The table of R1: result class -> registration change, outcome, action.
 RESULT_TABLE: Final[dict[ResultClass, ResultRule]] = {
     ResultClass.ACCEPTED: ResultRule(Effect.RECORD_SUCCESS, Outcome.ACCEPTED, Action.DONE),
     ResultClass.DISABLE: ResultRule(Effect.DEACTIVATE, Outcome.REJECTED_TOKEN, Action.DONE),
@@ -544,7 +544,7 @@ class Notification:
         count: the unread count of a flush (D8), else 0.
         badge: the recipient's badge number at send time (B1).
         cleared: for ``sync`` only: the threads read since the last sync, in order.
-        instance_id: the ID of the instance that sends it (seed 001 note 12), in both forms,
+        instance_id: the ID of the instance that sends it (an id, R3), in both forms,
             so that an app signed in to several instances knows which one to ask.
 
     Raises:

@@ -2,8 +2,8 @@
 
 Each site may set six templates, each with a default that reproduces the fixed paths of
 before: ``unsubscribe``, ``manage``, ``inbox``, ``page``, ``comment`` (a page's talk tab with
-the comment anchored) and ``review``. A host that mounts its routes elsewhere (seed 004 uses
-``/_api/notifications/unsubscribe`` and ``/_profile/notifications``) sets templates in the
+the comment anchored) and ``review``. A host that mounts its routes elsewhere (a wiki that serves
+``/_api/notifications/unsubscribe`` and ``/_profile/notifications``, say) sets templates in the
 site's settings and writes no code.
 
 A template is an absolute ``https://`` or ``http://`` URL, or a path starting with ``/`` (or

@@ -66,9 +66,9 @@ def json_pointer_token(key: str) -> str:
 def freeze_opaque(value: object, pointer: str = "") -> Opaque:
     """Return a deeply immutable copy of a JSON value (lists become tuples, objects `FrozenMap`).
 
-    The atom never interprets an opaque value (Operation 10-11); it only makes sure that what
-    it stores cannot change afterwards, whatever the caller does with its own copy
-    (Invariant 1.2-1.3, Non-goal 32).
+    The store never interprets an opaque value; it only makes sure that what it stores
+    cannot change afterwards, whatever the caller does with its own copy (records
+    invariant 1).
 
     Args:
         value: a JSON value: string, integer, finite float, boolean, list or tuple, or a

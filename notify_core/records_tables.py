@@ -162,7 +162,7 @@ def records_lifecycle(case: Mapping[str, object]) -> dict[str, object]:
 
     Raises:
         NotifyError: invalid input, pointing into ``case``; ``DegenerateChannelSet`` when a set
-            step is handed a degenerate declared channel set (Instance 13-16).
+            step is handed a degenerate declared channel set.
     """
     _check_members(case, frozenset({"steps"}), frozenset({"declared_channels"}), "")
     steps = case["steps"]

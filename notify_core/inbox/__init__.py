@@ -1,4 +1,4 @@
-"""The inbox: the second pipeline, from a wiki's events to inbox entries (seed 004).
+"""The inbox: the second pipeline, from a wiki's events to inbox entries (docs/inbox.md).
 
 Pure like the rest of the core: the category registry as data (`categories`), access by
 group rules (`access`), preferences stored only where they differ from the defaults

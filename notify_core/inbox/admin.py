@@ -1,5 +1,5 @@
 """A person's preference grid and the instance's settings, read and changed member by member
-(rules H2, H2a; seed 004 sections 5.2 and 12).
+(rules H2, H2a).
 
 Pure decisions only: what a change request means, whether it is allowed, and what an audit
 row records. The adapters (`notify_pg.mail.settings`, the HTTP handlers of
@@ -56,9 +56,9 @@ MIN_DIGEST_RETENTION_DAYS: Final = 2
 DEFAULT_RETENTION_DAYS: Final = 60
 #: The longest retention accepted: a hundred years (a larger one overflows date arithmetic).
 MAX_RETENTION_DAYS: Final = 36_500
-#: People per mail drain round unless the instance says otherwise (seed 004 12.1).
+#: People per mail drain round unless the instance says otherwise (H2a).
 DEFAULT_MAIL_BATCH_SIZE: Final = 100
-#: The largest mail batch the API accepts (seed 004 12.1: 1-1000).
+#: The largest mail batch the API accepts (H2a: 1-1000).
 MAX_MAIL_BATCH_SIZE: Final = 1000
 _MAX_DELAY_S: Final = int(MAX_DURATION.total_seconds())
 
@@ -248,7 +248,7 @@ def _full_sections(sections: Mapping[Section, Delivery]) -> dict[Section, Delive
 
 @attrs.frozen(kw_only=True)
 class InstanceSettings:
-    """The instance's notification settings an administrator changes (seed 004 12.1).
+    """The instance's notification settings an administrator changes (H2a).
 
     The unsubscribe secret is not among them: it is never read nor written through here.
     Whether mail is configured belongs to the host's mail settings (``mail_configured`` is

@@ -1,4 +1,4 @@
-"""notify_core.mail: the pure parts of inbox email (docs/rules.md, E and U; seed 004 section 10).
+"""notify_core.mail: the pure parts of inbox email (docs/rules.md, E and U; docs/mail.md).
 
 Like the rest of the core: no I/O, no clock, no randomness (G1); time and the unsubscribe
 secret come in as arguments, and the facts of a category (its ``digest`` flag, the set of known

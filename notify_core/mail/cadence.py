@@ -32,7 +32,7 @@ __all__ = [
     "slot_offset",
 ]
 
-#: The window between an entry's first event and its email (seed 004 12.1, ``email_delay_s``).
+#: The window between an entry's first event and its email (E2, ``email_delay_s``).
 DEFAULT_EMAIL_DELAY: Final = timedelta(seconds=180)
 
 _HOUR: Final = timedelta(hours=1)

@@ -1,4 +1,4 @@
-"""Preference records: the Message Preference pattern of seed 002 as a pure store value.
+"""Preference records as a pure store value: records are never changed, only superseded.
 
 Rules: docs/rules.md#records (section 8). A `PreferenceStore` is an immutable value holding
 every preference record ever made, indexed per principal. The three writes are pure
@@ -14,10 +14,10 @@ transitions that return ``(new_store, outcome)``; the three reads answer from th
     check_failures(history)     -> what Check 3.1, 5.1 and 5.2 find wrong in stored records
 
 Refusals are values, never exceptions: a refused write answers `Refused` and hands back the
-very store it was given (Operation 30). What raises is a fault that must not become an outcome:
+very store it was given. What raises is a fault that must not become an outcome:
 a caller's wrong type or naive datetime (`UsageError`, `NaiveDatetime`, rule G2) and the host's
-faults at the seam - a degenerate declared channel set (`DegenerateChannelSet`, Instance 13-16)
-or a blank or reused preference id (`InvalidPreferenceId`, Identity 2-4, Invariant 8).
+faults at the seam - a degenerate declared channel set (`DegenerateChannelSet`, invariant 10)
+or a blank or reused preference id (`InvalidPreferenceId`, invariant 8).
 ``storage-failure`` is a member of `Refusal` for the PostgreSQL adapter; the pure store never
 answers it.
 

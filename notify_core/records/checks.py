@@ -1,4 +1,4 @@
-"""What an auditor reads in stored preference records (seed 002 Checks 3-5).
+"""What an auditor reads in stored preference records (docs/rules.md#records).
 
 `supersession_gaps` reads each gap between a deleted record and its successor against the
 declared bound (Check 4.1-4.2); `check_failures` finds what Check 3.1, 5.1 and 5.2 find wrong.
@@ -29,7 +29,7 @@ class GapReading(enum.StrEnum):
     #: cannot tell (Check 4.2), an attributed event trail can.
     AMBIGUOUS = "ambiguous"
     #: ``gap < 0``: the successor was stamped before its predecessor's deletion, so a clock
-    #: stepped back (Temporal property 5); reconstructions around it are not reliable.
+    #: stepped back; reconstructions around it are not reliable.
     BACKWARD = "backward"
 
 
@@ -55,11 +55,10 @@ def supersession_gaps(
 ) -> tuple[SupersessionGap, ...]:
     """Read every supersession gap of one principal's history against the declared bound.
 
-    Seed 002 Check 4.1 (a gap within the bound reads as a supersession) and Check 4.2 (a gap
-    beyond it is marked ambiguous: the same records come from an atomic supersession and from
-    a delete followed by a later set). The deployment declares the bound (Capability
-    requirement 5); the PostgreSQL store declares zero
-    (`notify_pg.stores.records.SUPERSESSION_GAP_BOUND`).
+    Check 4.1 (a gap within the bound reads as a supersession) and Check 4.2 (a gap beyond it
+    is marked ambiguous: the same records come from an atomic supersession and from a
+    delete followed by a later set). The deployment declares the bound; the PostgreSQL
+    store declares zero (`notify_pg.stores.records.SUPERSESSION_GAP_BOUND`).
 
     Args:
         history: one principal's records in recording order (`PreferenceStore.history`).
@@ -135,7 +134,7 @@ class CheckFailure:
 
 
 def check_failures(history: Iterable[PreferenceRecord]) -> tuple[CheckFailure, ...]:
-    """Run seed 002 Check 3.1, 5.1 and 5.2 over one principal's stored records.
+    """Run the checks 3.1, 5.1 and 5.2 (see `CheckFailure`) over one principal's stored records.
 
     The store's own writes never produce a failure (Invariant 3, 5, 10; the PostgreSQL schema
     refuses such rows too); an audit runs the checks anyway, because it must clear them from

@@ -44,10 +44,10 @@ class Ok:
 
 @attrs.frozen(kw_only=True)
 class Refused:
-    """A refused write and its named reason; the store is handed back unchanged (Operation 30).
+    """A refused write and its named reason; the store is handed back unchanged.
 
     Args:
-        refusal: the seed's name for the refusal.
+        refusal: the refusal's name, as docs/rules.md#records lists it.
         pointer: for ``invalid-request`` and ``undeclared-channel``, the JSON pointer of the
             argument at fault (``/principal_ref``, ``/channel_preferences/carrier-pigeon``);
             absent when the request as a whole is at fault (no preference field at all).
@@ -127,14 +127,14 @@ class PreferenceStore:
         return self._records
 
     def history(self, principal_ref: str) -> tuple[PreferenceRecord, ...]:
-        """Return every record of a principal in recording order (exact match, Identity 10)."""
+        """Return every record of a principal in recording order (exact match)."""
         _require_text(principal_ref, "principal_ref")
         return tuple(self._records[i] for i in self._by_principal.get(principal_ref, ()))
 
     def current_for(self, principal_ref: str) -> PreferenceRecord | None:
-        """Return the record currently in effect for a principal, or ``None`` (seed "none").
+        """Return the record currently in effect for a principal, or ``None`` (none in effect).
 
-        Never refuses: a blank reference simply matches nothing (Operation 31-33, Invariant 7).
+        Never refuses: a blank reference simply matches nothing (invariant 7).
 
         Raises:
             UsageError: ``principal_ref`` is not a string.
@@ -147,9 +147,9 @@ class PreferenceStore:
         return None
 
     def read(self, preference_id: str) -> PreferenceRecord | None:
-        """Return the whole record with that id in any status, or ``None`` (seed "not-known").
+        """Return the whole record with that id in any status, or ``None`` (not known).
 
-        Never refuses (Operation 34-36, Invariant 9.3).
+        Never refuses; deleted records included (invariant 9).
 
         Raises:
             UsageError: ``preference_id`` is not a string.
@@ -164,7 +164,7 @@ class PreferenceStore:
         record governs ``[set_at, deleted_at)`` (half-open, Check 2.2), so at the instant of a
         supersession the successor governs. A suspended record still governs (it is in
         effect; see `PreferenceRecord.status_at`). Intervals of one principal overlap only if
-        the host's clock stepped back (Temporal property 5); then the record recorded last wins.
+        the host's clock stepped back; then the record recorded last wins.
 
         Raises:
             UsageError: ``principal_ref`` is not a string.
@@ -195,9 +195,10 @@ class PreferenceStore:
     ) -> tuple[PreferenceStore, Outcome]:
         """Record a new preference set for a principal, superseding the one in effect.
 
-        Seed 002 Operation 1-16. The new record stands in active with ``set_at = now`` and
-        the injected channel set stamped on it; a prior record in effect for the principal
-        moves to deleted with ``deleted_at = now`` in the same new store (Invariant 4).
+        The ``set`` of docs/rules.md#records. The new record stands in active with
+        ``set_at = now`` and the injected channel set stamped on it; a prior record in effect
+        for the principal moves to deleted with ``deleted_at = now`` in the same new store
+        (Invariant 4).
 
         Args:
             principal_ref: the principal; blank (``""``) is refused, nothing is trimmed.
@@ -206,7 +207,7 @@ class PreferenceStore:
             declared_channels: the deployment's declared channel set (seam), any collection
                 of strings; stamped onto the record.
             channel_preferences: declared channel name -> opaque value; an empty mapping is
-                the omitted field (Operation 6-7).
+                the omitted field.
             frequency_limit: opaque JSON value, ``None`` when omitted.
             quiet_hours: opaque JSON value, ``None`` when omitted.
             format: opaque JSON value, ``None`` when omitted.
@@ -216,12 +217,12 @@ class PreferenceStore:
             ``(new_store, Ok(preference_id))``, or ``(self, Refused(...))`` with
             ``invalid-request`` (blank principal, pointer ``/principal_ref``; no preference
             field, no pointer) or ``undeclared-channel`` (pointer of the first undeclared key
-            in the mapping's order), checked in that order (Operation 4-9).
+            in the mapping's order), checked in that order.
 
         Raises:
             NaiveDatetime: ``now`` has no time zone.
             DegenerateChannelSet: the declared set is empty, repeats a name or holds ``""``;
-                checked before anything about the request (Instance 13-15).
+                checked before anything about the request.
             InvalidPreferenceId: ``preference_id`` is blank or already in the store.
             UsageError: an argument of the wrong type, or an opaque value that is not JSON.
 
@@ -292,7 +293,7 @@ class PreferenceStore:
     def suspend(self, preference_id: str, *, now: datetime) -> tuple[PreferenceStore, Outcome]:
         """Pause an active record: status and ``suspended_at`` change, nothing else.
 
-        Seed 002 Operation 17-22, Invariant 6. The id is the whole authorization.
+        The ``suspend`` of docs/rules.md#records, invariant 6. The id is the whole authorization.
 
         Returns:
             ``(new_store, Ok(preference_id))``, or ``(self, Refused(not-known))`` for an id
@@ -315,7 +316,7 @@ class PreferenceStore:
     def delete(self, preference_id: str, *, now: datetime) -> tuple[PreferenceStore, Outcome]:
         """Retire an active or suspended record; it stays in the store (Invariant 9).
 
-        Seed 002 Operation 24-28. A suspended record keeps its ``suspended_at``.
+        The ``delete`` of docs/rules.md#records. A suspended record keeps its ``suspended_at``.
 
         Returns:
             ``(new_store, Ok(preference_id))``, or ``(self, Refused(not-known))`` for an id

@@ -26,7 +26,7 @@ __all__ = [
 
 
 class Status(enum.StrEnum):
-    """The lifecycle state of a preference record (seed 002 State 1, Invariant 2).
+    """The lifecycle state of a preference record (records invariant 2, docs/rules.md#records).
 
     ``active`` -> ``suspended`` -> ``deleted``, or ``active`` -> ``deleted``; never backwards.
     A record in ``active`` or ``suspended`` is *currently in effect*.
@@ -38,23 +38,23 @@ class Status(enum.StrEnum):
 
 
 class Refusal(enum.StrEnum):
-    """The named refusals of the three writes (seed 002 signature block)."""
+    """The named refusals of the three writes (docs/rules.md#records)."""
 
     INVALID_REQUEST = "invalid-request"
     UNDECLARED_CHANNEL = "undeclared-channel"
     NOT_KNOWN = "not-known"
     NOT_ACTIVE = "not-active"
     ALREADY_DELETED = "already-deleted"
-    #: Only the PostgreSQL adapter answers it (Operation 16, 23, 29); the pure store never does.
+    #: Only the PostgreSQL adapter answers it (a refused database write); the pure store never does.
     STORAGE_FAILURE = "storage-failure"
 
 
 class DegenerateChannelSet(NotifyError, ValueError):
-    """The host injected a degenerate declared channel set into ``set`` (Instance 11-16).
+    """The host injected a degenerate declared channel set into ``set`` (docs/rules.md#records).
 
     Degenerate: empty, repeating a channel name, or carrying a blank (empty) channel name. This
     is a deployment fault, not a caller's: ``set`` validates nothing, writes nothing and answers
-    no outcome; the exception is how the fault is surfaced (Instance 16). Code
+    no outcome; the exception is how the fault is surfaced. Code
     ``degenerate_channel_set``; the pointer names the offending element, e.g.
     ``/declared_channels/2``, or ``/declared_channels`` when the set is empty.
     """
@@ -63,8 +63,8 @@ class DegenerateChannelSet(NotifyError, ValueError):
 class InvalidPreferenceId(NotifyError, ValueError):
     """The host allocated a blank preference id, or one the store already holds.
 
-    Preference ids are host-allocated at the seam and never reused (Identity 2-4, Invariant
-    8.1), so this is a host fault and never an outcome. Codes ``blank_preference_id`` and
+    Preference ids are host-allocated at the seam and never reused (invariant 8), so this is
+    a host fault and never an outcome. Codes ``blank_preference_id`` and
     ``preference_id_reused``, pointer ``/preference_id``.
     """
 
@@ -90,7 +90,7 @@ def _metadata(value: object) -> Opaque | None:
 
 
 def _channel_preferences(value: object) -> FrozenMap[Opaque] | None:
-    # Operation 6-7: an empty map is the omitted field; absence is its one stored form.
+    # An empty map is the omitted field; absence is its one stored form.
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -160,25 +160,26 @@ def _instant(_inst: object, attribute: attrs.Attribute[datetime], value: datetim
 
 @attrs.frozen(kw_only=True)
 class PreferenceRecord:
-    """One principal's stated delivery shaping (seed 002 State 2-8).
+    """One principal's stated delivery shaping (docs/rules.md#records).
 
     Every field but ``status`` is fixed once recorded; ``suspended_at`` and ``deleted_at`` are
     stamped once and then fixed too (Invariant 1). Records are made by `PreferenceStore.set`;
     build one directly only to load a stored record (an adapter, an audit).
 
     Args:
-        preference_id: the host-allocated identity (Identity 1-5).
-        principal_ref: the principal, compared exactly (Identity 8-10).
+        preference_id: the host-allocated identity, never reused (invariant 8).
+        principal_ref: the principal, compared exactly (no case folding, no trimming).
         declared_channels: the channel set the record was validated against (Invariant 5, 10).
-        set_at: when the record was made (State 11).
+        set_at: when the record was made (the injected ``now``).
         status: its lifecycle state.
-        channel_preferences: declared channel name -> opaque value; never empty (Operation 7).
+        channel_preferences: declared channel name -> opaque value; never empty (an empty
+            map is the omitted field).
         frequency_limit: opaque.
         quiet_hours: opaque.
         format: opaque.
-        metadata: opaque, never a preference field (Operation 12).
-        suspended_at: present once the record has been suspended (State 6-7).
-        deleted_at: present exactly when the record is deleted (State 8, 13).
+        metadata: opaque, never a preference field.
+        suspended_at: present once the record has been suspended.
+        deleted_at: present exactly when the record is deleted.
 
     Raises:
         UsageError: a field of the wrong type (code ``invalid_type``, ``invalid_opaque_value``
@@ -237,7 +238,7 @@ class PreferenceRecord:
 
     @property
     def stamps_in_order(self) -> bool:
-        """Tell whether ``set_at <= suspended_at <= deleted_at`` (Temporal property 1-3).
+        """Tell whether ``set_at <= suspended_at <= deleted_at`` (a record's own stamps in order).
 
         False only when a host's clock stepped back between two writes of the record; the
         audit reports such records, whose reconstructed intervals cannot be trusted.

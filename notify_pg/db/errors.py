@@ -70,7 +70,7 @@ class Forbidden(NotifyError, PermissionError):
     """The principal may not use the operation at all (code ``subject_kind_not_allowed``).
 
     Preferences and quiet hours belong to humans: the host knows the caller as an agent or an
-    app (seed 000 requirement 2). A host answers it as 403, not as 404: it says nothing about
+    app (docs/postgresql.md). A host answers it as 403, not as 404: it says nothing about
     any target or rule.
     """
 

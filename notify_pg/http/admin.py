@@ -1,11 +1,11 @@
 """Framework-neutral HTTP handlers of a person's notification preferences and of the instance's
-notification settings (rules H2, H2a; seed 004 sections 5.2 and 12.2).
+notification settings (rules H2, H2a).
 
 Like the inbox handlers of `notify_pg.http.handlers`: request values in (the person or
 administrator the host authenticated, the ``Content-Type`` and the body bytes), a `Response`
 out. Authentication is the host's: these functions trust the identity they are given, so a
 host mounts the preference routes behind its sign-in (the caller's own preferences) and the
-settings routes behind its administrator check (``manage:system`` in seed 004).
+settings routes behind its administrator check (N8: ``manage_system``).
 
 - `preferences_get`: the person's effective grid (``200``).
 - `preferences_patch`: a change of it, member by member (``200`` with the new grid).

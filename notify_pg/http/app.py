@@ -93,7 +93,7 @@ __all__ = [
 ]
 
 #: Where the reference app mounts the inboxes: ``/sites/<site>/notifications`` (H1: one inbox
-#: per site, the site in the path as seed 004's ``/_api/sites/:siteId/notifications``).
+#: per site, the site in the path as a wiki's ``/_api/sites/:siteId/notifications``).
 INBOX_PREFIX: Final = "/sites"
 #: The header the reference app takes the inbox's person from (the host's proxy sets it).
 USER_HEADER: Final = "X-Notify-User"
@@ -531,7 +531,7 @@ def build_app(
         app.url_map.add(Rule(f"{path}/info", methods=["GET"], endpoint="unsubscribe_info"))
     if unsubscribe_page == http.UNSUBSCRIBE_PAGE:
         app.route(http.UNSUBSCRIBE_PAGE, ["GET"], "unsubscribe_page", _unsubscribe_page)
-    # One inbox per site (H1), the site in the path as seed 004 mounts its routes.
+    # One inbox per site (H1), the site in the path as a wiki mounts its routes.
     inbox = f"{INBOX_PREFIX}/<site>/notifications"
     app.route(inbox, ["GET"], "inbox_list", _inbox_list)
     app.route(f"{inbox}/summary", ["GET"], "inbox_summary", _inbox_summary)

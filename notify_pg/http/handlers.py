@@ -17,7 +17,7 @@ Unsubscribe (no session, no cookie: the token is the only credential):
 - `unsubscribe_info`: what a token would do (its categories), nothing about whose it is.
 
 Inbox (the person comes from the host's authentication; the site from the URL's path, as
-seed 004 mounts ``/_api/sites/:siteId/notifications``): each handler takes ``site``, the site
+a wiki mounts ``/_api/sites/:siteId/notifications``): each handler takes ``site``, the site
 whose inbox is asked, and answers for that site's entries and those with no site (H1;
 ``None``: every site).
 

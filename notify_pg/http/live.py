@@ -1,4 +1,4 @@
-"""Live inbox updates over websockets (seed 004 section 9.3): LISTEN, then say "refresh".
+"""Live inbox updates over websockets (H1): LISTEN, then say "refresh".
 
 `LiveHub` keeps the open websockets of ``notify serve`` by person and one listening connection
 to PostgreSQL on `notify_pg.inbox.live.live_channel`. A notification names the people a write

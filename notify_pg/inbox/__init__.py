@@ -1,4 +1,4 @@
-"""The inbox of notify_pg (seed 004): the fan-out round and the reads of a person's inbox.
+"""The inbox of notify_pg (docs/inbox.md): the fan-out round and the reads of a person's inbox.
 
 - `notify_pg.inbox.fanout`: the round that turns outbox events into inbox entries, with its
   claims (`notify_pg.inbox.claims`), the event as it sees it (`notify_pg.inbox.describe`) and

@@ -1,4 +1,4 @@
-"""The inbox's fan-out round on PostgreSQL (seed 004 section 7; docs/rules.md N5-N12, H4).
+"""The inbox's fan-out round on PostgreSQL (docs/rules.md N5-N12, H4).
 
 `InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED``, each claim
 tied to the claiming session (`notify_pg.inbox.claims`: a worker takes its own claims again at

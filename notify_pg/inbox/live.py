@@ -1,4 +1,4 @@
-"""Where the inbox says "something changed" (seed 004 section 9.3): the NOTIFY channel.
+"""Where the inbox says "something changed" (H1): the NOTIFY channel.
 
 Migration 0020 puts statement-level triggers on ``inbox_entries``: every write that changes
 what a person's summary answers (the fan-out's inserts and coalescings, reads, dismissals, the

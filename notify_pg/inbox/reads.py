@@ -1,4 +1,4 @@
-"""The inbox on PostgreSQL (seed 004): the host's emit, inbox reads and the purge.
+"""The inbox on PostgreSQL (docs/inbox.md): the host's emit, inbox reads and the purge.
 
 - `emit` is what a host calls in the transaction of the action that caused an event: one
   INSERT into ``inbox_outbox`` and nothing else (H4). It never fails the host's transaction.
@@ -117,7 +117,7 @@ def emit(
             text = trusted_sql(load_queries("notify_pg")["inbox_emit_capturing"])
             query = sql.SQL(text).format(schema=sql.Identifier(schema), recipients=capture_watchers)
         row = conn.execute(query, params).fetchone()
-    except Exception as exc:  # emit must never fail the host's action (seed 004 section 6.1)
+    except Exception as exc:  # emit must never fail the host's action
         _log.error("emit failed", extra={"fields": {"type": type, "error_type": type_name(exc)}})
         return None
     if row is None or row[0] is None:

@@ -1,4 +1,4 @@
-"""Mail of notify_pg (seed 004): the drain, SMTP with DKIM, the secret and unsubscribe.
+"""Mail of notify_pg (docs/mail.md): the drain, SMTP with DKIM, the secret and unsubscribe.
 
 - `notify_pg.mail.drain`: the round that sends the mails that are due, with its ports
   (`notify_pg.mail.ports`), its claimed rows and the writes it holds over a database failure

@@ -1,4 +1,4 @@
-"""The mail drain on PostgreSQL (seed 004 section 10.3; docs/rules.md E4-E5).
+"""The mail drain on PostgreSQL (docs/rules.md E4-E5).
 
 `MailDrain.round` is one pass over the mail queue (the ``inbox_entries`` rows whose email is
 ``pending`` or ``sending``):
@@ -102,7 +102,7 @@ class MailDrainConfig:
 
     Args:
         sender: the ``From`` and envelope sender address of every mail.
-        people: people claimed per round (the seed's ``mailBatchSize``, 1 to 1000); ``None``:
+        people: people claimed per round (the mail batch size of H2a, 1 to 1000); ``None``:
             the instance's ``mail_batch_size`` when the host keeps the administrator's settings
             (`notify_pg.mail.settings.AdminHostPorts`), else 100.
         lease: how long a claim holds its rows (E5: 600 s).

@@ -1,5 +1,5 @@
 """Audited changes of a person's notification preferences and of the instance's settings on
-PostgreSQL (rules H2, H2a; seed 004 sections 5.2, 9.1 and 12).
+PostgreSQL (rules H2, H2a).
 
 - `preferences` / `change_preferences`: the person's effective grid (every category and
   channel, its default, whether their own row differs, whether email is available to them by

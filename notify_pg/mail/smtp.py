@@ -106,7 +106,7 @@ class _HeaderClasses(HeaderRegistry):
 _POLICY: Final = email_policy.SMTP.clone(max_line_length=998, header_factory=_HeaderClasses())
 
 #: The headers a DKIM signature covers: the usual ones plus both List-Unsubscribe headers
-#: (seed 004 section 10.4: a default list covers List-Unsubscribe and not List-Unsubscribe-Post).
+#: (E6; a default list covers List-Unsubscribe and not List-Unsubscribe-Post).
 DKIM_SIGNED_HEADERS: Final = (
     "From",
     "To",

@@ -2,8 +2,8 @@
 
 Needs the ``metrics`` extra (``opentelemetry-api``, ``opentelemetry-sdk``,
 ``opentelemetry-exporter-prometheus``); nothing else in the library imports this module, and
-the core never does. Three sources feed the instruments (named after seed 001 note 15 and seed
-004 section 12.2; docs/operators.md lists them):
+the core never does. Three sources feed the instruments (docs/operators.md lists them; the
+skip reasons are those of D10):
 
 - `OtelRecorder`, the worker's `notify_pg.push.recorder.Recorder`: counters and histograms of what
   the worker did (hints by kind and decision, pushes sent and skipped by reason, send
@@ -49,7 +49,7 @@ __all__ = ["DatabaseGauges", "HttpMetrics", "Metrics", "OtelRecorder"]
 
 _log = logging.getLogger("notify_pg.metrics")
 
-#: The span of the sent and failed mails (seed 004 12.2: "over the last 24 hours").
+#: The span of the sent and failed mails (E4, E5), as ``notify db status`` counts them.
 MAIL_WINDOW = timedelta(hours=24)
 
 #: Bucket bounds of the durations (seconds): provider calls take milliseconds to seconds.

@@ -1,6 +1,6 @@
 """How far the pipeline on PostgreSQL is behind: consumer lag, due-work backlog, the inbox's
 outbox backlog and its mail queue; and the operator's warnings (a site served over plain
-http, where mailbox providers ignore one-click unsubscribe: seed 004 section 12.2, E6)."""
+http, where mailbox providers ignore one-click unsubscribe: E6)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def plain_http_warning(sites: Sequence[str]) -> str | None:
     """The one warning about sites served over plain http, or ``None`` when there is none.
 
     Their mails still carry both ``List-Unsubscribe`` headers (E6), but mailbox providers
-    ignore one-click unsubscribe on an http URL (seed 004 section 12.2).
+    ignore one-click unsubscribe on an http URL (E6).
     """
     if not sites:
         return None

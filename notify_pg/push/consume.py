@@ -5,13 +5,12 @@ LOCKED``, the most lagging one no other worker holds: one round per partition at
 whatever the number of workers) and the cursors of the other free partitions at the same
 position, up to the worker's share of the partitions (all of them for a lone worker: one
 round decides for everybody), reads the next events after it in ``seq`` order, runs each
-through `notify_core.pipeline.Pipeline.handle` deciding for the partition's recipients only
-(due work of those recipients at or before the event first), carries out the hints (push
-sends, the host's sink), moves the cursor and commits. A crash anywhere in the round rolls
-all of it back: no hint is doubled or lost (seed 001 requirement 1). With N partitions, N
-rounds (on up to N workers) run side by side and together give exactly the hints of one
-consumer (`notify_core.partitions`). `ConsumeRound.prepare` creates or re-partitions the
-cursors.
+through `notify_core.pipeline.Pipeline.handle` deciding for the partition's recipients only (due
+work of those recipients at or before the event first), carries out the hints (push sends, the
+host's sink), moves the cursor and commits. A crash anywhere in the round rolls all of it back:
+no hint is doubled or lost. With N partitions, N rounds (on up to N workers) run side by side
+and together give exactly the hints of one consumer (`notify_core.partitions`).
+`ConsumeRound.prepare` creates or re-partitions the cursors.
 """
 
 from __future__ import annotations

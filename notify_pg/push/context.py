@@ -58,11 +58,11 @@ class HintSink(Protocol):
     collect and skip). A host uses it for the ``gateway`` routes (live connections) and its
     ``notification.created`` events; it runs in the round's transaction, so what it writes
     commits or rolls back with the round. It must deliver every ``gateway`` route of a send
-    or raise: a raise rolls the round back and the worker retries it (fail closed, seed 001
-    note 10), so a live route is never dropped. A ``not_allowed`` skip of an event's own
-    candidate must leave no trace that names the person (seed 001 AZ-M48). It must not
-    change the host facts the pipeline reads (people, places, read rights, devices,
-    settings): a consumer round reads them once, at its start (`Session.at`).
+    or raise: a raise rolls the round back and the worker retries it (fail closed), so a
+    live route is never dropped. A ``not_allowed`` skip of an event's own candidate must
+    leave no trace that names the person (D2: who may not read the thread must not learn of
+    it either). It must not change the host facts the pipeline reads (people, places, read
+    rights, devices, settings): a consumer round reads them once, at its start (`Session.at`).
     """
 
     def __call__(self, conn: Conn, hint: Hint, notification_id: str | None) -> None:
@@ -79,7 +79,7 @@ def _at_least_one(instance: WorkerConfig, attribute: attrs.Attribute[int], value
 
 @attrs.frozen(kw_only=True)
 class WorkerConfig:
-    """The worker's settings (seed 001 note 14 names the keys in brackets).
+    """The worker's settings (in brackets: the configuration key a host may map each to).
 
     Args:
         consumer: the name of the consumer's cursors.
@@ -112,8 +112,8 @@ class WorkerConfig:
             partitions until its next statement (`Worker.consume`).
         statement_timeout: the longest one statement of the worker may run or wait for a lock
             (PostgreSQL's ``statement_timeout``).
-        instance_id: the ID of the host's instance, carried by every push (seed 001 note
-            12); ``None`` leaves it out (a host that serves one instance per app).
+        instance_id: the ID of the host's instance, carried by every push (R3);
+            ``None`` leaves it out (a host that serves one instance per app).
     """
 
     consumer: str = "push"
@@ -135,7 +135,7 @@ class WorkerConfig:
 
 @attrs.define
 class WorkerStats:
-    """What a worker did, in counts (the metrics of seed 001 note 15).
+    """What a worker did, in counts (the metrics of docs/operators.md).
 
     ``events`` counts the events the worker's consumer rounds read from the log (a round that
     takes several partitions at one position reads each event once); ``partition_events``
@@ -343,7 +343,7 @@ class PushContext:
         return StagedPush(hint, decision, notification_id, frozenset(devices), cleared)
 
     def insert_pushes(self, session: Session, pushes: Sequence[StagedPush]) -> None:
-        """One push send per hint and active registration of a routed device (note 11)."""
+        """One push send per hint and active registration of a routed device."""
         if not pushes:
             return
         conn = session.conn

@@ -136,7 +136,7 @@ class PgPreferences:
                     input_needed_breaks_quiet_hours=breaks if isinstance(breaks, bool) else None,
                 )
         if bad:
-            # Seed 001 note 8: one warning, without the values and without the people's IDs.
+            # One warning, without the values and without the people's IDs (as L5 logs).
             _log.warning("%d stored switch value(s) are not booleans; counted as unset", bad)
         return out
 

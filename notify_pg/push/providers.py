@@ -1,4 +1,4 @@
-"""Push providers (seed 001 note 12): the port, the process-wide request limit and a fake.
+"""Push providers (R1, R3): the port, the process-wide request limit and a fake.
 
 A provider sends one `notify_core.delivery.Notification` to one `Registration` and sorts the
 answer into a `notify_core.delivery.SendResult`. Real providers (APNs, FCM ...) live outside
@@ -23,7 +23,7 @@ __all__ = ["FakeCall", "FakeProvider", "ProviderGate", "PushProvider"]
 
 
 class PushProvider(Protocol):
-    """Sends one hint to one registration (seed 001 note 12).
+    """Sends one hint to one registration (R3: ids, never text).
 
     ``name`` is the value of ``push_registrations.provider`` it serves (``apns``, ``fcm`` ...).
     ``send`` may raise: the worker counts any exception as a transient failure (class

@@ -20,7 +20,7 @@ __all__ = ["NullRecorder", "Recorder"]
 
 
 class Recorder(Protocol):
-    """The worker's metric edges (seed 001 note 15). Every method must be cheap and must not
+    """The worker's metric edges (docs/operators.md). Every method must be cheap and must not
     raise: it runs inside the worker's rounds, some of it on provider threads."""
 
     def hints(self, hints: Sequence[Hint]) -> None:

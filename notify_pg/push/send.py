@@ -1,12 +1,12 @@
 """The push round: due push sends claimed, checked, sent and their results written.
 
-`SendRound.send_pushes` runs the three steps of seed 001 note 11: step 1 in a transaction
-claims due push sends under a lease and checks each (registration, age, access with the
-rights of now, provider) and computes the badge; step 2 calls the providers outside any
-transaction under the process-wide `notify_pg.push.providers.ProviderGate`; step 3 applies
-each result to the registration row locked ``FOR UPDATE`` (`notify_core.delivery.apply_result`)
-and schedules a retry (`retry_delay` with jitter, `retry_at`). A crash between steps 2 and 3
-lets the lease expire and the push goes again with the same notification id: at least once.
+`SendRound.send_pushes` runs three steps: step 1 in a transaction claims due push sends under a
+lease and checks each (registration, age, access with the rights of now, provider) and computes
+the badge; step 2 calls the providers outside any transaction under the process-wide
+`notify_pg.push.providers.ProviderGate`; step 3 applies each result to the registration row
+locked ``FOR UPDATE`` (`notify_core.delivery.apply_result`) and schedules a retry (`retry_delay`
+with jitter, `retry_at`). A crash between steps 2 and 3 lets the lease expire and the push goes
+again with the same notification id: at least once.
 
 Provider results the database did not take are held (`SendRound.held_results`) and written
 before anything else once it is back, so an outage never sends a push twice: `HeldResults`
@@ -157,7 +157,7 @@ class SendRound:
             self._pool = None
 
     def send_pushes(self) -> int:
-        """Run one push round (steps 1 to 3 of seed 001 note 11); return the sends handled.
+        """Run one push round (claim and check, send, write the results); return the sends handled.
 
         Results held from an earlier round are written first; a round claims nothing while
         any is held. When the database fails while results are written, the results not
@@ -319,7 +319,7 @@ class SendRound:
         try:
             with self.push.gate.slot():
                 return item.provider.send(item.registration, item.notification)
-        except Exception as exc:  # a provider's failure is a transient failure (note 12)
+        except Exception as exc:  # a provider's failure is a transient failure (R1: retry)
             _log.warning(
                 "provider call failed",
                 extra={

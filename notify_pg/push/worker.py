@@ -1,4 +1,4 @@
-"""The push worker: the pipeline on PostgreSQL, from the event log to push sends (seed 001).
+"""The push worker: the pipeline on PostgreSQL (docs/postgresql.md), from the log to push sends.
 
 `Worker` is the push path's rounds in the loop of `notify_pg.rounds.loop` (each round its own
 transaction, or, for pushes, three), with the API hosts and tests use:
@@ -6,12 +6,12 @@ transaction, or, for pushes, three), with the API hosts and tests use:
 - **consumer round** (`Worker.consume`, `notify_pg.push.consume.ConsumeRound`): the next
   events of one partition (or of the worker's share of the free partitions) through
   `notify_core.pipeline.Pipeline.handle`, the hints carried out, the cursor moved, all in
-  one transaction (seed 001 requirement 1). With ``WorkerConfig.partitions`` = N, N rounds
+  one transaction, so every hint arises exactly once. With ``WorkerConfig.partitions`` = N, N rounds
   (on up to N workers) run side by side and together give exactly the hints of one
   consumer (`notify_core.partitions`).
 - **due-work round** (`Worker.run_due`, `notify_pg.push.due.DueRound`): `Pipeline.advance`
   up to now, never past the first event some partition has not handled yet.
-- **push round** (`Worker.send_pushes`, `notify_pg.push.send.SendRound`, seed 001 note 11):
+- **push round** (`Worker.send_pushes`, `notify_pg.push.send.SendRound`):
   claim and check, call the providers outside any transaction, write the results; results
   the database did not take are held and written first when it is back.
 
@@ -85,7 +85,7 @@ class Worker:
         sink: receives every hint in the round's transaction and delivers its ``gateway``
             routes. Without a sink, live routes fail closed: the worker reads no live
             connections, so no device is live and every active device gets ``push`` (no
-            hint goes only to a gateway that nobody delivers; seed 001 note 10).
+            hint goes only to a gateway that nobody delivers).
         jitter: draws the retry jitter in [0.5, 1] (R2); random by default.
         on_event: a test hook, called in the round after each event is handled.
         gate: the limit on concurrent provider requests; by default the process's gate
@@ -250,7 +250,7 @@ class Worker:
         return self._due.run_due(until)
 
     def send_pushes(self) -> int:
-        """Run one push round (steps 1 to 3 of seed 001 note 11); return the sends handled.
+        """Run one push round (claim and check, send, write the results); return the sends handled.
 
         Results held from an earlier round are written first; a round claims nothing while
         any is held. When the database fails while results are written, the results not

@@ -42,7 +42,7 @@ class PgWorld:
         live: whether ``gateway`` routes can be delivered (the worker has a sink). Without
             that, live routes fail closed: nobody's connections are read, so no device counts
             as live, nobody as active in a thread (D4), and every active device gets ``push``
-            (D5), as with no gateway at all (seed 001 note 10).
+            (D5), as with no gateway at all.
         owns: the recipients of a partitioned consumer round (the pipeline's ``owns``):
             `readers` answers only those, so a round of one partition does not load the
             people of the others (the pipeline would drop them from the fan-out anyway).

@@ -1,4 +1,4 @@
--- The batched reads of the pipeline (seed 000 notes 12 and 13): one query for many people.
+-- The batched reads of the pipeline (L3, Q5): one query for many people.
 
 -- name: level_rows
 -- The own rows of many people for one thread, its channel and its space; a NULL space (direct message) matches nothing.

@@ -1,4 +1,4 @@
--- The inbox (seed 004): the outbox, the fan-out's writes, reads and the purge.
+-- The inbox (docs/inbox.md): the outbox, the fan-out's writes, reads and the purge.
 
 -- name: inbox_emit
 -- One emitted event: one row, the only write of the request that caused it (H4).

@@ -1,4 +1,4 @@
--- The mail drain (seed 004 section 10.3; docs/rules.md E4-E5): claims under a lease, marks.
+-- The mail drain (docs/rules.md E4-E5): claims under a lease, marks.
 
 -- name: mail_claim
 -- Claim every due row of up to a batch of people, earliest due first: pending rows due and

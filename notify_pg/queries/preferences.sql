@@ -2,7 +2,7 @@
 -- targets of an archive: no query reads another person's rows by accident.
 
 -- name: upsert_preference
--- Insert a person's row for a target or change it when level or muted_until differ; returns no row when they are equal (seed 000 note 4e).
+-- Insert a person's row for a target or change it when level or muted_until differ; returns no row when they are equal (L7).
 INSERT INTO {schema}.notification_preferences AS p
     (user_id, target_kind, target_id, level, muted_until)
 VALUES (%(user_id)s, %(target_kind)s, %(target_id)s, %(level)s, %(muted_until)s)
@@ -21,20 +21,20 @@ FROM {schema}.notification_preferences
 WHERE user_id = %(user_id)s AND target_kind = %(target_kind)s AND target_id = %(target_id)s
 
 -- name: delete_preference
--- Remove the row of one person for one target and return its last values (seed 000 note 5a).
+-- Remove the row of one person for one target and return its last values (for the event of the removal).
 DELETE FROM {schema}.notification_preferences
 WHERE user_id = %(user_id)s AND target_kind = %(target_kind)s AND target_id = %(target_id)s
 RETURNING level, muted_until, version
 
 -- name: list_preferences
--- All rows of one person, ordered by target kind, then target id (seed 000 note 5b).
+-- All rows of one person, ordered by target kind, then target id.
 SELECT target_kind, target_id, level, muted_until, version
 FROM {schema}.notification_preferences
 WHERE user_id = %(user_id)s
 ORDER BY target_kind, target_id
 
 -- name: delete_preferences_of_targets
--- Remove every row on the given spaces, channels and threads (the archive cleanup, seed 000 note 7b).
+-- Remove every row on the given spaces, channels and threads (the archive cleanup).
 DELETE FROM {schema}.notification_preferences
 WHERE (target_kind = 'space' AND target_id = ANY(%(spaces)s::text[]))
    OR (target_kind = 'channel' AND target_id = ANY(%(channels)s::text[]))

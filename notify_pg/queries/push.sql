@@ -1,4 +1,4 @@
--- push_registrations (seed 001 note 2) and push_sends (note 11). Tokens are read only by the
+-- push_registrations and push_sends (docs/schema.md). Tokens are read only by the
 -- send step (registration_for_send); every other read leaves them out.
 
 -- name: register_push

@@ -2,12 +2,12 @@
 -- nothing, exactly like an unknown one.
 
 -- name: lock_person_quiet_hours
--- Serialize the quiet-hour writes of one person until commit (seed 000 note 9a).
+-- Serialize the quiet-hour writes of one person until commit (each event carries the complete list).
 SELECT pg_advisory_xact_lock(
     hashtextextended('notify.quiet_hours:' || %(schema)s || ':' || %(user_id)s, 0))
 
 -- name: list_rules
--- All rules of one person, disabled ones included, in ascending id (seed 000 note 9e).
+-- All rules of one person, disabled ones included, in ascending id.
 SELECT id, weekdays, start_local, end_local, time_zone, enabled, version
 FROM {schema}.quiet_hours
 WHERE user_id = %(user_id)s
@@ -21,7 +21,7 @@ VALUES (%(id)s, %(user_id)s, %(weekdays)s, %(start_local)s, %(end_local)s, %(tim
         %(enabled)s, 1)
 
 -- name: update_rule
--- Replace the whole rule of one person and raise its version (seed 000 note 9d).
+-- Replace the whole rule of one person and raise its version.
 UPDATE {schema}.quiet_hours
 SET weekdays = %(weekdays)s,
     start_local = %(start_local)s,
@@ -39,7 +39,7 @@ WHERE id = %(id)s AND user_id = %(user_id)s
 RETURNING id
 
 -- name: get_idempotent_create
--- The rule a create of this person stored under this idempotency key (seed 000 note 9d).
+-- The rule a create of this person stored under this idempotency key.
 SELECT rule_id, weekdays, start_local, end_local, time_zone, enabled
 FROM {schema}.quiet_hours_idempotency
 WHERE user_id = %(user_id)s AND idempotency_key = %(idempotency_key)s

@@ -1,4 +1,4 @@
--- Queries on preference_records (seed 002). No query deletes a row and no query changes
+-- Queries on preference_records (docs/rules.md#records). No query deletes a row and no query changes
 -- anything but status, suspended_at and deleted_at (Invariant 1, 9).
 
 -- name: lock_principal_records

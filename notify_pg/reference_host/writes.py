@@ -113,7 +113,7 @@ class HostWrites:
     ) -> int | None:
         """Register a device; a pending one appends ``device.pending`` in the same transaction.
 
-        The only insert of a device row, as seed 001 note 4 d asks of the host: a pending
+        The only insert of a device row, as S4 asks of the host: a pending
         device gets exactly one ``device.pending`` (the source of the ``security`` hint to the
         person's other devices), an active one none, and a failure leaves neither.
 

@@ -86,7 +86,7 @@ class NewEvent:
 
 
 def device_pending(device_id: str, user_id: str, platform: str) -> NewEvent:
-    """Return the event a device registered as pending appends (seed 001 note 4 d, S4).
+    """Return the event a device registered as pending appends (S4).
 
     Append it in the transaction that inserts the device, exactly when the device is pending:
     it is the source of the ``security`` hint to the owner's other devices. It is personal

@@ -1,7 +1,7 @@
 """The batched reads of the pipeline: level facts and quiet rules of many people at once.
 
 `FactsReader.level_facts` gathers the seven facts of rule L3 for every candidate of a thread
-with a constant number of queries whatever the number of candidates (seed 000 note 12): the
+with a constant number of queries whatever the number of candidates (L3): the
 thread's path (one host call), the own rows of all candidates on the thread, its channel and
 its space (one query), and their personal defaults (one host call). It never resolves the
 level: `notify_core.levels.resolve_level` does, at the instant the caller passes.
@@ -9,7 +9,7 @@ level: `notify_core.levels.resolve_level` does, at the instant the caller passes
 `FactsReader.quiet_rules` reads the enabled rules of many people in one query and their zones
 in one host call; each distinct zone name is checked once per call, and a stored name that no
 longer loads counts as UTC with one warning that names neither the zone nor anybody
-(seed 000 note 13, rule Q7).
+(rule Q7).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class FactsReader:
         path: NotificationPath | None = None,
         settings: Mapping[str, Mapping[str, object]] | None = None,
     ) -> dict[str, LevelFacts]:
-        """Return the L3 facts of each person for one thread (seed 000 note 12).
+        """Return the L3 facts of each person for one thread (L3).
 
         Args:
             conn: the connection (reads only).
@@ -266,7 +266,7 @@ class FactsReader:
     def quiet_rules(
         self, conn: Conn, user_ids: Sequence[str], *, zones: bool = True
     ) -> dict[str, QuietFacts]:
-        """Return each person's zone and enabled rules, ready for `in_quiet_hours` (note 13).
+        """Return each person's zone and enabled rules, ready for `in_quiet_hours` (Q5, Q7).
 
         A rule without zone follows the person's zone (absent: UTC; not read with ``zones``
         false, for a caller that takes the zone from elsewhere). A stored zone name that

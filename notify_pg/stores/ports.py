@@ -44,7 +44,7 @@ def _optional_level(value: object) -> Level | None:
 
 @attrs.frozen(kw_only=True)
 class NotificationPath:
-    """Where a preference target sits (seed 000 note 10).
+    """Where a preference target sits (L3: thread, channel, space).
 
     Args:
         kind: the kind of the target that was looked up.
@@ -82,9 +82,9 @@ class StructurePort(Protocol):
         """Return the path of ``target``, or ``None`` when no target of that kind has that ID.
 
         With ``lock``, take ``FOR SHARE`` on the thread row, then the channel row, then the
-        space row, in that order (seed 000 note 4a): an archive holds its row ``FOR UPDATE``,
-        so a preference write either commits before the archive (and is cleaned up by it) or
-        sees the target archived.
+        space row, in that order (the order every writer takes them, so none deadlocks): an
+        archive holds its row ``FOR UPDATE``, so a preference write either commits before the
+        archive (and is cleaned up by it) or sees the target archived.
         """
         ...
 
@@ -136,7 +136,7 @@ class SettingsPort(Protocol):
 class PeoplePort(Protocol):
     """Principals as the host knows them: kind (``human``, ``agent``, ``app``), active flag
     and zone. The pipeline reads it (S1, D2); preference and quiet-hour operations refuse
-    agents and apps with it (seed 000 requirement 2)."""
+    agents and apps with it (docs/postgresql.md)."""
 
     def users(self, conn: Conn, user_ids: Sequence[str]) -> Mapping[str, UserInfo]:
         """Return the people among ``user_ids`` that exist (unknown ones are absent)."""
@@ -147,7 +147,7 @@ class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, PeoplePo
     """All host facts the adapter reads, in one object."""
 
 
-# --- the facts of the pipeline (part 2: seed 001) ------------------------------------------
+# --- the facts of the pipeline (part 2: docs/postgresql.md) ---------------------------------
 #
 # `notify_pg.push` implements the ports of `notify_core.ports` on these. Every method
 # answers many people or targets with one query; none authorizes anything: the pipeline asks

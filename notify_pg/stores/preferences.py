@@ -1,9 +1,9 @@
-"""The repository of ``notification_preferences`` (seed 000 notes 4 to 7).
+"""The repository of ``notification_preferences`` (L1-L7; docs/postgresql.md, Preferences).
 
 Semantics, each write in one transaction with exactly one event per change:
 
 - `PreferenceRepository.list`, `put` and `delete` refuse a person or actor the host knows as an
-  agent or an app with `Forbidden` (``subject_kind_not_allowed``, seed 000 requirement 2).
+  agent or an app with `Forbidden` (``subject_kind_not_allowed``: settings of humans only).
 - `PreferenceRepository.put`: lock the target's path (thread, channel, space ``FOR SHARE``),
   refuse an unknown or unreadable target with `NotFound` and an archived one with `Conflict`
   (``target_archived``), then `PreferenceRepository.upsert`.
@@ -69,7 +69,7 @@ class PreferenceRepository:
         """Return the person's rows on targets they can still read, by target kind, then id.
 
         Rows of targets the person lost stay stored and appear again when the right returns
-        (seed 000 note 5b).
+        (a lost right may come back; a list names only what the person can read now).
 
         Raises:
             Forbidden: the host knows the person as an agent or an app
@@ -95,7 +95,7 @@ class PreferenceRepository:
         *,
         actor: str | None = None,
     ) -> PutResult:
-        """Set the person's level for a target they can read (seed 000 note 4).
+        """Set the person's level for a target they can read (L1, L2).
 
         Args:
             conn: the connection; runs in its transaction, or in a new one when idle.
@@ -131,7 +131,7 @@ class PreferenceRepository:
         *,
         actor: str | None = None,
     ) -> PutResult:
-        """Write a row without any check: the single write path of the table (seed 000 note 6).
+        """Write a row without any check: the single write path of the table.
 
         It neither locks the path nor checks rights or archiving: its callers do (`put`).
         Automatic following never overwrites a row and uses `insert_if_absent` instead.
@@ -208,7 +208,7 @@ class PreferenceRepository:
     def delete(
         self, conn: Conn, user_id: str, target: Target, *, actor: str | None = None
     ) -> StoredPreference | None:
-        """Remove the person's row for a target (seed 000 note 5a).
+        """Remove the person's row for a target (docs/postgresql.md, Preferences).
 
         An archived target is allowed, so a person can always clear a row.
 
@@ -239,9 +239,9 @@ class PreferenceRepository:
         """Remove the preferences of an archived space or channel and of everything below it.
 
         Call it inside the transaction that archives the target, after the host's archive
-        statement has locked the space or channel row (seed 000 note 7). Targets are the space,
-        every channel of it (archived ones included) and every thread of those channels; or
-        the channel and its threads.
+        statement has locked the space or channel row (docs/postgresql.md, Preferences).
+        Targets are the space, every channel of it (archived ones included) and every thread
+        of those channels; or the channel and its threads.
 
         Returns:
             The removed rows in ascending (user, target kind, target id) order, each with

@@ -1,4 +1,4 @@
-"""The repository of ``quiet_hours`` (seed 000 note 9).
+"""The repository of ``quiet_hours`` (Q1-Q7; docs/postgresql.md, Quiet hours).
 
 Every write of a person first takes a transaction-scoped advisory lock of that person, so the
 writes of one person run one after the other and each ``quiet_hours.updated`` carries the
@@ -6,7 +6,7 @@ complete list as of its own commit, in ascending id. A write whose list would ma
 payload larger than `StoreConfig.event_payload_max_bytes` is refused with `LimitReached` and
 stores nothing. A put with the stored values changes nothing and appends no event. A create
 repeated by the person with the same idempotency key returns the rule stored the first time and
-writes nothing (seed 000 note 9d).
+writes nothing, so a client may send a create again after a lost answer.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class QuietHoursRepository:
     """Reads and writes the quiet-hour rules of people (rules Q1-Q4).
 
     Every operation refuses a person (or actor) the host knows as an agent or an app with
-    `Forbidden` (``subject_kind_not_allowed``, seed 000 requirement 2), before it reads a rule.
+    `Forbidden` (``subject_kind_not_allowed``: settings of humans only) before it reads a rule.
 
     Args:
         events: the event log the changes are appended to (it holds the payload bound).
@@ -109,7 +109,7 @@ class QuietHoursRepository:
         rule_id: str | None = None,
         actor: str | None = None,
     ) -> RuleResult:
-        """Create a rule once per idempotency key of the person (seed 000 note 9d).
+        """Create a rule once per idempotency key of the person (Q1; docs/decisions.md).
 
         The first call with a key stores the rule as `create` does and remembers it under the
         key in the same transaction. A later call of the same person with the same key and

@@ -1,4 +1,4 @@
-"""The repository of ``preference_records``: seed 002's preference store on PostgreSQL.
+"""The repository of ``preference_records``: the preference-record store on PostgreSQL.
 
 rules.md#records, section 8. `PreferenceRecordRepository` answers exactly what the pure
 `notify_core.records.PreferenceStore` answers, because every write runs the core's transition:
@@ -15,13 +15,13 @@ rules.md#records, section 8. `PreferenceRecordRepository` answers exactly what t
    status the transition read), then the new record (``INSERT``);
 3. whatever the database refuses on the way (a statement error, a lock timeout, a lost
    connection, a serialization failure) rolls the transaction back and answers
-   ``Refused(storage-failure)`` (Operation 16, 23, 29, 30, Invariant 4.3-4.4).
+   ``Refused(storage-failure)`` (invariant 4: the prior record stays in effect).
 
 The host supplies ``now``, the preference id and the declared channel set as in the core; the
 repository never reads a clock. It stamps under the principal's lock, never before the
 principal's latest stamp (`stamp_under_lock`): a host that read ``now`` before another write of
-the principal committed a later instant would otherwise stamp backwards (Temporal property 5,
-Concurrency 2). Every supersession it writes has a gap of zero (`SUPERSESSION_GAP_BOUND`).
+the principal committed a later instant would otherwise stamp backwards. Every supersession it
+writes has a gap of zero (`SUPERSESSION_GAP_BOUND`).
 Nothing here deletes a row (Invariant 9); a trigger of the table refuses any ``UPDATE`` of a
 field other than status and the two instants, and a partial unique index keeps at most one
 record in effect per principal (Invariant 3), whoever writes.
@@ -65,10 +65,10 @@ _log = logging.getLogger("notify_pg")
 #: (and a write with one is refused by the database: storage-failure).
 _NUL = "\x00"
 
-#: The refused write of the adapter (Operation 16, 23, 29).
+#: The refused write of the adapter (a database error).
 STORAGE_FAILURE = Refused(refusal=Refusal.STORAGE_FAILURE)
 
-#: The supersession gap bound this store declares (seed 002 Capability requirement 5): a set
+#: The supersession gap bound this store declares (the auditor reads gaps against it): a set
 #: stamps the prior record's ``deleted_at`` and the new record's ``set_at`` with one instant in
 #: one transaction, so every supersession it writes has a gap of zero; a wider gap between a
 #: deleted record and its successor is a delete followed by a later set (Check 4.2: ambiguous).
@@ -80,7 +80,7 @@ Transition = Callable[[PreferenceStore, datetime], tuple[PreferenceStore, Outcom
 
 def stamp_under_lock(now: datetime, history: Iterable[PreferenceRecord]) -> datetime:
     """Return the instant a write stamps: the host's ``now``, never before the principal's
-    latest stamp (seed 002 Temporal property 5, Concurrency 2).
+    latest stamp, so that the stamps keep the order the writes were made in.
 
     A host reads ``now`` before the write takes the principal's lock; when another write of the
     principal took the lock in between with a later reading, stamping the earlier ``now`` would
@@ -157,7 +157,7 @@ def _reiterable(value: object) -> object:
 
 
 class PreferenceRecordRepository:
-    """Seed 002's preference store in the table ``<schema>.preference_records``.
+    """The preference-record store (docs/rules.md#records) in ``<schema>.preference_records``.
 
     Every method takes the connection it runs on. On an idle connection a write opens and
     commits its own transaction; inside a caller's transaction it is a savepoint of it (a
@@ -182,7 +182,7 @@ class PreferenceRecordRepository:
     # -- reads ---------------------------------------------------------------------------
 
     def read(self, conn: Conn, preference_id: str) -> PreferenceRecord | None:
-        """Return the whole record with that id in any status, or ``None`` (seed "not-known").
+        """Return the whole record with that id in any status, or ``None`` (not known).
 
         Raises:
             UsageError: ``preference_id`` is not a string.
@@ -195,7 +195,7 @@ class PreferenceRecordRepository:
         return None if row is None else _record(row)
 
     def current_for(self, conn: Conn, principal_ref: str) -> PreferenceRecord | None:
-        """Return the record currently in effect for a principal, or ``None`` (seed "none").
+        """Return the record currently in effect for a principal, or ``None`` (none in effect).
 
         Raises:
             UsageError: ``principal_ref`` is not a string.
@@ -266,7 +266,7 @@ class PreferenceRecordRepository:
 
         `PreferenceStore.set` on the principal's records, written in one transaction: the prior
         record moves to deleted (``deleted_at = now``) and the new one lands in active, or
-        neither happens (Operation 14-15, Invariant 4).
+        neither happens (invariant 4).
 
         Returns:
             ``Ok(preference_id)``; ``Refused`` with ``invalid-request`` or

@@ -1,9 +1,9 @@
-"""``push_registrations`` (seed 001 note 2): the host's writes, notify's reads and result writes.
+"""``push_registrations`` (docs/schema.md): the host's writes, notify's reads and result writes.
 
 The host creates and removes registrations (`RegistrationRepository.register`,
-`RegistrationRepository.remove`; seed 001 leaves them to the host's registration endpoint).
+`RegistrationRepository.remove`, from the host's own registration endpoint).
 notify reads the active ones without their token (`RegistrationRepository.active`, the read port
-of seed 001 note 3) and, in the send step only, one registration with its token
+of the pipeline) and, in the send step only, one registration with its token
 (`RegistrationRepository.for_send`, or `for_send_many` for a batch); it writes nothing but the
 delivery columns (`RegistrationRepository.record`, rule R1).
 """
@@ -30,7 +30,7 @@ def token_ref(token: str) -> str:
 
 @attrs.frozen(kw_only=True)
 class PushRegistration:
-    """An active registration as the read port shows it: never the token (seed 001 note 3)."""
+    """An active registration as the read port shows it: never the token (kept out of facts)."""
 
     id: str
     user_id: str

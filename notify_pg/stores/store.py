@@ -107,7 +107,7 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
             "forget_releases",
             "forget_badge_syncs",
             "forget_push_sends",
-            # The inbox (seed 004): entries and choices of the person.
+            # The inbox (docs/inbox.md): entries and choices of the person.
             "forget_inbox_entries",
             "forget_inbox_preferences",
             "forget_unsubscribe_audit",

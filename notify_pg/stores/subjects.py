@@ -1,4 +1,4 @@
-"""Who may use the preference and quiet-hour operations: humans only (seed 000 requirement 2)."""
+"""Who may use the preference and quiet-hour operations: humans only (docs/postgresql.md)."""
 
 from __future__ import annotations
 

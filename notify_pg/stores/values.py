@@ -37,7 +37,7 @@ class StoreConfig:
         instance_default_level: the last step of the L3 chain (the instance default).
         event_payload_max_bytes: the largest event payload the log takes, as compact UTF-8
             JSON; a quiet-hours write whose complete list would exceed it is refused with
-            ``limit_reached`` (seed 000 note 9c).
+            ``limit_reached`` (the event must carry the whole list).
     """
 
     instance_default_level: Level = attrs.field(default=Level.MENTIONS, converter=_level)
@@ -149,7 +149,7 @@ class RuleResult:
 
 @attrs.frozen(kw_only=True)
 class QuietFacts:
-    """What `in_quiet_hours` needs for one person (seed 000 note 13).
+    """What `in_quiet_hours` needs for one person (Q5, Q7).
 
     Args:
         user_zone: the person's zone for rules without one; absent when the person has none,
