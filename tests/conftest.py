@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -58,3 +59,37 @@ def dask_scheduler() -> Iterator[str]:
         yield str(cluster.scheduler_address)
     finally:
         cluster.close()  # type: ignore[no-untyped-call]
+
+
+# --- the end of a run: nothing the tests started outlives it (tests/run_guard.py) ----------
+
+_END: dict[str, Any] = {"status": 0, "report": []}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """After every fixture's teardown: name the threads still busy, end the child processes."""
+    import run_guard
+
+    _END["status"] = int(exitstatus)
+    stuck = run_guard.settle_threads()
+    if stuck:
+        _END["report"].append("threads still running:\n" + run_guard.describe_threads(stuck))
+    ended = run_guard.end_children()
+    if ended:
+        _END["report"].append("child processes still running, ended:\n" + "\n".join(ended))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Show what the run left running, if anything (a defect of the test that started it)."""
+    for part in _END["report"]:
+        terminalreporter.section("left running at the end of the run", sep="-")
+        terminalreporter.write_line(part)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Should the interpreter's exit hang all the same, end it with pytest's status."""
+    import run_guard
+
+    run_guard.arm_exit_watchdog(_END["status"])

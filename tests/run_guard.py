@@ -1,0 +1,97 @@
+"""The end of a test run: nothing the tests started outlives it.
+
+A thread that is not a daemon keeps the interpreter from exiting, and a child process (a
+worker, a browser, a server) keeps the machine busy; either turns a passed run into a CI job
+that never ends. At the end of the session this module names what is still running (with the
+stack of each thread) and ends the child processes; once pytest is done, a watchdog ends the
+process with pytest's own status should its exit hang all the same, after printing every
+thread's stack, so the cause is on record instead of a timeout.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import threading
+import traceback
+
+import psutil
+
+#: How long the interpreter may take to exit after pytest is done.
+EXIT_GRACE = 60.0
+#: How long threads still running at the session's end get to finish before being named.
+THREAD_GRACE = 10.0
+
+
+def leftover_threads() -> list[threading.Thread]:
+    """Threads that would keep the interpreter from exiting (not daemons, not the main one)."""
+    main = threading.main_thread()
+    return [t for t in threading.enumerate() if t is not main and not t.daemon and t.is_alive()]
+
+
+def describe_threads(threads: list[threading.Thread]) -> str:
+    """Each thread's name and where it stands, innermost frames last."""
+    frames = sys._current_frames()
+    parts = []
+    for thread in threads:
+        frame = frames.get(thread.ident or -1)
+        stack = "".join(traceback.format_stack(frame)[-8:]) if frame is not None else ""
+        parts.append(f"thread {thread.name!r}:\n{stack}")
+    return "\n".join(parts)
+
+
+def settle_threads(grace: float = THREAD_GRACE) -> list[threading.Thread]:
+    """Wait up to ``grace`` seconds in all for the leftover threads; return those still busy.
+
+    Idle pool threads (``concurrent.futures``, waiting for work) are not counted: the
+    interpreter ends them at exit."""
+    for thread in leftover_threads():
+        thread.join(grace / 4)
+    return [t for t in leftover_threads() if not _idle_pool_thread(t)]
+
+
+def _idle_pool_thread(thread: threading.Thread) -> bool:
+    """Whether ``thread`` is a pool thread waiting for work (its innermost Python frame is the
+    pool's loop: the queue it waits on is written in C)."""
+    frame = sys._current_frames().get(thread.ident or -1)
+    return (
+        frame is not None
+        and frame.f_code.co_name == "_worker"
+        and frame.f_code.co_filename.endswith(os.path.join("concurrent", "futures", "thread.py"))
+    )
+
+
+def end_children() -> list[str]:
+    """End every process this run started that still runs; return what each was."""
+    me = psutil.Process()
+    ended: list[str] = []
+    children = me.children(recursive=True)
+    for child in children:
+        try:
+            ended.append(f"pid {child.pid}: {' '.join(child.cmdline())[:200]}")
+            child.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(children, timeout=10)
+    return ended
+
+
+def arm_exit_watchdog(status: int, grace: float = EXIT_GRACE) -> None:
+    """End the process with ``status`` if it has not exited ``grace`` seconds from now.
+
+    A daemon thread: it runs while the interpreter joins other threads and runs its exit
+    handlers, the two places an exit hangs."""
+
+    def watch() -> None:
+        threading.Event().wait(grace)
+        sys.stderr.write(
+            f"\nrun_guard: the test process did not exit within {grace:.0f} s of pytest's end; "
+            "every thread's stack follows, then it ends with pytest's status\n"
+        )
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stderr.flush()
+        sys.stdout.flush()
+        os._exit(status)
+
+    threading.Thread(target=watch, name="run-guard", daemon=True).start()
