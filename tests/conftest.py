@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,7 @@ def dask_scheduler() -> Iterator[str]:
 
 # --- the end of a run: nothing the tests started outlives it (tests/run_guard.py) ----------
 
-_END: dict[str, Any] = {"status": 0, "report": []}
+_END: dict[str, Any] = {"status": 0, "report": [], "started": time.time()}
 
 
 @pytest.hookimpl(trylast=True)
@@ -78,6 +79,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     ended = run_guard.end_children()
     if ended:
         _END["report"].append("child processes still running, ended:\n" + "\n".join(ended))
+    orphans = run_guard.end_orphan_servers(_END["started"])
+    if orphans:
+        _END["report"].append("servers of deleted directories, ended:\n" + "\n".join(orphans))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

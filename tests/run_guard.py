@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -74,6 +75,31 @@ def end_children() -> list[str]:
         except psutil.Error:
             continue
     psutil.wait_procs(children, timeout=10)
+    return ended
+
+
+def end_orphan_servers(since: float) -> list[str]:
+    """End PostgreSQL servers started since ``since`` whose data directory is gone.
+
+    A test that deletes its server's directory before the server has stopped (a restart that
+    raced the fixture's stop) leaves a postmaster that belongs to no one and never ends; a
+    server whose directory still exists may be another test run's, and is left alone."""
+    ended: list[str] = []
+    for process in psutil.process_iter(["name", "cmdline", "create_time"]):
+        info = process.info
+        cmdline = info.get("cmdline") or []
+        if info.get("name") != "postgres" or (info.get("create_time") or 0) < since:
+            continue
+        if "-D" not in cmdline or cmdline.index("-D") + 1 >= len(cmdline):
+            continue
+        data = cmdline[cmdline.index("-D") + 1]
+        if os.path.isdir(data):
+            continue
+        try:
+            process.send_signal(signal.SIGQUIT)  # the immediate shutdown of PostgreSQL
+            ended.append(f"pid {process.pid}: {' '.join(cmdline)[:200]}")
+        except psutil.Error:
+            continue
     return ended
 
 

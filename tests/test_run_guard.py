@@ -71,3 +71,37 @@ def test_a_hanging_exit_ends_with_the_given_status_and_the_stacks_on_stderr() ->
     assert result.returncode == 3
     assert "did not exit within" in result.stderr
     assert "never_returns" in result.stderr
+
+
+def test_a_server_whose_directory_is_gone_is_ended_and_a_live_one_is_left() -> None:
+    import os
+    import shutil
+    import tempfile
+    import time
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    since = time.time() - 1
+    kept_base = tempfile.mkdtemp(prefix="notify-guard-kept-")
+    gone_base = tempfile.mkdtemp(prefix="notify-guard-gone-")
+    kept = pgserver.get_server(os.path.join(kept_base, "data"), cleanup_mode="delete")
+    gone = pgserver.get_server(os.path.join(gone_base, "data"), cleanup_mode=None)
+    gone_pid = gone._postmaster_info.process.pid
+    kept_pid = kept._postmaster_info.process.pid
+    try:
+        shutil.rmtree(gone_base, ignore_errors=True)  # as a fixture racing a restart would
+        ended = run_guard.end_orphan_servers(since)
+        # Another run's server may end the same way at the same time: only ours is asked for.
+        assert f"pid {gone_pid}" in [line.split(":")[0] for line in ended]
+        assert f"pid {kept_pid}" not in [line.split(":")[0] for line in ended]
+        psutil.Process(gone_pid).wait(30) if psutil.pid_exists(gone_pid) else None
+        assert not psutil.pid_exists(gone_pid)
+        assert psutil.Process(kept_pid).is_running()
+    finally:
+        if psutil.pid_exists(gone_pid):
+            psutil.Process(gone_pid).kill()
+        kept.cleanup()
+        shutil.rmtree(kept_base, ignore_errors=True)
