@@ -450,7 +450,9 @@ class InboxPipeline:
                 if dues is None or found_user is None or type(person) is not str:
                     due = email_after(found_user, category, at, delay, site_info)
                 else:
-                    schedule, hour = found_user.email_schedule, found_user.daily_hour
+                    # By position (`WikiUser`: id, zone, locale, schedule, daily hour): a
+                    # named tuple's fields by name cost a generic attribute lookup each.
+                    _, _, _, schedule, hour = found_user
                     # Only values `email_schedule` caches share a due time: an exact str and
                     # None or an exact int (so equal keys mean equal values).
                     shared_key: str | tuple[str, int] | None = None
@@ -544,7 +546,7 @@ def _open_entries(
     fresh: dict[str, list[str]] = {}
     if one_category:
         key = decisions[0].category.group_key(ids)
-        people = [decision[0] for decision in decisions]
+        people = list(map(_RECIPIENT, decisions))
         olds = unread_all(entries, key, people)
         fresh[key] = [person for person, old in zip(people, olds, strict=True) if old is None]
     else:
@@ -579,6 +581,8 @@ def _variant(event: Event) -> str:
 _LINE_ORDER: Final = operator.itemgetter(2, 3)
 #: Lines of one event with one firing category (each recipient once).
 _BY_RECIPIENT: Final = operator.itemgetter(2)
+#: A decision's recipient, by position.
+_RECIPIENT: Final = operator.itemgetter(0)
 
 
 def __getattr__(name: str) -> object:
