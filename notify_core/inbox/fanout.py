@@ -25,7 +25,7 @@ from notify_core.inbox.categories import (
     Origin,
     categories_for,
 )
-from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings, channels_for
+from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
 
 __all__ = [
     "EntryDecision",
@@ -225,8 +225,12 @@ def fan_out(
         section_is_off = delivery is Delivery.OFF
         permission = category.access
         default_in_app, default_email = category.defaults.in_app, category.defaults.email
-        # Whether the defaults send an email to a person with a verified address.
-        email_by_default = default_email and mail and delivery is Delivery.EMAIL
+        # Whether the section and the instance send email at all (N3, N4), and whether the
+        # defaults do to a person with a verified address.
+        by_email = mail and delivery is Delivery.EMAIL
+        email_by_default = default_email and by_email
+        # A person's rows for this category (`InboxPrefs.choice`), keyed once per category.
+        in_app_row, email_row = (category.key, "in_app"), (category.key, "email")
         # Access by group set for this category's permission: a dict lookup per person.
         allowed: dict[frozenset[str], bool] = {}
         # Each candidate once, in recipient order: sorted, a repeat is next to its first (a
@@ -259,11 +263,11 @@ def fan_out(
             if section_is_off:
                 append_skip(make(SkipDecision, (person, category, section_off)))
                 continue
-            if prefs.rows:
-                choice = channels_for(
-                    category, prefs, delivery, mail and verified and bool(address)
-                )
-                in_app, email = choice.in_app, choice.email
+            rows = prefs.rows
+            if rows:  # `channels_for` without its two values: the rows over the defaults
+                in_app = rows.get(in_app_row, default_in_app)
+                email = rows.get(email_row, default_email) and by_email and verified
+                email = email and bool(address)
             else:  # the defaults: the common case, without building a value
                 in_app = default_in_app
                 email = email_by_default and verified and bool(address)

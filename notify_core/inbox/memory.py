@@ -6,7 +6,7 @@ bounded by the world's state, never by the log's length.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import ClassVar, Final
@@ -165,6 +165,15 @@ class WikiMemory:
                 )
             out[person] = found
         return out
+
+    def people_lookup(self, ids: Collection[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts of every known person among ``ids``, and maybe of others
+        (`notify_core.inbox.ports.people_facts`): the cache itself once it holds them all,
+        read only, so that a fan-out to thousands builds no mapping of its own."""
+        facts = self._facts
+        if all(map(facts.__contains__, ids)):
+            return facts
+        return self.people(ids)
 
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""

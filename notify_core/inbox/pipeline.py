@@ -61,6 +61,7 @@ from notify_core.inbox.ports import (
     WikiFacts,
     WikiUser,
     created_as_draft,
+    people_facts,
     save_all,
     take_ids,
     unread_all,
@@ -287,7 +288,7 @@ class InboxPipeline:
             (people,) = candidates.values()
         else:
             people = {person for listed in candidates.values() for person in listed}
-        facts = wiki.people(people)
+        facts = people_facts(wiki, people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         lines = self._apply(event, inbox, page, result.entries, len(candidates) == 1)
         if result.skips:
