@@ -426,7 +426,7 @@ class InboxPipeline:
         make = tuple.__new__
         last: Category | None = None
         key = category_key = ""
-        take_id: Callable[[], str] | None = None
+        take_id: Callable[[], str] = _no_ids
         # The previous person's inputs and new state (``last_new`` is read only after a match,
         # and the first person never matches: ``last_in_app`` is no bool).
         last_state: EntryState | None = None
@@ -438,13 +438,18 @@ class InboxPipeline:
             if category is not last:
                 last, category_key = category, category.key
                 key = category.group_key(ids)
-                take_id = take.get(key)
+                take_id = take.get(key, _no_ids)
                 if shared:
                     dues = dues_by_digest.setdefault(category.digest, {})
-            if old is None:
+            # The entry's id, creation time and decision, worked out with its state.
+            if old is None:  # a new entry: the key's next id, created now
                 state = None
+                entry_id = take_id()
+                since = at
+                kind = new_kind
             else:  # by position: a named tuple's fields by name are slower to read
-                old_id, _, _, _, state, created_at, _ = old
+                entry_id, _, _, _, state, since, _ = old
+                kind = coalesce_kind
             due = None
             if email and (state is None or state.email is none):  # an email starts (E1)
                 found_user = user(person)
@@ -476,7 +481,6 @@ class InboxPipeline:
                 and email is last_email
                 and due is last_due
             ):
-                assert last_new is not None  # set with the last_* it matched
                 new_state = last_new  # a run of people alike: no lookup
             else:
                 memo = (id(state), in_app, email, due)
@@ -493,15 +497,7 @@ class InboxPipeline:
                     due,
                     new_state,
                 )
-            if old is None:
-                assert take_id is not None  # the key has new entries: their ids were taken
-                entry = make(Entry, (take_id(), person, category_key, key, new_state, at, target))
-                kind = new_kind
-            else:
-                entry = make(
-                    Entry, (old_id, person, category_key, key, new_state, created_at, target)
-                )
-                kind = coalesce_kind
+            entry = make(Entry, (entry_id, person, category_key, key, new_state, since, target))
             write(entry)
             append(
                 make(
@@ -571,6 +567,12 @@ def _open_entries(
         if people
     }
     return olds, take
+
+
+def _no_ids() -> str:
+    """The id taker of a key without new entries: never called (`_open_entries` took the ids
+    of every key that has new entries)."""
+    raise AssertionError("a new entry on a key whose ids were not taken")
 
 
 def _variant(event: Event) -> str:
