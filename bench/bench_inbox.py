@@ -1,6 +1,6 @@
 """Benchmark: the inbox fan-out of one event to many watchers, in memory, printed as JSON.
 
-    python bench/bench_inbox.py [--watchers 10000] [--repeat 7]
+    python bench/bench_inbox.py [--watchers 10000] [--repeat 7] [--baseline-src DIR --rounds 3]
 
 Stages, each the median of ``--repeat`` runs, as entry decisions per second of this process's
 CPU time (``time.process_time``: on a shared machine, wall time measures the neighbours):
@@ -20,20 +20,31 @@ The world: 10,000 watchers of one page in six group sets (two without access), a
 them with stored choices, a twentieth without a verified address. Goal: ``fan_out``,
 ``pipeline_new`` and ``pipeline_coalesce`` >= 300,000 entry decisions/s. Nothing here
 asserts a speed (tests/test_bench_inbox.py only runs the functions on a small world).
+
+``--baseline-src DIR`` compares two source trees of the library on the same workload: this
+script runs ``--rounds`` times as a child process on each tree in turn (``PYTHONPATH``: DIR,
+then this script's own tree; each child imports ``notify_core`` from its tree), and prints
+each stage's median rate over the rounds for both (``base``, ``new``), their ``ratio``
+(new over base) and the load average before and after. For example a worktree of main:
+``git worktree add ../inbox-base main``, then ``--baseline-src ../inbox-base``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import notify_core
 from notify_cli.batch import batch_gc
 from notify_core.events import parse_event
 from notify_core.inbox import (
@@ -51,6 +62,10 @@ from notify_core.inbox import (
 from notify_core.inbox.pipeline import InboxPipeline
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+#: The source tree this script belongs to (its ``notify_core``), for ``--baseline-src``.
+OWN_SRC = Path(__file__).resolve().parents[1]
+#: The stages ``--baseline-src`` compares.
+STAGES = ("baseline", "fan_out", "pipeline_new", "pipeline_coalesce")
 #: Issue 11's goal for the whole path (``pipeline_new`` and ``pipeline_coalesce``).
 GOAL_PER_S = 300_000
 ALL = [{"permission": "read_pages", "match": "all"}]
@@ -213,8 +228,15 @@ def _main(argv: list[str] | None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--watchers", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--baseline-src", default=None, help="another source tree to compare")
+    parser.add_argument("--rounds", type=int, default=3, help="child runs per tree")
     args = parser.parse_args(argv)
     n, repeat = args.watchers, args.repeat
+    if args.baseline_src is not None:
+        figures = compare(Path(args.baseline_src), n, repeat, args.rounds)
+        json.dump(figures, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return figures
 
     event, candidates, people, groups, settings = core_inputs(n)
     listed = candidates["watched_page"]
@@ -271,6 +293,8 @@ def _main(argv: list[str] | None) -> dict[str, Any]:
         "format": 1,
         "python": platform.python_version(),
         "machine": platform.machine(),
+        # The tree whose `notify_core` ran (``--baseline-src`` checks its children's).
+        "src": str(Path(notify_core.__file__).resolve().parents[1]),
         "watchers": n,
         "repeat": repeat,
         "goal_per_s": GOAL_PER_S,
@@ -290,6 +314,53 @@ def _main(argv: list[str] | None) -> dict[str, Any]:
     json.dump(figures, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return figures
+
+
+def run_child(src: Path, watchers: int, repeat: int) -> dict[str, Any]:
+    """Run this script on the source tree ``src`` in a child process; return its figures."""
+    env = {**os.environ, "PYTHONPATH": str(src.resolve())}
+    command = [sys.executable, __file__, "--watchers", str(watchers), "--repeat", str(repeat)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    figures: dict[str, Any] = json.loads(done.stdout)
+    if figures["src"] != str(src.resolve()):
+        raise SystemExit(f"the child ran {figures['src']}, not {src}: is {src} a source tree?")
+    return figures
+
+
+def compare(base_src: Path, watchers: int, repeat: int, rounds: int) -> dict[str, Any]:
+    """Run the stages on ``base_src`` and on this script's tree alternately, ``rounds`` each.
+
+    Rounds alternate (base, new, base, new ...) so that a neighbour's load falls on both
+    alike; each stage's figure is the median over the rounds of each tree's median rate.
+    """
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict[str, Any]]] = {"base": [], "new": []}
+    for _ in range(rounds):
+        runs["base"].append(run_child(base_src, watchers, repeat))
+        runs["new"].append(run_child(OWN_SRC, watchers, repeat))
+    medians = {
+        side: {stage: round(statistics.median(r[stage]["per_s"] for r in got)) for stage in STAGES}
+        for side, got in runs.items()
+    }
+    return {
+        "format": 1,
+        "python": platform.python_version(),
+        "watchers": watchers,
+        "repeat": repeat,
+        "rounds": rounds,
+        "base_src": str(base_src.resolve()),
+        "new_src": str(OWN_SRC),
+        "base": medians["base"],
+        "new": medians["new"],
+        "ratio": {
+            stage: round(medians["new"][stage] / medians["base"][stage], 3) for stage in STAGES
+        },
+        "per_round": {
+            side: {stage: [r[stage]["per_s"] for r in got] for stage in STAGES}
+            for side, got in runs.items()
+        },
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+    }
 
 
 if __name__ == "__main__":

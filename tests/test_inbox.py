@@ -28,12 +28,14 @@ from notify_core.inbox import (
     Rule,
     Section,
     categories_for,
+    channels_for,
     coalesce,
     event_variant,
     fan_out,
     holds,
     read,
 )
+from notify_core.inbox.fanout import EntryDecision, SkipDecision, firing
 
 READERS = Group(
     rules=(
@@ -193,6 +195,59 @@ class TestFanOutProperties:
         assert after == before
         for person, facts in people.items():
             assert facts.prefs is people[person].prefs  # never written into
+
+    @given(si.events, si.candidates, si.people, si.groups, si.settings, st.randoms())
+    def test_n6_n8_the_decisions_of_a_plain_model_whatever_the_candidates_order(
+        self, event, candidates, people, groups, settings, random
+    ) -> None:  # type: ignore[no-untyped-def]
+        # `fan_out` takes each candidate once in recipient order (a sort, not a dict): the
+        # same decisions as the rules read one by one, with candidates shuffled and repeated.
+        shuffled = {}
+        for key, listed in candidates.items():
+            again = [*listed, *random.sample(listed, len(listed) // 2)]
+            random.shuffle(again)
+            shuffled[key] = again
+        result = fan_out(event, shuffled, people, groups, settings)
+        assert (list(result.entries), list(result.skips)) == plain_fan_out(
+            event, candidates, people, groups, settings
+        )
+
+
+def plain_fan_out(event, candidates, people, groups, settings):  # type: ignore[no-untyped-def]
+    """N6-N9 read one by one, without `fan_out`'s shortcuts: the model of its decisions."""
+    entries, skips, reached = [], [], set()
+    for category in firing(event):
+        listed = candidates.get(category.key, [])
+        delivery = settings.delivery(category.section)
+        for person in dict.fromkeys(listed):
+            facts = people.get(person)
+            if category.key == "mention" and person in event.previous_mentions:
+                continue
+            if person == event.actor:
+                reason = InboxSkip.ACTOR
+            elif facts is None or not facts.recipient:
+                reason = InboxSkip.INACTIVE
+            elif category.access is not None and not (
+                event.page is not None and holds(facts.groups, groups, category.access, event.page)
+            ):
+                reason = InboxSkip.NO_ACCESS
+            elif delivery is Delivery.OFF:
+                reason = InboxSkip.SECTION_OFF
+            else:
+                possible = settings.mail_configured and facts.verified and bool(facts.email)
+                choice = channels_for(category, facts.prefs, delivery, possible)
+                if not (choice.in_app or choice.email):
+                    reason = InboxSkip.PREFERENCE
+                elif person in reached:
+                    reason = InboxSkip.LOWER_PRIORITY
+                else:
+                    reached.add(person)
+                    entries.append(EntryDecision(person, category, choice.in_app, choice.email))
+                    continue
+            skips.append(SkipDecision(person, category, reason))
+    entries.sort(key=lambda e: e.recipient)
+    skips.sort(key=lambda s: (s.recipient, s.category.key))
+    return entries, skips
 
 
 def entry_after(events: list[tuple[str, str]], in_app: bool = True, email_on: bool = True):  # type: ignore[no-untyped-def]

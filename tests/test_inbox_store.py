@@ -19,12 +19,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from inbox_log import WikiLog
 from test_inbox_replay import HEAVY, wiki_logs
+from test_inbox_replay import PEOPLE as REPLAY_PEOPLE
 
 from notify_core.events import parse_event
 from notify_core.inbox import EmailState, EntryState
-from notify_core.inbox.memory import EntryMemory
+from notify_core.inbox.memory import EntryMemory, WikiMemory
 from notify_core.inbox.pipeline import InboxPipeline
-from notify_core.inbox.ports import Entry, EntryTarget, save_all, take_ids, unread_all
+from notify_core.inbox.ports import (
+    Entry,
+    EntryTarget,
+    people_facts,
+    save_all,
+    take_ids,
+    unread_all,
+)
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
 PEOPLE = ("ana", "ben", "cy")
@@ -194,6 +202,32 @@ def test_the_inbox_path_is_the_same_on_a_store_without_batch_methods(log: WikiLo
         assert batch.handle(event) == single.handle(event)
     end = log.now + timedelta(days=2)
     assert batch.drain(end) == single.drain(end)
+
+
+@attrs.define
+class PeopleOnly(WikiMemory):
+    """The in-memory wiki without ``people_lookup``: `people_facts` asks `WikiMemory.people`."""
+
+    people_lookup = None
+
+
+@HEAVY
+@given(wiki_logs(), st.lists(st.sampled_from([*REPLAY_PEOPLE, "nobody"])))
+def test_people_facts_hold_each_known_persons_facts_with_or_without_a_lookup(
+    log: WikiLog, ids: list[str]
+) -> None:
+    """`people_facts` (a fan-out's read of the candidates) gives each person among ``ids``
+    the facts of `WikiMemory.people`, whether the host has ``people_lookup`` or not, and the
+    inbox path gives the same lines either way."""
+    fast, plain = InboxPipeline(), InboxPipeline(wiki=PeopleOnly())
+    for text in log.lines():
+        event = parse_event(json.loads(text))
+        assert fast.handle(event) == plain.handle(event)
+        expected = plain.wiki.people(ids)
+        for wiki in (fast.wiki, plain.wiki):
+            found = people_facts(wiki, ids)
+            assert {person: found.get(person) for person in expected} == expected
+            assert all(found.get(person) is None for person in ids if person not in expected)
 
 
 class DuplicatingDue:

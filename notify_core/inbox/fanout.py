@@ -25,7 +25,7 @@ from notify_core.inbox.categories import (
     Origin,
     categories_for,
 )
-from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings, channels_for
+from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
 
 __all__ = [
     "EntryDecision",
@@ -166,8 +166,7 @@ _MENTION: Final = CATEGORY_BY_KEY["mention"]
 _BY_RECIPIENT_CATEGORY: Final = operator.attrgetter("recipient", "category.key")
 
 #: Entries: one per recipient, so the recipient alone orders them (a C-level key: the field
-#: by position, without the named tuple's property). Skips of one firing category too (each
-#: candidate once, and one category key).
+#: by position, without the named tuple's property).
 _BY_RECIPIENT: Final = operator.itemgetter(0)
 
 
@@ -226,20 +225,35 @@ def fan_out(
         section_is_off = delivery is Delivery.OFF
         permission = category.access
         default_in_app, default_email = category.defaults.in_app, category.defaults.email
-        # Whether the defaults send an email to a person with a verified address.
-        email_by_default = default_email and mail and delivery is Delivery.EMAIL
+        # Whether the section and the instance send email at all (N3, N4), and whether the
+        # defaults do to a person with a verified address.
+        by_email = mail and delivery is Delivery.EMAIL
+        email_by_default = default_email and by_email
+        # A person's rows for this category (`InboxPrefs.choice`), keyed once per category.
+        in_app_row, email_row = (category.key, "in_app"), (category.key, "email")
         # Access by group set for this category's permission: a dict lookup per person.
         allowed: dict[frozenset[str], bool] = {}
-        for person in dict.fromkeys(listed):  # each candidate once, in order
+        # Each candidate once, in recipient order: sorted, a repeat is next to its first (a
+        # sort of the strings costs less than a dict of them, and leaves the decisions of one
+        # category in the order the result wants).
+        previous: str | None = None
+        for person in sorted(listed):
+            if person == previous:
+                continue
+            previous = person
             if person == actor:
                 append_skip(make(SkipDecision, (person, category, actor_skip)))
                 continue
             facts = person_of(person)
-            if facts is None or not (facts.active and facts.human) or facts.system:
+            if facts is None:
+                append_skip(make(SkipDecision, (person, category, inactive)))
+                continue
+            # By position: a named tuple's fields by name cost a generic attribute lookup each.
+            active, human, system, person_groups, address, verified, prefs = facts
+            if not (active and human) or system:
                 append_skip(make(SkipDecision, (person, category, inactive)))
                 continue
             if permission is not None:
-                person_groups = facts.groups
                 held = allowed.get(person_groups)
                 if held is None:
                     held = allowed[person_groups] = access.holds(person_groups, permission)
@@ -249,15 +263,14 @@ def fan_out(
             if section_is_off:
                 append_skip(make(SkipDecision, (person, category, section_off)))
                 continue
-            prefs = facts.prefs
-            if prefs.rows:
-                choice = channels_for(
-                    category, prefs, delivery, mail and facts.verified and bool(facts.email)
-                )
-                in_app, email = choice.in_app, choice.email
+            rows = prefs.rows
+            if rows:  # `channels_for` without its two values: the rows over the defaults
+                in_app = rows.get(in_app_row, default_in_app)
+                email = rows.get(email_row, default_email) and by_email and verified
+                email = email and bool(address)
             else:  # the defaults: the common case, without building a value
                 in_app = default_in_app
-                email = email_by_default and facts.verified and bool(facts.email)
+                email = email_by_default and verified and bool(address)
             if not (in_app or email):
                 append_skip(make(SkipDecision, (person, category, preference)))
             elif several and person in reached:
@@ -266,6 +279,7 @@ def fan_out(
                 if several:
                     reached.add(person)
                 append_entry(make(EntryDecision, (person, category, in_app, email)))
-    entries.sort(key=_BY_RECIPIENT)
-    skips.sort(key=_BY_RECIPIENT_CATEGORY if several else _BY_RECIPIENT)
+    if several:  # one category's decisions already come by recipient
+        entries.sort(key=_BY_RECIPIENT)
+        skips.sort(key=_BY_RECIPIENT_CATEGORY)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)

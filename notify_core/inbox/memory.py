@@ -6,7 +6,7 @@ bounded by the world's state, never by the log's length.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import ClassVar, Final
@@ -18,7 +18,7 @@ from notify_core.events import Event, EventError
 from notify_core.inbox.access import Group, Match, Rule
 from notify_core.inbox.admin import check_retention
 from notify_core.inbox.categories import Permission, Section
-from notify_core.inbox.coalesce import EmailState
+from notify_core.inbox.coalesce import EmailState, EntryState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, Entry, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
@@ -165,6 +165,15 @@ class WikiMemory:
                 )
             out[person] = found
         return out
+
+    def people_lookup(self, ids: Collection[str]) -> Mapping[str, PersonFacts]:
+        """Return the facts of every known person among ``ids``, and maybe of others
+        (`notify_core.inbox.ports.people_facts`): the cache itself once it holds them all,
+        read only, so that a fan-out to thousands builds no mapping of its own."""
+        facts = self._facts
+        if all(map(facts.__contains__, ids)):
+            return facts
+        return self.people(ids)
 
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""
@@ -462,11 +471,18 @@ class EntryMemory:
         if not people:
             return []
         by_person = self.counters.get(group_key)
+        first, middle = f":{group_key}:1", f":{group_key}:"
+        if not by_person:
+            # The key's first entries (a fan-out on a page nobody had an entry of): each
+            # person's first id, counted in one call unless someone is listed twice.
+            counted = dict.fromkeys(people, 1)
+            if len(counted) == len(people):
+                self.counters[group_key] = counted
+                return [person + first for person in people]
         if by_person is None:
             by_person = self.counters[group_key] = {}
         get = by_person.get
         # Most people start their first entry on the key: one concatenation each.
-        first, middle = f":{group_key}:1", f":{group_key}:"
         out: list[str] = []
         append = out.append
         for person in people:
@@ -491,19 +507,25 @@ class EntryMemory:
         # The due items of the batch; pushed one by one into a large heap, or heapified with
         # it when they outnumber it (a fan-out's new entries into an empty heap).
         dues = []
+        # What the store reads of a state, read once per run of entries sharing it (one
+        # event's entries share a handful of states).
+        last_state: EntryState | None = None
+        at: datetime | None = None
+        read = False
         for entry in entries:
             # Unpacked: a named tuple's fields by name are slower to read than by position.
             entry_id, person, _, group_key, state, _, _ = entry
             by_id[entry_id] = entry
-            if state.email is pending:
-                at = state.email_after
-                if at is not None:
-                    held_at = queued_at(entry_id)
-                    if held_at is None or held_at != at:
-                        queued[entry_id] = at
-                        dues.append((at, entry_id))
+            if state is not last_state:
+                last_state, read = state, state.read
+                at = state.email_after if state.email is pending else None
+            if at is not None:
+                held_at = queued_at(entry_id)
+                if held_at is None or held_at != at:
+                    queued[entry_id] = at
+                    dues.append((at, entry_id))
             keys = unread_keys.get(person)
-            if state.read:
+            if read:
                 if keys is None:
                     unread_keys[person] = {}
                 else:

@@ -61,6 +61,7 @@ from notify_core.inbox.ports import (
     WikiFacts,
     WikiUser,
     created_as_draft,
+    people_facts,
     save_all,
     take_ids,
     unread_all,
@@ -287,7 +288,7 @@ class InboxPipeline:
             (people,) = candidates.values()
         else:
             people = {person for listed in candidates.values() for person in listed}
-        facts = wiki.people(people)
+        facts = people_facts(wiki, people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         lines = self._apply(event, inbox, page, result.entries, len(candidates) == 1)
         if result.skips:
@@ -425,7 +426,7 @@ class InboxPipeline:
         make = tuple.__new__
         last: Category | None = None
         key = category_key = ""
-        take_id: Callable[[], str] | None = None
+        take_id: Callable[[], str] = _no_ids
         # The previous person's inputs and new state (``last_new`` is read only after a match,
         # and the first person never matches: ``last_in_app`` is no bool).
         last_state: EntryState | None = None
@@ -437,20 +438,27 @@ class InboxPipeline:
             if category is not last:
                 last, category_key = category, category.key
                 key = category.group_key(ids)
-                take_id = take.get(key)
+                take_id = take.get(key, _no_ids)
                 if shared:
                     dues = dues_by_digest.setdefault(category.digest, {})
-            if old is None:
+            # The entry's id, creation time and decision, worked out with its state.
+            if old is None:  # a new entry: the key's next id, created now
                 state = None
+                entry_id = take_id()
+                since = at
+                kind = new_kind
             else:  # by position: a named tuple's fields by name are slower to read
-                old_id, _, _, _, state, created_at, _ = old
+                entry_id, _, _, _, state, since, _ = old
+                kind = coalesce_kind
             due = None
             if email and (state is None or state.email is none):  # an email starts (E1)
                 found_user = user(person)
                 if dues is None or found_user is None or type(person) is not str:
                     due = email_after(found_user, category, at, delay, site_info)
                 else:
-                    schedule, hour = found_user.email_schedule, found_user.daily_hour
+                    # By position (`WikiUser`: id, zone, locale, schedule, daily hour): a
+                    # named tuple's fields by name cost a generic attribute lookup each.
+                    _, _, _, schedule, hour = found_user
                     # Only values `email_schedule` caches share a due time: an exact str and
                     # None or an exact int (so equal keys mean equal values).
                     shared_key: str | tuple[str, int] | None = None
@@ -473,7 +481,6 @@ class InboxPipeline:
                 and email is last_email
                 and due is last_due
             ):
-                assert last_new is not None  # set with the last_* it matched
                 new_state = last_new  # a run of people alike: no lookup
             else:
                 memo = (id(state), in_app, email, due)
@@ -490,15 +497,7 @@ class InboxPipeline:
                     due,
                     new_state,
                 )
-            if old is None:
-                assert take_id is not None  # the key has new entries: their ids were taken
-                entry = make(Entry, (take_id(), person, category_key, key, new_state, at, target))
-                kind = new_kind
-            else:
-                entry = make(
-                    Entry, (old_id, person, category_key, key, new_state, created_at, target)
-                )
-                kind = coalesce_kind
+            entry = make(Entry, (entry_id, person, category_key, key, new_state, since, target))
             write(entry)
             append(
                 make(
@@ -544,7 +543,7 @@ def _open_entries(
     fresh: dict[str, list[str]] = {}
     if one_category:
         key = decisions[0].category.group_key(ids)
-        people = [decision[0] for decision in decisions]
+        people = list(map(_RECIPIENT, decisions))
         olds = unread_all(entries, key, people)
         fresh[key] = [person for person, old in zip(people, olds, strict=True) if old is None]
     else:
@@ -570,6 +569,12 @@ def _open_entries(
     return olds, take
 
 
+def _no_ids() -> str:
+    """The id taker of a key without new entries: never called (`_open_entries` took the ids
+    of every key that has new entries)."""
+    raise AssertionError("a new entry on a key whose ids were not taken")
+
+
 def _variant(event: Event) -> str:
     given = event.payload.get("variant")
     return event_variant(event.type, None if given is None else str(given))
@@ -579,6 +584,8 @@ def _variant(event: Event) -> str:
 _LINE_ORDER: Final = operator.itemgetter(2, 3)
 #: Lines of one event with one firing category (each recipient once).
 _BY_RECIPIENT: Final = operator.itemgetter(2)
+#: A decision's recipient, by position.
+_RECIPIENT: Final = operator.itemgetter(0)
 
 
 def __getattr__(name: str) -> object:

@@ -6,7 +6,7 @@ adapter implements the same protocols. The inbox path never knows which one it t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import NamedTuple, Protocol
 
@@ -29,6 +29,7 @@ __all__ = [
     "WikiFacts",
     "WikiUser",
     "created_as_draft",
+    "people_facts",
     "save_all",
     "take_ids",
     "unread_all",
@@ -236,6 +237,19 @@ def created_as_draft(event: Event) -> bool:
         return False
     state = event.payload.get("publish_state")
     return state is not None and state != "published"
+
+
+def people_facts(wiki: WikiFacts, ids: Collection[str]) -> Mapping[str, PersonFacts]:
+    """Return a mapping in which each known person among ``ids`` has their facts.
+
+    `WikiFacts.people`, for a reader that only looks people up (a fan-out): a host with a
+    ``people_lookup(ids)`` method (the in-memory one) may answer with a mapping that holds
+    others too, without building one for the event; any other is asked `WikiFacts.people`.
+    """
+    lookup: Callable[[Collection[str]], Mapping[str, PersonFacts]] | None = getattr(
+        wiki, "people_lookup", None
+    )
+    return wiki.people(ids) if lookup is None else lookup(ids)
 
 
 def unread_all(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[Entry | None]:
