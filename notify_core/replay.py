@@ -257,6 +257,12 @@ class Summary:
                     self.pushes[hint.recipient] += 1
                     self.push_hours[(kind, hint.at.hour)] += 1
 
+    def add_skips(self, skips: Mapping[Skip, int]) -> None:
+        """Count skip decisions given as counts by value (as `add_hint` counts each)."""
+        for skip, count in skips.items():
+            self.decisions["skip"] += count
+            self.skips[skip.reason._value_] += count
+
     def add_entry(self, line: InboxLine) -> None:
         """Count an inbox entry decision by category and decision, a skip by reason."""
         self.entries[(line.category, line.decision.value)] += 1
@@ -355,6 +361,8 @@ class Replay:
             prefs=self.store.prefs,
             schedule=self.store.agenda,
             owns=self.owns,
+            # Skips not written need no hint each: the pipeline counts them (`feed_event`).
+            skipped=None if self.include_skips else Counter(),
         )
         wiki = self.inbox.wiki
         # A wiki of another kind (a caller's own facts) is not asked: its objects go unchecked.
@@ -406,6 +414,10 @@ class Replay:
             yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
+            skipped = self.pipeline.skipped
+            if skipped:
+                self.summary.add_skips(skipped)
+                skipped.clear()
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
             if event.type == "notifications.settings":

@@ -77,6 +77,10 @@ class MemoryWorld:
     device_facts: MemoryDevices = attrs.field(factory=MemoryDevices)
     # Derived indexes, kept by `record` only: they make the per-recipient reads O(1).
     _readers: dict[str, tuple[str, ...]] = attrs.field(factory=dict, init=False, repr=False)
+    # Per channel, the readers tuple last seen by `allowed_many` and the same as a set.
+    _reader_sets: dict[str, tuple[Sequence[str], frozenset[str]]] = attrs.field(
+        factory=dict, init=False, repr=False
+    )
     _grants_of: dict[str, set[tuple[str, str]]] = attrs.field(
         factory=lambda: defaultdict(set), init=False, repr=False
     )
@@ -168,6 +172,32 @@ class MemoryWorld:
         if participants is not None:
             return user in participants
         return user in channel_grants or user in self.owners or user in space_grants
+
+    def allowed_many(self, users: Sequence[str], thread: str) -> list[bool]:
+        """`allowed` for each of ``users``, in order: a fan-out's read rights at once.
+
+        A channel's readers (`readers`: active humans with access) may read its threads
+        unless the channel or space is archived, which `allowed` checks first; so the
+        readers among ``users`` are answered by one set lookup each, done in C, and only the
+        others (mentioned people without access, bots) ask `allowed`.
+        """
+        memo = self._access
+        if memo is None or memo[0] != thread:
+            memo = self._access = (thread, self._thread_access(thread))
+        if memo[1] is None:
+            return [False] * len(users)
+        channel = self.threads[thread].channel  # known: the access is not None
+        readers = self.readers(channel)
+        seen = self._reader_sets.get(channel)
+        if seen is None or seen[0] is not readers:
+            seen = self._reader_sets[channel] = (readers, frozenset(readers))
+        out = list(map(seen[1].__contains__, users))
+        start = 0
+        for _ in range(out.count(False)):
+            index = out.index(False, start)
+            out[index] = self.allowed(users[index], thread)
+            start = index + 1
+        return out
 
     def _thread_access(self, thread: str) -> _Access | None:
         """Who may read a thread, as `allowed` asks it once per fan-out (`_can_read_channel`).
