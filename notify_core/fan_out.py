@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import compress, repeat
-from operator import is_
+from typing import Final
 
 from notify_core.decide import EventFacts, Skip, Switches, gate
 from notify_core.levels import LevelFacts
 from notify_core.ports import WorldFacts
 
-__all__ = ["NO_SWITCHES", "count_skips", "gate_fan_out", "going_on", "read_rights"]
+__all__ = ["NO_SWITCHES", "Gated", "gate_fan_out", "read_rights"]
 
 #: The switches of everyone who set none (the policy defaults apply).
 NO_SWITCHES = Switches()
@@ -52,12 +52,10 @@ def gate_fan_out(
     levels: Mapping[str, LevelFacts],
     switches: Mapping[str, Switches],
     starter: str | None,
-) -> list[Skip | None]:
-    """Return `gate`'s answer for each of ``people``, in order (``None``: the decision goes on).
-
-    The answers are those of calling gate once per person with their read right (``rights``,
-    in the same order), level facts (``None`` when absent), switches (`NO_SWITCHES` when
-    absent) and whether they started the run.
+) -> Gated:
+    """Run `gate` for each of ``people``: what it would answer, calling it once per person
+    with their read right (``rights``, in the same order), level facts (``None`` when
+    absent), switches (`NO_SWITCHES` when absent) and whether they started the run.
 
     Raises:
         InvalidFacts: as `gate` (a kind that needs level facts and a person without them).
@@ -79,8 +77,12 @@ def gate_fan_out(
     starters = map(starter.__eq__, people) if starter is not None else repeat(False)
     # Not strict: the values everyone shares are endless ``repeat`` iterators.
     keys: list[_Key] = list(zip(rights, level_ids, own_ids, starters, strict=False))
-    # The first person of each combination (a later duplicate's index is overwritten).
-    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
+    counts = Counter(keys)
+    if len(counts) <= _FEW:
+        # The first person of each combination: a scan in C per combination.
+        first: Mapping[_Key, int] = {key: keys.index(key) for key in counts}
+    else:  # a later duplicate's index is overwritten
+        first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
     answers = {
         key: gate(
             facts,
@@ -91,20 +93,45 @@ def gate_fan_out(
         )
         for key, index in first.items()
     }
-    return list(map(answers.__getitem__, keys))
+    return Gated(people, keys, counts, answers)
 
 
-def going_on(people: Sequence[str], gated: Sequence[Skip | None]) -> list[str]:
-    """Return the people gate let through (``None`` answers), in order."""
-    return list(compress(people, map(is_, gated, repeat(None))))
+#: Up to this many combinations in a fan-out, each one's first person is found by a scan.
+_FEW: Final = 16
 
 
-def count_skips(gated: Sequence[Skip | None], into: Counter[Skip]) -> None:
-    """Add the skips among ``gated`` to ``into``, by value (``None`` answers are no skips)."""
-    # Counted by identity in C: gate answers a few shared values, each looked up once.
-    by_id = Counter(map(id, gated))
-    by_id.pop(id(None), None)
-    if by_id:
-        objects = dict(zip(map(id, gated), gated, strict=True))
-        for key, count in by_id.items():
-            into[objects[key]] += count  # type: ignore[index]
+class Gated:
+    """`gate`'s answers for the people of one fan-out (`gate_fan_out`), kept by combination
+    of the facts it read: most of a fan-out shares one, and one answer."""
+
+    __slots__ = ("_answers", "_counts", "_keys", "_people")
+
+    def __init__(
+        self,
+        people: Sequence[str],
+        keys: list[_Key],
+        counts: Counter[_Key],
+        answers: dict[_Key, Skip | None],
+    ) -> None:
+        self._people, self._keys, self._counts, self._answers = people, keys, counts, answers
+
+    def answers(self) -> list[Skip | None]:
+        """Return the answer for each person, in order (``None``: the decision goes on)."""
+        return list(map(self._answers.__getitem__, self._keys))
+
+    def passed(self) -> Sequence[str]:
+        """Return the people gate let through, in order."""
+        going = {key for key, answer in self._answers.items() if answer is None}
+        if not going:
+            return ()
+        if len(going) == len(self._answers):
+            return self._people
+        return list(compress(self._people, map(going.__contains__, self._keys)))
+
+    def count_skips(self, into: Counter[Skip]) -> None:
+        """Add the skips gate answered to ``into``, by value, as many as people got each."""
+        answers = self._answers
+        for key, count in self._counts.items():
+            answer = answers[key]
+            if answer is not None:
+                into[answer] += count

@@ -36,7 +36,7 @@ from notify_core.decide import (
     release_delayed,
 )
 from notify_core.events import Event
-from notify_core.fan_out import NO_SWITCHES, count_skips, gate_fan_out, going_on, read_rights
+from notify_core.fan_out import NO_SWITCHES, Gated, gate_fan_out, read_rights
 from notify_core.kinds import Kind, RunState
 from notify_core.levels import LevelFacts
 from notify_core.pipeline_badge import counted_threads, sync_after_read
@@ -342,11 +342,11 @@ class Pipeline:
             message, target = candidate.message, candidate.target
             if skipped is not None:
                 # Only who passed D1-D3 can get more than a skip: no work for the others.
-                count_skips(gated, skipped)
+                gated.count_skips(skipped)
                 pairs = zip(passed, decided, strict=True)
             else:
                 rest = iter(decided)
-                decisions = [d if d is not None else next(rest) for d in gated]
+                decisions = [d if d is not None else next(rest) for d in gated.answers()]
                 pairs = zip(people, decisions, strict=True)
             for person, decision in pairs:
                 if type(decision) is Skip:  # a skip, the usual answer, changes nothing
@@ -405,15 +405,15 @@ class Pipeline:
 
     def _decide_fan_out(
         self, facts: EventFacts, candidate: Candidate, people: Sequence[str]
-    ) -> tuple[list[Skip | None], list[str], list[Decision]]:
+    ) -> tuple[Gated, Sequence[str], list[Decision]]:
         """Decide for each of ``people`` (the candidate's recipients this pipeline owns),
         with the full facts gathered only where needed.
 
-        Returns `gate`'s answer per person (``None``: passed), the people who passed and
-        `decide_all`'s decisions for them, in order. D1-D3 (`gate`) read only the read right,
-        the run starter, the level facts and the switches; whoever they stop gets that skip,
-        which is what `decide` would answer. Devices, connections, quiet rules and windows
-        are read for the others only.
+        Returns `gate`'s answers (`Gated`), the people who passed and `decide_all`'s
+        decisions for them, in order. D1-D3 (`gate`) read only the read right, the run
+        starter, the level facts and the switches; whoever they stop gets that skip, which is
+        what `decide` would answer. Devices, connections, quiet rules and windows are read
+        for the others only.
         """
         thread = candidate.thread
         levels = self.prefs.level_facts(thread, people) if thread is not None else {}
@@ -426,7 +426,7 @@ class Pipeline:
             switches=switches,
             starter=candidate.run_starter,
         )
-        passed = going_on(people, gated)
+        passed = gated.passed()
         if not passed:
             return gated, passed, []
         full = self._recipient_facts(facts, candidate, passed, levels, switches, allowed=True)
