@@ -11,7 +11,7 @@ instead of one Python loop iteration each: that loop was the replay's largest co
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, repeat
 from typing import Final
 
@@ -24,9 +24,8 @@ __all__ = ["NO_SWITCHES", "Gated", "gate_fan_out", "read_rights"]
 #: The switches of everyone who set none (the policy defaults apply).
 NO_SWITCHES = Switches()
 
-#: gate's facts of one person: read right, level, switches, run starter. Values compared by
-#: identity (``id``): equal values that are distinct objects only cost one more gate call.
-_Key = tuple[bool, int, int, bool]
+#: gate's facts of one person that vary in a fan-out (`gate_fan_out`).
+_Key = object
 
 
 def read_rights(world: WorldFacts, people: Sequence[str], thread: str | None) -> list[bool]:
@@ -60,34 +59,40 @@ def gate_fan_out(
     Raises:
         InvalidFacts: as `gate` (a kind that needs level facts and a person without them).
     """
+    # A person's combination holds only the facts that vary in this fan-out (ids: values
+    # compared by identity, equal values that are distinct objects only cost one more gate
+    # call); shared facts are read at the combination's first person.
+    parts: list[Iterable[object]] = []
+    if not all(rights):
+        parts.append(rights)
     level_list: list[LevelFacts | None] | None = None
-    level_ids: Iterator[int]
-    own_ids: Iterator[int]
     if levels:
         level_list = list(map(levels.get, people))
-        level_ids = map(id, level_list)
-    else:
-        level_ids = repeat(id(None))
+        parts.append(map(id, level_list))
     own_list: list[Switches] | None = None
     if switches:
         own_list = list(map(switches.get, people, repeat(NO_SWITCHES)))
-        own_ids = map(id, own_list)
+        parts.append(map(id, own_list))
+    if starter is not None:
+        parts.append(map(starter.__eq__, people))
+    keys: list[object]
+    if not parts:
+        keys = [None] * len(people)
+    elif len(parts) == 1:
+        keys = list(parts[0])
     else:
-        own_ids = repeat(id(NO_SWITCHES))
-    starters = map(starter.__eq__, people) if starter is not None else repeat(False)
-    # Not strict: the values everyone shares are endless ``repeat`` iterators.
-    keys: list[_Key] = list(zip(rights, level_ids, own_ids, starters, strict=False))
+        keys = list(zip(*parts, strict=True))
     counts = Counter(keys)
     if len(counts) <= _FEW:
         # The first person of each combination: a scan in C per combination.
-        first: Mapping[_Key, int] = {key: keys.index(key) for key in counts}
+        first: Mapping[object, int] = {key: keys.index(key) for key in counts}
     else:  # a later duplicate's index is overwritten
         first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1), strict=True))
     answers = {
         key: gate(
             facts,
-            allowed=key[0],
-            run_starter=key[3],
+            allowed=rights[index],
+            run_starter=starter is not None and people[index] == starter,
             level=level_list[index] if level_list is not None else None,
             switches=own_list[index] if own_list is not None else NO_SWITCHES,
         )
@@ -109,7 +114,7 @@ class Gated:
     def __init__(
         self,
         people: Sequence[str],
-        keys: list[_Key],
+        keys: Sequence[_Key],
         counts: Counter[_Key],
         answers: dict[_Key, Skip | None],
     ) -> None:

@@ -77,10 +77,6 @@ class MemoryWorld:
     device_facts: MemoryDevices = attrs.field(factory=MemoryDevices)
     # Derived indexes, kept by `record` only: they make the per-recipient reads O(1).
     _readers: dict[str, tuple[str, ...]] = attrs.field(factory=dict, init=False, repr=False)
-    # Per channel, the readers tuple last seen by `allowed_many` and the same as a set.
-    _reader_sets: dict[str, tuple[Sequence[str], frozenset[str]]] = attrs.field(
-        factory=dict, init=False, repr=False
-    )
     _grants_of: dict[str, set[tuple[str, str]]] = attrs.field(
         factory=lambda: defaultdict(set), init=False, repr=False
     )
@@ -187,11 +183,8 @@ class MemoryWorld:
         if memo[1] is None:
             return [False] * len(users)
         channel = self.threads[thread].channel  # known: the access is not None
-        readers = self.readers(channel)
-        seen = self._reader_sets.get(channel)
-        if seen is None or seen[0] is not readers:
-            seen = self._reader_sets[channel] = (readers, frozenset(readers))
-        out = list(map(seen[1].__contains__, users))
+        # A set for this fan-out only (built in C): kept per channel, they would cost memory.
+        out = list(map(set(self.readers(channel)).__contains__, users))
         start = 0
         for _ in range(out.count(False)):
             index = out.index(False, start)
