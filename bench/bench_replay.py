@@ -13,7 +13,9 @@ Stages, each reported in the JSON object:
 - ``against_baseline`` (with ``--baseline-src PATH``): the same log replayed by the source
   tree at PATH (e.g. a ``git worktree`` of main; ``PYTHONPATH=PATH``) and by this one, in
   alternating rounds (``--rounds``), so that both see the same load: each side's best and
-  median decisions/s, the ratio of the bests and of the medians, each side's peak resident
+  median decisions/s, per wall second and per CPU second of the child (user + system: on a
+  shared machine the wall time follows the others' load), the ratios of the bests and of
+  the medians, each side's peak resident
   set (the highest of its rounds) and whether the outputs (hints and summary) are
   byte-identical (sha256 of the files).
 - ``baseline_read_only``: this process reads and checks every event as the replay does and
@@ -67,9 +69,10 @@ def notify(*args: str) -> list[str]:
 HERE = Path(__file__).resolve().parent.parent
 
 
-def run_child(command: list[str], src: Path | None = None) -> tuple[float, int]:
-    """Run a command (in ``src``, first on ``PYTHONPATH``, when given); return its wall time
-    and its peak resident set in KiB."""
+def run_child(command: list[str], src: Path | None = None) -> tuple[float, int, float]:
+    """Run a command (in ``src``, first on ``PYTHONPATH``, when given); return its wall time,
+    its peak resident set in KiB and its CPU time (user + system: on a shared machine the
+    wall time follows the others' load, the CPU time much less)."""
     env = None
     if src is not None:
         # ``python -m`` puts the working directory first on sys.path: it must be src too.
@@ -85,12 +88,12 @@ def run_child(command: list[str], src: Path | None = None) -> tuple[float, int]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise RuntimeError(f"{command} failed ({child.returncode}): {stderr.decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) -> dict[str, Any]:
     """Write the synthetic log with ``notify synth``."""
-    seconds, _ = run_child(
+    seconds, _, _ = run_child(
         notify(
             "synth",
             f"--events={events}",
@@ -116,7 +119,7 @@ def replay(path: Path, workdir: Path, src: Path | None = None) -> dict[str, Any]
     ``src``: the source tree to run (first on ``PYTHONPATH``); ``None``: the installed one.
     """
     out, summary_file = workdir / "hints.jsonl", workdir / "summary.json"
-    seconds, peak_kib = run_child(
+    seconds, peak_kib, cpu = run_child(
         notify("replay", str(path), f"--out={out}", f"--summary-json={summary_file}"), src
     )
     summary = json.loads(summary_file.read_text(encoding="utf-8"))
@@ -130,6 +133,8 @@ def replay(path: Path, workdir: Path, src: Path | None = None) -> dict[str, Any]
         "events_per_s": round(events / seconds),
         "decisions": decisions,
         "decisions_per_s": round(decisions / seconds),
+        "cpu_seconds": round(cpu, 2),
+        "decisions_per_cpu_s": round(decisions / cpu) if cpu else None,
         "decisions_goal_per_s": 100_000,
         "hints_written": hints,
         "bad_lines": summary["bad_lines"],
@@ -151,7 +156,11 @@ def _sha256(path: Path) -> str:
 
 def _side(runs: list[dict[str, Any]]) -> dict[str, Any]:
     rates = [run["decisions_per_s"] for run in runs]
+    cpu_rates = [run["decisions_per_cpu_s"] for run in runs]
     return {
+        "decisions_per_cpu_s_best": max(cpu_rates),
+        "decisions_per_cpu_s_median": round(statistics.median(cpu_rates)),
+        "cpu_seconds_rounds": [run["cpu_seconds"] for run in runs],
         "decisions_per_s_best": max(rates),
         "decisions_per_s_median": round(statistics.median(rates)),
         "decisions_per_s_rounds": rates,
@@ -179,6 +188,12 @@ def against_baseline(path: Path, workdir: Path, baseline: Path, rounds: int) -> 
         "new": new,
         "ratio_best": round(new["decisions_per_s_best"] / base["decisions_per_s_best"], 2),
         "ratio_median": round(new["decisions_per_s_median"] / base["decisions_per_s_median"], 2),
+        "cpu_ratio_best": round(
+            new["decisions_per_cpu_s_best"] / base["decisions_per_cpu_s_best"], 2
+        ),
+        "cpu_ratio_median": round(
+            new["decisions_per_cpu_s_median"] / base["decisions_per_cpu_s_median"], 2
+        ),
         "peak_rss_ratio": round(new["peak_rss_mib"] / base["peak_rss_mib"], 3),
         "byte_identical": len(digests) == 1,
         "load_average": [round(x, 2) for x in os.getloadavg()],
