@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import compress, repeat
+from itertools import compress, filterfalse, repeat
 from typing import Final
 
 from notify_core.decide import EventFacts, Skip, Switches, gate
 from notify_core.levels import LevelFacts
 from notify_core.ports import WorldFacts
 
-__all__ = ["NO_SWITCHES", "Gated", "gate_fan_out", "read_rights"]
+__all__ = ["NO_SWITCHES", "Gated", "GatedShared", "gate_fan_out", "gate_shared", "read_rights"]
 
 #: The switches of everyone who set none (the policy defaults apply).
 NO_SWITCHES = Switches()
@@ -140,3 +140,96 @@ class Gated:
             answer = answers[key]
             if answer is not None:
                 into[answer] += count
+
+
+def gate_shared(
+    facts: EventFacts,
+    people: Sequence[str],
+    *,
+    rights: Sequence[bool],
+    shared: LevelFacts,
+    differ: Mapping[str, LevelFacts],
+    switches: Mapping[str, Switches],
+    starter: str | None,
+) -> GatedShared:
+    """`gate_fan_out` where the level facts come as one value most share (``shared``) and
+    the people whose value differs (``differ``): everyone else with the read right, no
+    switches and not the run starter gets one answer, and no work is done person by person
+    for them (only C passes over ``rights``).
+
+    Raises:
+        InvalidFacts: as `gate`.
+    """
+    exceptions: dict[str, None] = dict.fromkeys(differ)
+    exceptions.update(dict.fromkeys(switches))
+    if starter is not None and starter in people:
+        exceptions[starter] = None
+    refused: set[str] = set()
+    if not all(rights):
+        start = 0
+        for _ in range(rights.count(False)):
+            index = rights.index(False, start)
+            refused.add(people[index])
+            start = index + 1
+        exceptions.update(dict.fromkeys(refused))
+    by_facts: dict[tuple[bool, int, int, bool], Skip | None] = {}
+    answers: dict[str, Skip | None] = {}
+    for person in exceptions:
+        allowed = person not in refused
+        level = differ.get(person, shared)
+        own = switches.get(person, NO_SWITCHES)
+        is_starter = person == starter
+        key = (allowed, id(level), id(own), is_starter)
+        if key not in by_facts:
+            by_facts[key] = gate(
+                facts, allowed=allowed, run_starter=is_starter, level=level, switches=own
+            )
+        answers[person] = by_facts[key]
+    rest = len(people) - len(answers)
+    common = (
+        gate(facts, allowed=True, run_starter=False, level=shared, switches=NO_SWITCHES)
+        if rest
+        else None
+    )
+    return GatedShared(people, common, rest, answers)
+
+
+class GatedShared:
+    """`gate`'s answers for a fan-out (`gate_shared`): one for everyone but a few, and
+    those few's own; the same methods as `Gated`."""
+
+    __slots__ = ("_answers", "_common", "_people", "_rest")
+
+    def __init__(
+        self,
+        people: Sequence[str],
+        common: Skip | None,
+        rest: int,
+        answers: dict[str, Skip | None],
+    ) -> None:
+        self._people, self._common, self._rest, self._answers = people, common, rest, answers
+
+    def answers(self) -> list[Skip | None]:
+        """Return the answer for each person, in order (``None``: the decision goes on)."""
+        return list(map(self._answers.get, self._people, repeat(self._common)))
+
+    def passed(self) -> Sequence[str]:
+        """Return the people gate let through, in order."""
+        answers = self._answers
+        if self._common is None and self._rest:
+            stopped = {person for person, answer in answers.items() if answer is not None}
+            if not stopped:
+                return self._people
+            return list(filterfalse(stopped.__contains__, self._people))
+        going = {person for person, answer in answers.items() if answer is None}
+        if not going:
+            return ()
+        return list(filter(going.__contains__, self._people))
+
+    def count_skips(self, into: Counter[Skip]) -> None:
+        """Add the skips gate answered to ``into``, by value, as many as people got each."""
+        if self._common is not None and self._rest:
+            into[self._common] += self._rest
+        for answer in self._answers.values():
+            if answer is not None:
+                into[answer] += 1

@@ -36,7 +36,14 @@ from notify_core.decide import (
     release_delayed,
 )
 from notify_core.events import Event
-from notify_core.fan_out import NO_SWITCHES, Gated, gate_fan_out, read_rights
+from notify_core.fan_out import (
+    NO_SWITCHES,
+    Gated,
+    GatedShared,
+    gate_fan_out,
+    gate_shared,
+    read_rights,
+)
 from notify_core.kinds import Kind, RunState
 from notify_core.levels import LevelFacts
 from notify_core.pipeline_badge import counted_threads, sync_after_read
@@ -405,7 +412,7 @@ class Pipeline:
 
     def _decide_fan_out(
         self, facts: EventFacts, candidate: Candidate, people: Sequence[str]
-    ) -> tuple[Gated, Sequence[str], list[Decision]]:
+    ) -> tuple[Gated | GatedShared, Sequence[str], list[Decision]]:
         """Decide for each of ``people`` (the candidate's recipients this pipeline owns),
         with the full facts gathered only where needed.
 
@@ -415,18 +422,33 @@ class Pipeline:
         what `decide` would answer. Devices, connections, quiet rules and windows are read
         for the others only.
         """
-        thread = candidate.thread
-        levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+        thread, starter = candidate.thread, candidate.run_starter
         switches = self.prefs.switches(people)
-        gated = gate_fan_out(
-            facts,
-            people,
-            rights=read_rights(self.world, people, thread),
-            levels=levels,
-            switches=switches,
-            starter=candidate.run_starter,
-        )
-        passed = gated.passed()
+        rights = read_rights(self.world, people, thread)
+        # A store that answers the level facts as one shared value and the few who differ
+        # (the in-memory one) lets gate skip the others as one.
+        split = getattr(self.prefs, "level_facts_split", None) if thread is not None else None
+        gated: Gated | GatedShared
+        if split is not None:
+            shared, differ = split(thread, people)
+            gated = gate_shared(
+                facts,
+                people,
+                rights=rights,
+                shared=shared,
+                differ=differ,
+                switches=switches,
+                starter=starter,
+            )
+            passed = gated.passed()
+            levels = dict.fromkeys(passed, shared)
+            levels.update(differ)
+        else:
+            levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+            gated = gate_fan_out(
+                facts, people, rights=rights, levels=levels, switches=switches, starter=starter
+            )
+            passed = gated.passed()
         if not passed:
             return gated, passed, []
         full = self._recipient_facts(facts, candidate, passed, levels, switches, allowed=True)

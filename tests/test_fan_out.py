@@ -17,7 +17,7 @@ from strategies_world import HUMANS, THREADS, small_world_logs
 
 from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.decide import EventFacts, Policy, Skip, Switches, gate
-from notify_core.fan_out import NO_SWITCHES, gate_fan_out
+from notify_core.fan_out import NO_SWITCHES, gate_fan_out, gate_shared
 from notify_core.kinds import Kind
 from notify_core.levels import LevelFacts, Preference
 from notify_core.pipeline import Hint
@@ -90,11 +90,72 @@ def test_gate_fan_out_answers_as_gate_does_person_by_person(
     assert counted == Counter(answer for answer in expected if answer is not None)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    kind=st.sampled_from([Kind.MESSAGE, Kind.MENTION, Kind.RUN_DONE, Kind.ADMIN]),
+    people=st.lists(
+        st.tuples(
+            st.booleans(),
+            st.none() | st.sampled_from(range(1, len(LEVELS))),
+            st.none() | st.sampled_from(range(len(SWITCHES))),
+        ),
+        max_size=40,
+    ),
+    starter=st.none() | st.integers(0, 45),
+)
+def test_gate_shared_answers_as_gate_does_person_by_person(
+    kind: Kind, people: list[tuple[bool, int | None, int | None]], starter: int | None
+) -> None:
+    facts = EventFacts(now=NOW, kind=kind, thread="t", policy=Policy())
+    names = tuple(f"u{index}" for index in range(len(people)))
+    rights = [right for right, _, _ in people]
+    shared = LEVELS[0]
+    differ = {
+        name: LEVELS[level]
+        for name, (_, level, _) in zip(names, people, strict=True)
+        if level is not None
+    }
+    switches = {
+        name: SWITCHES[own]
+        for name, (_, _, own) in zip(names, people, strict=True)
+        if own is not None
+    }
+    who_started = f"u{starter}" if starter is not None else None
+    gated = gate_shared(
+        facts,
+        names,
+        rights=rights,
+        shared=shared,
+        differ=differ,
+        switches=switches,
+        starter=who_started,
+    )
+    expected = [
+        gate(
+            facts,
+            allowed=right,
+            run_starter=name == who_started,
+            level=differ.get(name, shared),
+            switches=switches.get(name, NO_SWITCHES),
+        )
+        for name, right in zip(names, rights, strict=True)
+    ]
+    assert gated.answers() == expected
+    assert list(gated.passed()) == [
+        name for name, answer in zip(names, expected, strict=True) if answer is None
+    ]
+    counted: Counter[Skip] = Counter()
+    gated.count_skips(counted)
+    assert counted == Counter(answer for answer in expected if answer is not None)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(log=small_world_logs())
-def test_allowed_many_is_allowed_person_by_person(log: list[dict[str, Any]]) -> None:
+def test_allowed_many_and_level_facts_split_answer_as_the_long_way(
+    log: list[dict[str, Any]],
+) -> None:
     replay = Replay(include_skips=True)
-    world = replay.store.world
+    world, prefs = replay.store.world, replay.store.prefs
     people = (*HUMANS, "u-bot", "u-nobody")
     for number, event in enumerate(log, start=1):
         list(replay.feed(dumps_line(event), number))
@@ -102,6 +163,10 @@ def test_allowed_many_is_allowed_person_by_person(log: list[dict[str, Any]]) -> 
             assert world.allowed_many(people, thread) == [
                 world.allowed(person, thread) for person in people
             ]
+            shared, differ = prefs.level_facts_split(thread, people)
+            levels = prefs.level_facts(thread, people)
+            assert levels == {person: differ.get(person, shared) for person in people}
+            assert all(levels[person] != shared for person in differ)
 
 
 def _replay(lines: list[str], include_skips: bool) -> tuple[list[Hint], dict[str, object]]:
