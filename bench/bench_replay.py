@@ -166,6 +166,7 @@ def _side(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "decisions_per_s_rounds": rates,
         "seconds_rounds": [run["seconds"] for run in runs],
         "peak_rss_mib": max(run["peak_rss_mib"] for run in runs),
+        "peak_rss_mib_rounds": [run["peak_rss_mib"] for run in runs],
         "decisions": runs[0]["decisions"],
         "sha256": runs[0]["sha256"],
     }
