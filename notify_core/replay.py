@@ -414,17 +414,19 @@ class Replay:
             yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
-            skipped = self.pipeline.skipped
-            if skipped:
-                self.summary.add_skips(skipped)
-                skipped.clear()
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
             if event.type == "notifications.settings":
                 self.summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
+            if self.pipeline.skipped:  # a bad event's hints are not counted: nor its skips
+                self.pipeline.skipped.clear()
             error.line = line
             raise
+        skipped = self.pipeline.skipped
+        if skipped:
+            self.summary.add_skips(skipped)
+            skipped.clear()
         if hints:  # most events of a partitioned replay give none: no generator for them
             yield from self._out(hints)
         if lines:

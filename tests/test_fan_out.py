@@ -17,6 +17,7 @@ from strategies_world import HUMANS, THREADS, small_world_logs
 
 from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.decide import EventFacts, Policy, Skip, Switches, gate
+from notify_core.events import EventError
 from notify_core.fan_out import NO_SWITCHES, gate_fan_out, gate_shared
 from notify_core.kinds import Kind
 from notify_core.levels import LevelFacts, Preference
@@ -201,3 +202,32 @@ def test_counted_skips_on_synthetic_logs(seed: int) -> None:
     assert counted == _without_skips(yielded)
     assert counted_summary == yielded_summary
     assert counted_summary["decisions"]["skip"] > 0  # type: ignore[index]
+
+
+class _FailingWorld:
+    """A replay's world whose `record` refuses every message after the fan-out was decided."""
+
+    def __init__(self, world: object) -> None:
+        self._world = world
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._world, name)
+
+    def record(self, event: Any) -> None:
+        if event.type == "message.created":
+            raise EventError("invalid_member", "refused by the test", "/payload")
+        self._world.record(event)  # type: ignore[attr-defined]
+
+
+def test_a_bad_events_skips_are_not_counted_as_its_hints_are_not() -> None:
+    config = SynthConfig(events=600, users=60, seed=3, max_fanout=40)
+    lines = [dumps_line(event) for event in synth_events(config)]
+    summaries = []
+    for include_skips in (False, True):
+        replay = Replay(include_skips=include_skips)
+        replay.pipeline.world = _FailingWorld(replay.pipeline.world)  # type: ignore[assignment]
+        list(replay.run(lines))
+        summaries.append(replay.summary.to_json())
+    counted, yielded = summaries
+    assert counted["bad_lines"] == yielded["bad_lines"] > 0
+    assert counted == yielded
