@@ -2,6 +2,7 @@
 
     python bench/bench_replay.py [--events 1000000] [--users 10000] [--seed 1]
                                  [--max-fanout 500] [--profile-events 0] [--json-sample 100000]
+                                 [--baseline-src PATH [--rounds 3]] [--no-profile] [--no-json]
 
 Stages, each reported in the JSON object:
 - ``log``: ``notify synth`` writes the log to a temporary file (a child process).
@@ -9,6 +10,14 @@ Stages, each reported in the JSON object:
   figures are the command's own: events/s, recipient decisions/s (every decision of the
   pipeline, skips included; goal >= 100,000 on one core) and peak memory (the child's
   maximum resident set, from ``wait4``; goal < 1 GiB).
+- ``against_baseline`` (with ``--baseline-src PATH``): the same log replayed by the source
+  tree at PATH (e.g. a ``git worktree`` of main; ``PYTHONPATH=PATH``) and by this one, in
+  alternating rounds (``--rounds``), so that both see the same load: each side's best and
+  median decisions/s, per wall second and per CPU second of the child (user + system: on a
+  shared machine the wall time follows the others' load), the ratios of the bests and of
+  the medians, each side's peak resident
+  set (the highest of its rounds) and whether the outputs (hints and summary) are
+  byte-identical (sha256 of the files).
 - ``baseline_read_only``: this process reads and checks every event as the replay does and
   decides nothing; ``replay_over_read`` is the replay's time as a multiple of it.
 - ``profile``: the same replay in this process under pyinstrument (first ``--profile-events``
@@ -26,11 +35,13 @@ runs the functions on a small log).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib
 import itertools
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,10 +65,22 @@ def notify(*args: str) -> list[str]:
     return [sys.executable, "-m", "notify_cli", *args]
 
 
-def run_child(command: list[str]) -> tuple[float, int]:
-    """Run a command; return its wall time and its peak resident set in KiB."""
+#: This tree, the source of ``notify`` unless ``--baseline-src`` names another for a side.
+HERE = Path(__file__).resolve().parent.parent
+
+
+def run_child(command: list[str], src: Path | None = None) -> tuple[float, int, float]:
+    """Run a command (in ``src``, first on ``PYTHONPATH``, when given); return its wall time,
+    its peak resident set in KiB and its CPU time (user + system: on a shared machine the
+    wall time follows the others' load, the CPU time much less)."""
+    env = None
+    if src is not None:
+        # ``python -m`` puts the working directory first on sys.path: it must be src too.
+        env = {**os.environ, "PYTHONPATH": str(src)}
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=src
+    )
     assert child.stderr is not None
     stderr = child.stderr.read()
     _, status, usage = os.wait4(child.pid, 0)
@@ -65,12 +88,12 @@ def run_child(command: list[str]) -> tuple[float, int]:
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise RuntimeError(f"{command} failed ({child.returncode}): {stderr.decode()[-2000:]}")
-    return elapsed, usage.ru_maxrss
+    return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) -> dict[str, Any]:
     """Write the synthetic log with ``notify synth``."""
-    seconds, _ = run_child(
+    seconds, _, _ = run_child(
         notify(
             "synth",
             f"--events={events}",
@@ -90,11 +113,14 @@ def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) ->
     }
 
 
-def replay(path: Path, workdir: Path) -> dict[str, Any]:
-    """Replay the log with ``notify replay`` in a child process; JSON in, JSON out."""
+def replay(path: Path, workdir: Path, src: Path | None = None) -> dict[str, Any]:
+    """Replay the log with ``notify replay`` in a child process; JSON in, JSON out.
+
+    ``src``: the source tree to run (first on ``PYTHONPATH``); ``None``: the installed one.
+    """
     out, summary_file = workdir / "hints.jsonl", workdir / "summary.json"
-    seconds, peak_kib = run_child(
-        notify("replay", str(path), f"--out={out}", f"--summary-json={summary_file}")
+    seconds, peak_kib, cpu = run_child(
+        notify("replay", str(path), f"--out={out}", f"--summary-json={summary_file}"), src
     )
     summary = json.loads(summary_file.read_text(encoding="utf-8"))
     events = sum(summary["events"].values())
@@ -107,6 +133,8 @@ def replay(path: Path, workdir: Path) -> dict[str, Any]:
         "events_per_s": round(events / seconds),
         "decisions": decisions,
         "decisions_per_s": round(decisions / seconds),
+        "cpu_seconds": round(cpu, 2),
+        "decisions_per_cpu_s": round(decisions / cpu) if cpu else None,
         "decisions_goal_per_s": 100_000,
         "hints_written": hints,
         "bad_lines": summary["bad_lines"],
@@ -114,6 +142,62 @@ def replay(path: Path, workdir: Path) -> dict[str, Any]:
         "peak_goal_mib": 1024,
         "decisions_by_kind": summary["decisions"],
         "sends_by_kind": summary["sends_by_kind"],
+        "sha256": {"hints": _sha256(out), "summary": _sha256(summary_file)},
+    }
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _side(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    rates = [run["decisions_per_s"] for run in runs]
+    cpu_rates = [run["decisions_per_cpu_s"] for run in runs]
+    return {
+        "decisions_per_cpu_s_best": max(cpu_rates),
+        "decisions_per_cpu_s_median": round(statistics.median(cpu_rates)),
+        "cpu_seconds_rounds": [run["cpu_seconds"] for run in runs],
+        "decisions_per_s_best": max(rates),
+        "decisions_per_s_median": round(statistics.median(rates)),
+        "decisions_per_s_rounds": rates,
+        "seconds_rounds": [run["seconds"] for run in runs],
+        "peak_rss_mib": max(run["peak_rss_mib"] for run in runs),
+        "peak_rss_mib_rounds": [run["peak_rss_mib"] for run in runs],
+        "decisions": runs[0]["decisions"],
+        "sha256": runs[0]["sha256"],
+    }
+
+
+def against_baseline(path: Path, workdir: Path, baseline: Path, rounds: int) -> dict[str, Any]:
+    """Replay the log with the tree at ``baseline`` and with this one, alternating rounds
+    (the machine's load changes both alike); compare speed, memory and output bytes."""
+    sides: dict[str, list[dict[str, Any]]] = {"baseline": [], "new": []}
+    for _ in range(rounds):
+        for name, src in (("baseline", baseline), ("new", HERE)):
+            sides[name].append(replay(path, workdir, src))
+    base, new = _side(sides["baseline"]), _side(sides["new"])
+    digests = {json.dumps(run["sha256"]) for runs in sides.values() for run in runs}
+    return {
+        "baseline_src": str(baseline),
+        "new_src": str(HERE),
+        "rounds": rounds,
+        "baseline": base,
+        "new": new,
+        "ratio_best": round(new["decisions_per_s_best"] / base["decisions_per_s_best"], 2),
+        "ratio_median": round(new["decisions_per_s_median"] / base["decisions_per_s_median"], 2),
+        "cpu_ratio_best": round(
+            new["decisions_per_cpu_s_best"] / base["decisions_per_cpu_s_best"], 2
+        ),
+        "cpu_ratio_median": round(
+            new["decisions_per_cpu_s_median"] / base["decisions_per_cpu_s_median"], 2
+        ),
+        "peak_rss_ratio": round(new["peak_rss_mib"] / base["peak_rss_mib"], 3),
+        "byte_identical": len(digests) == 1,
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -293,15 +377,28 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--profile-events", type=int, default=0, help="0: the whole log")
     parser.add_argument("--json-sample", type=int, default=100_000)
     parser.add_argument("--no-profile", action="store_true")
+    parser.add_argument("--no-json", action="store_true", help="skip the JSON libraries")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        metavar="PATH",
+        help="also replay with the source tree at PATH, alternating rounds, and compare",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per side (baseline)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"python": platform.python_version(), "machine": platform.machine()}
     with tempfile.TemporaryDirectory(prefix="notify-bench-") as tmp:
         workdir = Path(tmp)
         log = workdir / "synth.jsonl"
         result["log"] = generate(log, args.events, args.users, args.seed, args.max_fanout)
+        if args.baseline_src is not None:
+            result["against_baseline"] = against_baseline(
+                log, workdir, args.baseline_src.resolve(), args.rounds
+            )
         result["replay"] = replay(log, workdir)
         result["baseline_read_only"] = read_floor(log, result["replay"]["seconds"])
-        result["json"] = json_libraries(log, args.json_sample)
+        if not args.no_json:
+            result["json"] = json_libraries(log, args.json_sample)
         if not args.no_profile:
             result["profile"] = profile(log, args.profile_events)
     return result

@@ -9,6 +9,7 @@ work that comes due between two events runs first (`Pipeline.advance`).
 from __future__ import annotations
 
 import enum
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Final
@@ -32,10 +33,17 @@ from notify_core.decide import (
     decide_all,
     explain,
     flush,
-    gate,
     release_delayed,
 )
 from notify_core.events import Event
+from notify_core.fan_out import (
+    NO_SWITCHES,
+    Gated,
+    GatedShared,
+    gate_fan_out,
+    gate_shared,
+    read_rights,
+)
 from notify_core.kinds import Kind, RunState
 from notify_core.levels import LevelFacts
 from notify_core.pipeline_badge import counted_threads, sync_after_read
@@ -281,6 +289,9 @@ class Pipeline:
             (the default) decides for everyone. Candidates it does not own get no hint here,
             and following (S5) and badge syncs (B2) happen only for people it owns; the
             schedule must hold the due work of owned recipients only.
+        skipped: ``None`` (the default): every decision of an event is returned as a hint.
+            A counter: the skip decisions of events are counted in it by value instead (a
+            replay that writes no skips need not build a hint for each).
     """
 
     policy: Policy
@@ -288,6 +299,7 @@ class Pipeline:
     prefs: PreferenceFacts
     schedule: Schedule
     owns: Callable[[str], bool] | None = None
+    skipped: Counter[Skip] | None = None
     #: Per channel: the world's readers tuple last seen and the owned ones among them.
     _owned_readers: dict[str, tuple[Sequence[str], tuple[str, ...]]] = attrs.field(
         init=False, factory=dict, repr=False
@@ -325,18 +337,30 @@ class Pipeline:
     def _event_hints(self, event: Event) -> list[Hint]:
         hints: list[Hint] = []
         seq, at = event.seq, event.occurred_at
-        owns = self.owns
+        owns, skipped = self.owns, self.skipped
         # With ``owns`` the candidates hold owned recipients only, so that no work per
         # recipient (not even asking ``owns``) is done for other partitions' people.
         readers = self.world.readers if owns is None else self._readers_owned
         for candidate in _classify(event, self.world, readers, owns):
             people = candidate.recipients
             facts = self._event_facts(at, candidate)
-            decisions = self._decide_fan_out(facts, candidate, people)
+            gated, passed, decided = self._decide_fan_out(facts, candidate, people)
             kind, thread = candidate.kind, candidate.thread
             message, target = candidate.message, candidate.target
-            for person, decision in zip(people, decisions, strict=True):
-                if type(decision) is not Skip:  # a skip, the usual answer, changes nothing
+            if skipped is not None:
+                # Only who passed D1-D3 can get more than a skip: no work for the others.
+                gated.count_skips(skipped)
+                pairs = zip(passed, decided, strict=True)
+            else:
+                rest = iter(decided)
+                decisions = [d if d is not None else next(rest) for d in gated.answers()]
+                pairs = zip(people, decisions, strict=True)
+            for person, decision in pairs:
+                if type(decision) is Skip:  # a skip, the usual answer, changes nothing
+                    if skipped is not None:
+                        skipped[decision] += 1
+                        continue
+                else:
                     self._carry_out(seq, person, candidate, decision)
                 hints.append(
                     Hint(
@@ -388,47 +412,47 @@ class Pipeline:
 
     def _decide_fan_out(
         self, facts: EventFacts, candidate: Candidate, people: Sequence[str]
-    ) -> list[Decision]:
-        """`decide_all` for each of ``people`` (the candidate's recipients this pipeline
-        owns), with the full facts gathered only where needed.
+    ) -> tuple[Gated | GatedShared, Sequence[str], list[Decision]]:
+        """Decide for each of ``people`` (the candidate's recipients this pipeline owns),
+        with the full facts gathered only where needed.
 
-        D1-D3 (`gate`) read only the read right, the run starter, the level facts and the
-        switches; whoever they stop gets that skip, which is what `decide` would answer.
-        Devices, connections, quiet rules and windows are read for the others only.
+        Returns `gate`'s answers (`Gated`), the people who passed and `decide_all`'s
+        decisions for them, in order. D1-D3 (`gate`) read only the read right, the run
+        starter, the level facts and the switches; whoever they stop gets that skip, which is
+        what `decide` would answer. Devices, connections, quiet rules and windows are read
+        for the others only.
         """
-        thread = candidate.thread
-        levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+        thread, starter = candidate.thread, candidate.run_starter
         switches = self.prefs.switches(people)
-        user, allowed_to, starter = self.world.user, self.world.allowed, candidate.run_starter
-        level_of, switches_of = levels.get, switches.get
-        gated: list[Decision | None] = []
-        going_on: list[str] = []
-        # gate is a pure function of its arguments, and most people of a fan-out share their
-        # level facts and switches (the same values): it runs once per distinct combination.
-        answers: dict[tuple[bool, int, int, bool], Skip | None] = {}
-        for person in people:
-            if thread is not None:
-                allowed = allowed_to(person, thread)
-            else:
-                info = user(person)
-                allowed = info is not None and info.active_human
-            level, own = level_of(person), switches_of(person, _NO_SWITCHES)
-            is_starter = person == starter
-            key = (allowed, id(level), id(own), is_starter)
-            if key in answers:
-                skip = answers[key]
-            else:
-                skip = answers[key] = gate(
-                    facts, allowed=allowed, run_starter=is_starter, level=level, switches=own
-                )
-            gated.append(skip)
-            if skip is None:
-                going_on.append(person)
-        if not going_on:
-            return gated  # type: ignore[return-value]  # every entry is a Skip
-        full = self._recipient_facts(facts, candidate, going_on, levels, switches, allowed=True)
-        rest = iter(decide_all(facts, full))
-        return [decision if decision is not None else next(rest) for decision in gated]
+        rights = read_rights(self.world, people, thread)
+        # A store that answers the level facts as one shared value and the few who differ
+        # (the in-memory one) lets gate skip the others as one.
+        split = getattr(self.prefs, "level_facts_split", None) if thread is not None else None
+        gated: Gated | GatedShared
+        if split is not None:
+            shared, differ = split(thread, people)
+            gated = gate_shared(
+                facts,
+                people,
+                rights=rights,
+                shared=shared,
+                differ=differ,
+                switches=switches,
+                starter=starter,
+            )
+            passed = gated.passed()
+            levels = dict.fromkeys(passed, shared)
+            levels.update(differ)
+        else:
+            levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+            gated = gate_fan_out(
+                facts, people, rights=rights, levels=levels, switches=switches, starter=starter
+            )
+            passed = gated.passed()
+        if not passed:
+            return gated, passed, []
+        full = self._recipient_facts(facts, candidate, passed, levels, switches, allowed=True)
+        return gated, passed, decide_all(facts, full)
 
     def _recipient_facts(
         self,
@@ -650,4 +674,4 @@ class Pipeline:
 _STARTER_KINDS: Final = frozenset({Kind.RUN_DONE, Kind.RUN_FAILED, Kind.INPUT_NEEDED})
 _NOT_ALLOWED: Final = Skip(reason=SkipReason.NOT_ALLOWED)
 _NO_ROUTE: Final = Skip(reason=SkipReason.NO_ROUTE)
-_NO_SWITCHES: Final = Switches()
+_NO_SWITCHES: Final = NO_SWITCHES

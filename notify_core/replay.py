@@ -257,6 +257,12 @@ class Summary:
                     self.pushes[hint.recipient] += 1
                     self.push_hours[(kind, hint.at.hour)] += 1
 
+    def add_skips(self, skips: Mapping[Skip, int]) -> None:
+        """Count skip decisions given as counts by value (as `add_hint` counts each)."""
+        for skip, count in skips.items():
+            self.decisions["skip"] += count
+            self.skips[skip.reason._value_] += count
+
     def add_entry(self, line: InboxLine) -> None:
         """Count an inbox entry decision by category and decision, a skip by reason."""
         self.entries[(line.category, line.decision.value)] += 1
@@ -355,6 +361,8 @@ class Replay:
             prefs=self.store.prefs,
             schedule=self.store.agenda,
             owns=self.owns,
+            # Skips not written need no hint each: the pipeline counts them (`feed_event`).
+            skipped=None if self.include_skips else Counter(),
         )
         wiki = self.inbox.wiki
         # A wiki of another kind (a caller's own facts) is not asked: its objects go unchecked.
@@ -411,8 +419,14 @@ class Replay:
             if event.type == "notifications.settings":
                 self.summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
+            if self.pipeline.skipped:  # a bad event's hints are not counted: nor its skips
+                self.pipeline.skipped.clear()
             error.line = line
             raise
+        skipped = self.pipeline.skipped
+        if skipped:
+            self.summary.add_skips(skipped)
+            skipped.clear()
         if hints:  # most events of a partitioned replay give none: no generator for them
             yield from self._out(hints)
         if lines:

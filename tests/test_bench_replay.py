@@ -25,3 +25,15 @@ def test_bench_functions_on_2000_events(tmp_path: Path) -> None:
     if "skipped" not in profiled:
         assert 0 < sum(profiled["share_percent"].values()) <= 100.5
     json.dumps([made, replayed, libraries, profiled])  # all of it prints as JSON
+
+
+def test_against_baseline_compares_two_trees(tmp_path: Path) -> None:
+    bench = load_bench("bench_replay")
+    log = tmp_path / "synth.jsonl"
+    bench.generate(log, events=500, users=50, seed=2, max_fanout=20)
+    # This tree against itself: the same bytes, both sides measured.
+    compared = bench.against_baseline(log, tmp_path, bench.HERE, rounds=1)
+    assert compared["byte_identical"]
+    assert compared["baseline"]["decisions"] == compared["new"]["decisions"] > 0
+    assert compared["baseline"]["peak_rss_mib"] > 0 and compared["ratio_best"] > 0
+    json.dumps(compared)

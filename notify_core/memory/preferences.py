@@ -77,6 +77,17 @@ class MemoryPreferences:
 
     def level_facts(self, thread: str, users: Sequence[str]) -> dict[str, LevelFacts]:
         """Return the L3 facts of many people for one thread."""
+        shared, differ = self.level_facts_split(thread, users)
+        out = dict.fromkeys(users, shared)
+        out.update(differ)
+        return out
+
+    def level_facts_split(
+        self, thread: str, users: Sequence[str]
+    ) -> tuple[LevelFacts, dict[str, LevelFacts]]:
+        """Return `level_facts` as the value most of ``users`` share and the few whose value
+        differs (a row here or a default of their own): a fan-out reads those one by one
+        and the others as one (`notify_core.fan_out.gate_shared`)."""
         info = self.threads.get(thread)
         channel = self.channels.get(info.channel) if info is not None else None
         channel_id = channel.id if channel is not None else ""
@@ -91,7 +102,8 @@ class MemoryPreferences:
                 direct_message=direct,
                 instance_default=self.instance_default,
             )
-        out = dict.fromkeys(users, shared)
+        people = set(users)
+        differ: dict[str, LevelFacts] = {}
         rows_at, personal_of = self._rows_at, self.personal
         on_thread = rows_at.get(("thread", thread), _NO_ROWS)
         on_channel = rows_at.get(("channel", channel_id), _NO_ROWS)
@@ -101,7 +113,7 @@ class MemoryPreferences:
         special: set[str] = set()
         for held in (on_thread, on_channel, on_space, personal_of):
             if held:
-                special |= held.keys() & out.keys()
+                special |= held.keys() & people
         # People with the same rows here and the same default of their own share one value.
         built: dict[tuple[int, int, int, object], LevelFacts] = {}
         for user in special:
@@ -130,8 +142,8 @@ class MemoryPreferences:
                     personal_default=personal,
                     instance_default=self.instance_default,
                 )
-            out[user] = facts
-        return out
+            differ[user] = facts
+        return shared, differ
 
     def quiet_rules(self, users: Sequence[str]) -> dict[str, tuple[QuietRule, ...]]:
         """Return the quiet rules of many people."""
