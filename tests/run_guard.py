@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 import traceback
+from collections.abc import Collection
 
 import psutil
 
@@ -63,17 +64,27 @@ def _idle_pool_thread(thread: threading.Thread) -> bool:
     )
 
 
-def end_children() -> list[str]:
-    """End every process this run started that still runs; return what each was."""
-    me = psutil.Process()
+def end_children(pids: Collection[int] | None = None) -> list[str]:
+    """End every process this run started that still runs (or those of ``pids`` among them);
+    return what each was.
+
+    Python's own resource tracker (``multiprocessing``) is left alone: it ends when this
+    process does, and ending it early makes every later user of it start another."""
     ended: list[str] = []
-    children = me.children(recursive=True)
-    for child in children:
+    children = []
+    for child in psutil.Process().children(recursive=True):
         try:
-            ended.append(f"pid {child.pid}: {' '.join(child.cmdline())[:200]}")
+            cmdline = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if (pids is not None and child.pid not in pids) or "resource_tracker" in cmdline:
+            continue
+        try:
             child.kill()
         except psutil.Error:
             continue
+        children.append(child)
+        ended.append(f"pid {child.pid}: {cmdline[:200]}")
     psutil.wait_procs(children, timeout=10)
     return ended
 

@@ -43,7 +43,7 @@ def test_a_busy_thread_is_named_with_its_stack_and_an_idle_pool_thread_is_not() 
 def test_child_processes_still_running_are_ended_and_named() -> None:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
-        ended = run_guard.end_children()
+        ended = run_guard.end_children({child.pid})
         assert any(f"pid {child.pid}:" in line and "time.sleep(600)" in line for line in ended)
         # The guard reaps what it kills (so Popen learns no status): the pid is gone.
         assert not psutil.pid_exists(child.pid)
@@ -105,3 +105,13 @@ def test_a_server_whose_directory_is_gone_is_ended_and_a_live_one_is_left() -> N
             psutil.Process(gone_pid).kill()
         kept.cleanup()
         shutil.rmtree(kept_base, ignore_errors=True)
+
+
+def test_python_s_resource_tracker_is_left_to_end_with_the_process() -> None:
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()
+    tracker = resource_tracker._resource_tracker._pid
+    assert tracker is not None
+    assert run_guard.end_children({tracker}) == []
+    assert psutil.Process(tracker).is_running()
