@@ -570,6 +570,11 @@ def compare(
                 "this_tree": new["statements_per_event"],
             },
             "sql_share": {"baseline": old["sql_share"], "this_tree": new["sql_share"]},
+            # Load-independent: every run's CPU per event (worker + backend), in run order.
+            "cpu_ms_per_event": {
+                "baseline_runs": [r["cpu_ms_per_event"]["total"] for r in runs[configs[0]]],
+                "this_tree_runs": [r["cpu_ms_per_event"]["total"] for r in runs[1, 1, None]],
+            },
         }
         configs.pop(0)
     out = []
