@@ -97,23 +97,26 @@ class WorldPrefetch:
             s.read[key] = positions.get(key, 0)
         # Only the threads that are unread are asked for more (B1: the others never count).
         places, read = s.threads, s.read
+        unread_pairs: list[tuple[str, str]] = []
         floors: dict[tuple[str, str], int] = {}
         for key in pairs:
             place = places.get(key[1])
             if place is None:
                 continue
             floor = max(read[key], place.unread_floor_seq)
-            if place.last_message_seq > floor and key not in s.mentions:
-                floors[key] = floor
+            if place.last_message_seq > floor:
+                unread_pairs.append(key)
+                if key not in s.mentions:
+                    floors[key] = floor
         counts = host.unread_mentions_of(s.conn, floors) if floors else {}
         for key in floors:
             s.mentions[key] = counts.get(key, 0)
-        if self._facts is None or not floors:
+        if self._facts is None or not unread_pairs:
             return
-        paths = {t: self._world.path(t) for t in dict.fromkeys(t for _p, t in floors)}
+        paths = {t: self._world.path(t) for t in dict.fromkeys(t for _p, t in unread_pairs)}
         wanted = {
             key: path
-            for key in floors
+            for key in unread_pairs
             if key not in s.levels and (path := paths[key[1]]) is not None
         }
         s.levels.update(self._facts.pairs_level_facts(s.conn, wanted, by_people=True))

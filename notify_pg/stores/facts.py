@@ -229,7 +229,9 @@ class FactsReader:
             )
         # Most pairs have the same inputs (no own rows, one channel): equal facts are built
         # once and shared (frozen values; a badge of a push round asks for every thread).
-        shared: dict[tuple[object, ...], LevelFacts] = {}
+        # Keyed by the identities of the values (rows, levels and None are held objects):
+        # hashing ints is cheaper than hashing rows and enum members, thousands of times.
+        shared: dict[tuple[int, int, int, int, bool, int], LevelFacts] = {}
         out: dict[tuple[str, str], LevelFacts] = {}
         instance = self._config.instance_default_level
         for key, path in paths.items():
@@ -242,9 +244,17 @@ class FactsReader:
                 path.direct_message,
                 personal[user_id],
             )
-            facts = shared.get(values)
+            ids = (
+                id(values[0]),
+                id(values[1]),
+                id(values[2]),
+                id(values[3]),
+                values[4],
+                id(values[5]),
+            )
+            facts = shared.get(ids)
             if facts is None:
-                facts = shared[values] = LevelFacts(
+                facts = shared[ids] = LevelFacts(
                     thread=values[0],
                     channel=values[1],
                     space=values[2],
@@ -260,15 +270,19 @@ class FactsReader:
         self, conn: Conn, paths: Mapping[tuple[str, str], NotificationPath]
     ) -> list[tuple[Any, ...]]:
         """The own rows of the pairs' people on any of the pairs' threads, channels, spaces."""
-        by_path: dict[NotificationPath, None] = dict.fromkeys(paths.values())
-        channels = {p.channel_id for p in by_path if p.channel_id is not None}
-        spaces = {p.space_id for p in by_path if p.space_id is not None}
+        # One path per thread (hashing the paths themselves would cost more than the query).
+        by_thread: dict[str, NotificationPath] = {}
+        for (_user_id, thread), path in paths.items():
+            if thread not in by_thread:
+                by_thread[thread] = path
+        channels = {p.channel_id for p in by_thread.values() if p.channel_id is not None}
+        spaces = {p.space_id for p in by_thread.values() if p.space_id is not None}
         return self._seam.all(
             conn,
             "people_level_rows",
             {
                 "user_ids": text_array(list(dict.fromkeys(u for u, _t in paths))),
-                "threads": text_array(list(dict.fromkeys(t for _u, t in paths))),
+                "threads": text_array(list(by_thread)),
                 "channels": text_array(sorted(channels)),
                 "spaces": text_array(sorted(spaces)),
             },
