@@ -570,6 +570,11 @@ def compare(
                 "this_tree": new["statements_per_event"],
             },
             "sql_share": {"baseline": old["sql_share"], "this_tree": new["sql_share"]},
+            # Load-independent: every run's CPU per event (worker + backend), in run order.
+            "cpu_ms_per_event": {
+                "baseline_runs": [r["cpu_ms_per_event"]["total"] for r in runs[configs[0]]],
+                "this_tree_runs": [r["cpu_ms_per_event"]["total"] for r in runs[1, 1, None]],
+            },
         }
         configs.pop(0)
     out = []
@@ -580,6 +585,9 @@ def compare(
         if repeat > 1:
             # In run order, and each over the baseline's run of the same round.
             median["runs_hint_decisions_per_s"] = [r["hint_decisions_per_s"] for r in mine]
+            # The load-independent figures of every run (the median run is chosen by rate).
+            median["runs_cpu_ms_per_event"] = [r["cpu_ms_per_event"]["total"] for r in mine]
+            median["runs_statements_per_event"] = [r["statements_per_event"] for r in mine]
             median["ratio_per_round"] = [
                 round(r["hint_decisions_per_s"] / b["hint_decisions_per_s"], 2)
                 for r, b in zip(mine, first, strict=True)

@@ -24,6 +24,7 @@ __all__ = [
     "badge_count",
     "badge_sync_due",
     "counts_for_badge",
+    "counts_values",
     "read_lowers_badge",
 ]
 
@@ -97,11 +98,32 @@ class ThreadBadgeFacts:
         return self.last_message_seq > max(self.read_seq, self.unread_floor_seq)
 
 
+def counts_values(
+    readable: bool,
+    dm: bool,
+    level: Level,
+    last_message_seq: int,
+    unread_floor_seq: int,
+    read_seq: int,
+    unread_mentions: int,
+) -> bool:
+    """The rule of `counts_for_badge` (B1) over the values of `ThreadBadgeFacts`, checked by
+    the caller: the badge of a push round counts thousands of threads without building them.
+
+    Example:
+        >>> counts_values(True, False, Level.ALL, 3, 0, 0, 0)
+        True
+    """
+    unread = last_message_seq > max(read_seq, unread_floor_seq)
+    return readable and unread and (unread_mentions > 0 or level is Level.ALL or dm)
+
+
 def _counts(t: ThreadBadgeFacts, read_seq: int, mentions: int | None = None) -> bool:
-    unread = t.last_message_seq > max(read_seq, t.unread_floor_seq)
     if mentions is None:
         mentions = t.unread_mentions
-    return t.readable and unread and (mentions > 0 or t.level is Level.ALL or t.dm)
+    return counts_values(
+        t.readable, t.dm, t.level, t.last_message_seq, t.unread_floor_seq, read_seq, mentions
+    )
 
 
 def counts_for_badge(t: ThreadBadgeFacts) -> bool:

@@ -10,13 +10,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Final
 
-from notify_core.badge import ThreadBadgeFacts, counts_for_badge, read_lowers_badge
+from notify_core.badge import (
+    ThreadBadgeFacts,
+    counts_for_badge,
+    counts_values,
+    read_lowers_badge,
+)
 from notify_core.decide import Policy
 from notify_core.events import Event
-from notify_core.levels import LevelFacts, effective
+from notify_core.levels import Level, LevelFacts, effective
 from notify_core.ports import PreferenceFacts, Schedule, ThreadInfo, WorldFacts
 
-__all__ = ["badge_facts", "counted_threads", "sync_after_read"]
+__all__ = ["badge_facts", "counted_threads", "plain_badge_values", "sync_after_read"]
 
 _DEFAULT_LEVELS: Final = LevelFacts()
 
@@ -60,19 +65,79 @@ def counted_threads(
     world: WorldFacts, prefs: PreferenceFacts, user: str, now: datetime
 ) -> list[str]:
     """Return the threads that count for a person's badge at ``now`` (B1): the badge is their
-    number."""
+    number.
+
+    The facts of each unread thread are those `badge_facts` reads, counted by the rule of
+    `notify_core.badge.counts_for_badge`; a push round asks this for every thread of every
+    recipient, so the facts are checked as plain values and a `ThreadBadgeFacts` is built
+    only when one is not (to raise its error).
+    """
     counted = []
     for thread in world.badge_threads(user):
         info = world.thread(thread)
-        # A thread that is not unread never counts (B1): skip building its facts.
-        if info is None or info.last_message_seq <= max(
-            world.read_seq(user, thread), info.unread_floor_seq
-        ):
+        if info is None:
             continue
-        facts = badge_facts(world, prefs, user, thread, now, info)
-        if facts is not None and counts_for_badge(facts):
+        read_seq = world.read_seq(user, thread)
+        # A thread that is not unread never counts (B1): skip reading its facts.
+        if info.last_message_seq <= max(read_seq, info.unread_floor_seq):
+            continue
+        channel = world.channel(info.channel)
+        levels = prefs.level_facts(thread, [user]).get(user, _DEFAULT_LEVELS)
+        readable = world.allowed(user, thread)
+        mentions = world.unread_mentions(user, thread)
+        dm = channel is not None and channel.direct
+        level = effective(levels, now)
+        if plain_badge_values(readable, dm, level, info, read_seq, mentions):
+            counts = counts_values(
+                readable,
+                dm,
+                level,
+                info.last_message_seq,
+                info.unread_floor_seq,
+                read_seq,
+                mentions,
+            )
+        else:  # the facts' own checks raise what is wrong (or take a value plain ints miss)
+            counts = counts_for_badge(
+                ThreadBadgeFacts(
+                    thread=thread,
+                    readable=readable,
+                    dm=dm,
+                    level=level,
+                    last_message_seq=info.last_message_seq,
+                    unread_floor_seq=info.unread_floor_seq,
+                    read_seq=read_seq,
+                    unread_mentions=mentions,
+                )
+            )
+        if counts:
             counted.append(thread)
     return counted
+
+
+def plain_badge_values(
+    readable: object,
+    dm: object,
+    level: object,
+    info: ThreadInfo,
+    read_seq: object,
+    mentions: object,
+) -> bool:
+    """Whether the facts of one thread are the plain values `ThreadBadgeFacts` accepts as they
+    are (flags of type ``bool``, positions and counts of type ``int`` >= 0, a `Level`)."""
+    return (
+        type(readable) is bool
+        and type(dm) is bool
+        and type(level) is Level
+        and type(read_seq) is int
+        and read_seq >= 0
+        and type(mentions) is int
+        and mentions >= 0
+        and type(info.last_message_seq) is int
+        and info.last_message_seq >= 0
+        and type(info.unread_floor_seq) is int
+        and info.unread_floor_seq >= 0
+    )
 
 
 def sync_after_read(

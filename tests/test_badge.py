@@ -15,10 +15,13 @@ from notify_core.badge import (
     badge_count,
     badge_sync_due,
     counts_for_badge,
+    counts_values,
     read_lowers_badge,
 )
 from notify_core.errors import InvalidFacts, InvalidInput, InvalidLevel, NaiveDatetime
-from notify_core.levels import Level
+from notify_core.levels import Level, LevelFacts
+from notify_core.pipeline_badge import counted_threads
+from notify_core.ports import ChannelInfo, ThreadInfo
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
 S = timedelta(seconds=1)
@@ -302,3 +305,64 @@ class TestBadgeSyncDue:
             assert due in (now, last + interval)
         else:
             assert due == now
+
+
+@given(thread_badge_facts())
+def test_counts_values_is_the_rule_of_counts_for_badge(t: ThreadBadgeFacts) -> None:
+    """The plain-values form that a push round's badges use says what the facts say (B1)."""
+    plain = counts_values(
+        t.readable,
+        t.dm,
+        t.level,
+        t.last_message_seq,
+        t.unread_floor_seq,
+        t.read_seq,
+        t.unread_mentions,
+    )
+    assert plain == counts_for_badge(t)
+
+
+class _World:
+    """Three unread threads of one channel; ``read`` and ``mentions`` as a host gave them."""
+
+    def __init__(self, read: object, mentions: object) -> None:
+        self.read, self.mentions = read, mentions
+
+    def badge_threads(self, user: str) -> list[str]:
+        return ["t-1", "t-2", "t-3"]
+
+    def thread(self, thread: str) -> ThreadInfo:
+        return ThreadInfo(id=thread, channel="c", last_message_seq=9)
+
+    def read_seq(self, user: str, thread: str) -> object:
+        return self.read if thread == "t-2" else 0
+
+    def channel(self, channel: str) -> ChannelInfo:
+        return ChannelInfo(id=channel, kind="text", space="s")
+
+    def allowed(self, user: str, thread: str) -> bool:
+        return True
+
+    def unread_mentions(self, user: str, thread: str) -> object:
+        return self.mentions if thread == "t-2" else 0
+
+
+class _Prefs:
+    def level_facts(self, thread: str, users: list[str]) -> dict[str, LevelFacts]:
+        level = "all" if thread == "t-1" else "mentions"
+        return {u: LevelFacts(instance_default=level) for u in users}
+
+
+def test_counted_threads_counts_plain_values_and_checks_the_others() -> None:
+    """`counted_threads` counts plain facts by B1 without building them, and a value that is
+    not plain still meets the checks of `ThreadBadgeFacts`."""
+    world, prefs = _World(read=3, mentions=1), _Prefs()
+    assert counted_threads(world, prefs, "u", NOW) == ["t-1", "t-2"]  # type: ignore[arg-type]
+    world = _World(read=3, mentions=-1)
+    with pytest.raises(InvalidFacts) as info:
+        counted_threads(world, prefs, "u", NOW)  # type: ignore[arg-type]
+    assert info.value.code == "invalid_count"
+    world = _World(read=3, mentions=True)
+    with pytest.raises(InvalidFacts) as info:
+        counted_threads(world, prefs, "u", NOW)  # type: ignore[arg-type]
+    assert info.value.code == "invalid_count"

@@ -4,13 +4,15 @@
 LOCKED``, the most lagging one no other worker holds: one round per partition at a time,
 whatever the number of workers) and the cursors of the other free partitions at the same
 position, up to the worker's share of the partitions (all of them for a lone worker: one
-round decides for everybody), reads the next events after it in ``seq`` order, runs each
-through `notify_core.pipeline.Pipeline.handle` deciding for the partition's recipients only (due
-work of those recipients at or before the event first), carries out the hints (push sends, the
-host's sink), moves the cursor and commits. A crash anywhere in the round rolls all of it back:
-no hint is doubled or lost. With N partitions, N rounds (on up to N workers) run side by side
-and together give exactly the hints of one consumer (`notify_core.partitions`).
-`ConsumeRound.prepare` creates or re-partitions the cursors.
+round decides for everybody), reads the next events after it in ``seq`` order (a round of k
+of P partitions up to P/k pages: about the work of a round for everybody), runs each
+through `notify_core.pipeline.Pipeline.handle` deciding for the partition's recipients only
+(due work of those recipients at or before the event first), carries out the hints (push
+sends, the host's sink), moves the cursor and commits. A crash anywhere in the round rolls
+all of it back: no hint is doubled or lost. With N partitions, N
+rounds (on up to N workers) run side by side and together give exactly the hints of one
+consumer (`notify_core.partitions`). `ConsumeRound.prepare` creates or re-partitions the
+cursors.
 """
 
 from __future__ import annotations
@@ -157,6 +159,16 @@ class ConsumeRound:
             # Only a round with events takes the other free partitions (a poll at the head
             # would count the workers and lock cursors for nothing).
             taken = [part, *self._more_partitions(conn, part, position)]
+            batch = push.config.batch_size
+            if len(taken) < parts and len(rows) == batch:
+                # A round that decides for k of the P partitions reads P/k pages: it does
+                # about the work of a round for everybody, so its reads per round (the cursor,
+                # the page, each thread's facts) are paid as often as by one worker's rounds.
+                rows += push.seam.all(
+                    conn,
+                    "read_events_page",
+                    {"after": int(rows[-1][0]), "limit": batch * parts // len(taken) - batch},
+                )
             # The host's facts are read once per round (`Session.at`).
             session = Session(conn, round_facts=True)
             # All partitions own everybody: no filter at all, the plain pipeline.

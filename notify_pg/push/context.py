@@ -90,7 +90,8 @@ class WorkerConfig:
             (`Worker.prepare`). The default 2 lets a second worker run consumer rounds too;
             a lone worker takes both partitions in each round and runs the statements of
             one partition (bench/bench_pg_pipeline.py, docs/postgresql.md).
-        batch_size: events per consumer round (``consumer.batch_size``).
+        batch_size: events per consumer round (``consumer.batch_size``); a round that takes
+            k of the P partitions reads up to P/k times as many (`ConsumeRound.consume`).
         due_batch: due work per due-work transaction.
         send_batch: push sends claimed per push round.
         poll_interval: the pause of `Worker.run` when nothing is to do

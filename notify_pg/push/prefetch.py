@@ -95,20 +95,31 @@ class WorldPrefetch:
         positions = host.read_positions_of(s.conn, unread) if unread else {}
         for key in unread:
             s.read[key] = positions.get(key, 0)
-        floors = {}
+        # Only the threads that are unread are asked for more (B1: the others never count).
+        places, read = s.threads, s.read
+        unread_pairs: list[tuple[str, str]] = []
+        floors: dict[tuple[str, str], int] = {}
         for key in pairs:
-            if key not in s.mentions:
-                place = s.threads.get(key[1])
-                floors[key] = max(s.read[key], place.unread_floor_seq if place else 0)
+            place = places.get(key[1])
+            if place is None:
+                continue
+            floor = max(read[key], place.unread_floor_seq)
+            if place.last_message_seq > floor:
+                unread_pairs.append(key)
+                if key not in s.mentions:
+                    floors[key] = floor
         counts = host.unread_mentions_of(s.conn, floors) if floors else {}
         for key in floors:
             s.mentions[key] = counts.get(key, 0)
-        if self._facts is None:
+        if self._facts is None or not unread_pairs:
             return
-        paths = {
-            key: path for key in pairs if key not in s.levels and (path := self._world.path(key[1]))
+        paths = {t: self._world.path(t) for t in dict.fromkeys(t for _p, t in unread_pairs)}
+        wanted = {
+            key: path
+            for key in unread_pairs
+            if key not in s.levels and (path := paths[key[1]]) is not None
         }
-        s.levels.update(self._facts.pairs_level_facts(s.conn, paths))
+        s.levels.update(self._facts.pairs_level_facts(s.conn, wanted, by_people=True))
 
     def prefetch_due(self, dues: Sequence[Due], prefs: PgPreferences) -> None:
         """Load the facts a page of due work reads, with a few queries for all of it.

@@ -172,9 +172,10 @@ class SendRound:
         now = self.push.clock()
         prepared: list[_Prepared] = []
         with self.push.connection.transaction() as conn:
+            # The claim returns each send's registration too (one statement, not two).
             rows = self.push.seam.all(
                 conn,
-                "claim_push_sends",
+                "claim_push_sends_for_send",
                 {
                     "now": now,
                     "lease_until": now + self.push.config.send_lease,
@@ -186,8 +187,13 @@ class SendRound:
             session = Session(conn)
             pipeline, _schedule = self.push.pipeline(session)
             claimed = [_claimed(row) for row in rows]
+            found = {
+                row[13]: self.push.registrations.from_send_row(row[13:])
+                for row in rows
+                if row[13] is not None
+            }
             handled += len(claimed)
-            prepared = self._step1(session, pipeline, claimed, now)
+            prepared = self._step1(session, pipeline, claimed, found, now)
         results = self._step2(prepared)
         self._held.extend(zip(prepared, results, strict=True))
         self.write_held_results()
@@ -222,17 +228,22 @@ class SendRound:
         return len(written)
 
     def _step1(
-        self, session: Session, pipeline: Pipeline, batch: Sequence[_Claimed], now: datetime
+        self,
+        session: Session,
+        pipeline: Pipeline,
+        batch: Sequence[_Claimed],
+        found: Mapping[str, tuple[Registration, RegistrationState]],
+        now: datetime,
     ) -> list[_Prepared]:
         """Check the claimed sends of a round and build their notifications, set-based: the
-        registrations, the recipients' facts and their badges are read for the whole batch
-        at once; the skipped sends are finished with one statement."""
+        registrations (``found``, read with the claim), the recipients' facts and their
+        badges are read for the whole batch at once; the skipped sends are finished with one
+        statement."""
         conn = session.conn
         world = pipeline.world
         assert isinstance(world, PgWorld)
         # Facts of all recipients of the claimed sends are loaded together.
         session.batch = tuple(dict.fromkeys(c.recipient for c in batch))
-        found = self.push.registrations.for_send_many(conn, [c.registration_id for c in batch])
         world.prefetch_allowed(
             list(dict.fromkeys((c.recipient, c.thread) for c in batch if c.thread is not None))
         )

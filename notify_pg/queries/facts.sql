@@ -25,6 +25,15 @@ WHERE user_id = %(user_id)s
     OR (target_kind = 'channel' AND target_id = ANY(%(channels)s::text[]))
     OR (target_kind = 'space' AND target_id = ANY(%(spaces)s::text[])))
 
+-- name: people_level_rows
+-- The own rows of many people on any of some threads, channels and spaces, in one query (the badges of a push round: every person on most threads); the ids as four text arrays built as literals.
+SELECT user_id, target_kind, target_id, level, muted_until
+FROM {schema}.notification_preferences
+WHERE user_id = ANY(%(user_ids)s::text[])
+  AND ((target_kind = 'thread' AND target_id = ANY(%(threads)s::text[]))
+    OR (target_kind = 'channel' AND target_id = ANY(%(channels)s::text[]))
+    OR (target_kind = 'space' AND target_id = ANY(%(spaces)s::text[])))
+
 -- name: pairs_level_rows
 -- The own rows of many people, each for some targets (their threads, channels and spaces), in one query; the targets as three text arrays built as literals (`text_array`: cheaper to pass than JSON or psycopg's lists).
 SELECT p.user_id, p.target_kind, p.target_id, p.level, p.muted_until

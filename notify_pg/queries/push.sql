@@ -38,6 +38,16 @@ SET last_success_at = %(last_success_at)s, failure_count = %(failure_count)s,
     disabled_at = %(disabled_at)s, disabled_reason = %(disabled_reason)s
 WHERE id = %(id)s
 
+-- name: record_deliveries
+-- Write the delivery columns of many registrations after their results (R1), one row per id.
+UPDATE {schema}.push_registrations r
+SET last_success_at = u.last_success_at, failure_count = u.failure_count,
+    disabled_at = u.disabled_at, disabled_reason = u.disabled_reason
+FROM unnest(%(ids)s::text[], %(last_success_ats)s::timestamptz[], %(failure_counts)s::integer[],
+            %(disabled_ats)s::timestamptz[], %(disabled_reasons)s::text[])
+  AS u(id, last_success_at, failure_count, disabled_at, disabled_reason)
+WHERE r.id = u.id
+
 -- name: insert_push_send
 -- One push of a hint to one registration; a second insert of the same pair changes nothing.
 INSERT INTO {schema}.push_sends
@@ -61,6 +71,30 @@ FROM (
 WHERE s.id = c.id
 RETURNING s.id, s.notification_id, s.registration_id, s.recipient, s.kind, s.thread, s.message,
           s.target, s.quiet, s.count, s.cleared, s.due_at, s.attempt
+
+-- name: claim_push_sends_for_send
+-- claim_push_sends with each send's registration (the columns of registrations_for_send; NULL when it is gone), in claim order: the push round's step 1 in one statement.
+WITH claimed AS (
+    UPDATE {schema}.push_sends s SET lease_until = %(lease_until)s
+    FROM (
+        SELECT id FROM {schema}.push_sends
+        WHERE next_at <= %(now)s AND (lease_until IS NULL OR lease_until <= %(now)s)
+        ORDER BY next_at, id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) c
+    WHERE s.id = c.id
+    RETURNING s.id, s.notification_id, s.registration_id, s.recipient, s.kind, s.thread,
+              s.message, s.target, s.quiet, s.count, s.cleared, s.due_at, s.attempt, s.next_at
+)
+SELECT c.id, c.notification_id, c.registration_id, c.recipient, c.kind, c.thread, c.message,
+       c.target, c.quiet, c.count, c.cleared, c.due_at, c.attempt,
+       r.id, r.user_id, r.device_id, r.auth_session_id, r.provider, r.environment, r.app_id,
+       r.token, r.created_at, r.last_success_at, r.failure_count, r.disabled_at,
+       r.disabled_reason
+FROM claimed c
+LEFT JOIN {schema}.push_registrations r ON r.id = c.registration_id
+ORDER BY c.next_at, c.id
 
 -- name: finish_push_send
 -- A send is done, dropped or skipped.

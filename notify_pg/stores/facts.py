@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from notify_core.errors import InvalidRule
 from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
@@ -189,32 +189,25 @@ class FactsReader:
         conn: Conn,
         paths: Mapping[tuple[str, str], NotificationPath],
         settings: Mapping[str, Mapping[str, object]] | None = None,
+        *,
+        by_people: bool = False,
     ) -> dict[tuple[str, str], LevelFacts]:
         """Return the L3 facts of many (person, thread) pairs whose paths the caller knows.
 
         The own rows of every pair's thread, channel and space in one query, the personal
         defaults in one host call (or from ``settings``, values the caller read with
         `DEFAULT_LEVEL_KEY` among the keys): the facts of a whole batch of due work or of the
-        badges of a push round.
+        badges of a push round. With ``by_people`` the query asks for the rows of the pairs'
+        people on all the pairs' targets at once (the badges: every person on most threads,
+        thousands of pairs that three ids each would make arrays of); the rows are looked up
+        by pair either way.
         """
         if not paths:
             return {}
-        wanted: dict[tuple[str, str, str], None] = {}
-        for (user_id, thread), path in paths.items():
-            wanted[(user_id, "thread", thread)] = None
-            if path.channel_id is not None:
-                wanted[(user_id, "channel", path.channel_id)] = None
-            if path.space_id is not None:
-                wanted[(user_id, "space", path.space_id)] = None
-        rows = self._seam.all(
-            conn,
-            "pairs_level_rows",
-            {
-                "user_ids": text_array([u for u, _k, _t in wanted]),
-                "kinds": text_array([k for _u, k, _t in wanted]),
-                "ids": text_array([t for _u, _k, t in wanted]),
-            },
-        )
+        if by_people:
+            rows = self._people_level_rows(conn, paths)
+        else:
+            rows = self._pairs_level_rows(conn, paths)
         own: dict[tuple[str, str, str], Preference] = {}
         for user_id, kind, target_id, level, muted_until in rows:
             until = None if muted_until is None else muted_until.astimezone(UTC)
@@ -236,7 +229,9 @@ class FactsReader:
             )
         # Most pairs have the same inputs (no own rows, one channel): equal facts are built
         # once and shared (frozen values; a badge of a push round asks for every thread).
-        shared: dict[tuple[object, ...], LevelFacts] = {}
+        # Keyed by the identities of the values (rows, levels and None are held objects):
+        # hashing ints is cheaper than hashing rows and enum members, thousands of times.
+        shared: dict[tuple[int, int, int, int, bool, int], LevelFacts] = {}
         out: dict[tuple[str, str], LevelFacts] = {}
         instance = self._config.instance_default_level
         for key, path in paths.items():
@@ -249,9 +244,17 @@ class FactsReader:
                 path.direct_message,
                 personal[user_id],
             )
-            facts = shared.get(values)
+            ids = (
+                id(values[0]),
+                id(values[1]),
+                id(values[2]),
+                id(values[3]),
+                values[4],
+                id(values[5]),
+            )
+            facts = shared.get(ids)
             if facts is None:
-                facts = shared[values] = LevelFacts(
+                facts = shared[ids] = LevelFacts(
                     thread=values[0],
                     channel=values[1],
                     space=values[2],
@@ -262,6 +265,49 @@ class FactsReader:
                 )
             out[key] = facts
         return out
+
+    def _people_level_rows(
+        self, conn: Conn, paths: Mapping[tuple[str, str], NotificationPath]
+    ) -> list[tuple[Any, ...]]:
+        """The own rows of the pairs' people on any of the pairs' threads, channels, spaces."""
+        # One path per thread (hashing the paths themselves would cost more than the query).
+        by_thread: dict[str, NotificationPath] = {}
+        for (_user_id, thread), path in paths.items():
+            if thread not in by_thread:
+                by_thread[thread] = path
+        channels = {p.channel_id for p in by_thread.values() if p.channel_id is not None}
+        spaces = {p.space_id for p in by_thread.values() if p.space_id is not None}
+        return self._seam.all(
+            conn,
+            "people_level_rows",
+            {
+                "user_ids": text_array(list(dict.fromkeys(u for u, _t in paths))),
+                "threads": text_array(list(by_thread)),
+                "channels": text_array(sorted(channels)),
+                "spaces": text_array(sorted(spaces)),
+            },
+        )
+
+    def _pairs_level_rows(
+        self, conn: Conn, paths: Mapping[tuple[str, str], NotificationPath]
+    ) -> list[tuple[Any, ...]]:
+        """The own rows of each pair's person on the pair's thread, channel and space."""
+        wanted: dict[tuple[str, str, str], None] = {}
+        for (user_id, thread), path in paths.items():
+            wanted[(user_id, "thread", thread)] = None
+            if path.channel_id is not None:
+                wanted[(user_id, "channel", path.channel_id)] = None
+            if path.space_id is not None:
+                wanted[(user_id, "space", path.space_id)] = None
+        return self._seam.all(
+            conn,
+            "pairs_level_rows",
+            {
+                "user_ids": text_array([u for u, _k, _t in wanted]),
+                "kinds": text_array([k for _u, k, _t in wanted]),
+                "ids": text_array([t for _u, _k, t in wanted]),
+            },
+        )
 
     def quiet_rules(
         self, conn: Conn, user_ids: Sequence[str], *, zones: bool = True

@@ -176,6 +176,12 @@ class RegistrationRepository:
             out[registration.id] = (registration, state)
         return out
 
+    @staticmethod
+    def from_send_row(row: tuple[Any, ...]) -> tuple[Registration, RegistrationState]:
+        """A registration with its token and delivery state from the columns of
+        ``registrations_for_send`` (a query that joins them to what it claims)."""
+        return _for_send(row)
+
     def lock_states(
         self, conn: Conn, registration_ids: Sequence[str]
     ) -> dict[str, RegistrationState]:
@@ -188,8 +194,22 @@ class RegistrationRepository:
         return {row[0]: _state(*row[1:]) for row in rows}
 
     def record_many(self, conn: Conn, states: Sequence[tuple[str, RegistrationState]]) -> None:
-        """Write the delivery columns of many registrations (one pipelined statement)."""
-        self._seam.run_many(conn, "record_delivery", [_record(i, s) for i, s in states])
+        """Write the delivery columns of many registrations (one statement: a push round
+        changes most of its registrations, ``last_success_at`` at least)."""
+        if not states:
+            return
+        rows = [_record(i, s) for i, s in states]
+        self._seam.run(
+            conn,
+            "record_deliveries",
+            {
+                "ids": [r["id"] for r in rows],
+                "last_success_ats": [r["last_success_at"] for r in rows],
+                "failure_counts": [r["failure_count"] for r in rows],
+                "disabled_ats": [r["disabled_at"] for r in rows],
+                "disabled_reasons": [r["disabled_reason"] for r in rows],
+            },
+        )
 
     def lock_state(self, conn: Conn, registration_id: str) -> RegistrationState | None:
         """Lock a registration row ``FOR UPDATE`` and return its delivery state (step 3)."""

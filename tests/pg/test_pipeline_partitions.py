@@ -271,24 +271,25 @@ def test_the_count_cannot_change_while_cursors_stand_apart(
     other = connect()
     with other.transaction():  # other workers' rounds hold partitions 1 and 2
         other.execute(f"SELECT 1 FROM {SCHEMA}.consumer_cursors WHERE part > 0 FOR UPDATE")
-        assert run.worker.consume() == 5  # partition 0
+        # Partition 0 alone: a full first page, read on to three pages (a third of the people).
+        assert run.worker.consume() == 15
     other.close()
     before = cursors(conn)
-    assert [c[3] for c in before] == [5, 0, 0]
+    assert [c[3] for c in before] == [15, 0, 0]
     two = worker_for(run, 2)
     with pytest.raises(PartitionError) as info:
         two.prepare()
     two.close()
     assert info.value.code == "partition_change_refused"
     message = str(info.value)
-    for text in ("partition 0 of 3 at 5", "partition 1 of 3 at 0", "partition 2 of 3 at 0"):
+    for text in ("partition 0 of 3 at 15", "partition 1 of 3 at 0", "partition 2 of 3 at 0"):
         assert text in message
     assert cursors(conn) == before
     result = CliRunner().invoke(
         cli, ["worker", "--dsn", db_dsn, "--once", "--partitions", "2", "--log-level", "error"]
     )
     assert result.exit_code == 2, result.output
-    assert "partition 0 of 3 at 5" in result.stderr
+    assert "partition 0 of 3 at 15" in result.stderr
     assert "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1
     assert cursors(conn) == before

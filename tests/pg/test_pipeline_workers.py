@@ -161,8 +161,10 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
     """The interleaving that made test_two_workers_drain_one_database[partitions3] flaky, step
     by step: beside the run's worker, the first worker's round starts before the second joined
     (2 workers: share 2 of 3), takes two partitions at one position and reads each event once
-    for both; the second worker's round then takes the third (share 1). Every partition still
-    handles every event (the hints of a replay); the events counted are the events read."""
+    for both; the second worker's round then takes the third (share 1). A round of k of the 3
+    partitions whose first page is full reads on to 3/k pages (6 events for two, 12 for one).
+    Every partition still handles every event (the hints of a replay); the events counted are
+    the events read."""
     lines, head = wide_burst()
     expected = sorted(replayed(lines))
     dsn = new_database(pg_template)
@@ -178,12 +180,12 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
         assert len({pos for _p, pos in start}) == 1
         position = start[0][1]
         first, second = two_workers(dsn, run, config)
-        assert first.consume() == 4
-        assert consumer_cursors(conn) == [(0, position + 4), (1, position + 4), (2, position)]
-        assert first.stats.events == 4  # two partitions, each event read once
-        assert first.stats.partition_events == 8
-        assert second.consume() == 4  # it joins: 3 workers, one partition a round
-        assert consumer_cursors(conn) == [(p, position + 4) for p in range(3)]
+        assert first.consume() == 6
+        assert consumer_cursors(conn) == [(0, position + 6), (1, position + 6), (2, position)]
+        assert first.stats.events == 6  # two partitions, each event read once
+        assert first.stats.partition_events == 12
+        assert second.consume() == 12  # it joins: 3 workers, one partition a round
+        assert consumer_cursors(conn) == [(0, position + 6), (1, position + 6), (2, position + 12)]
         for _ in range(1_000):
             if first.run_once(max_rounds=1) + second.run_once(max_rounds=1) == 0:
                 break
@@ -196,8 +198,8 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
         run.worker.close()
     assert sorted(got) == expected
     assert first.stats.failures == second.stats.failures == 0
-    # Every partition handled every event; the first round read 4 of them for two partitions.
-    assert first.stats.events + second.stats.events == 3 * (len(burst) + 3) - 4
+    # Every partition handled every event; the first round read 6 of them for two partitions.
+    assert first.stats.events + second.stats.events == 3 * (len(burst) + 3) - 6
     assert first.stats.partition_events + second.stats.partition_events == 3 * (len(burst) + 3)
 
 
@@ -207,7 +209,8 @@ def test_a_worker_idle_longer_than_the_takeover_does_not_count_in_the_share(
     """A joined worker whose session has been idle for longer than ``partition_takeover``
     (paused, busy in a long mail round) leaves the partitions to the working one: its round
     takes both at one position. Once it runs a statement again it counts: its own round then
-    takes its share, one partition."""
+    takes its share, one partition, and reads on to two pages (it decides for half of the
+    recipients)."""
     lines, head = wide_burst()
     dsn = new_database(pg_template)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -229,9 +232,9 @@ def test_a_worker_idle_longer_than_the_takeover_does_not_count_in_the_share(
         assert consumer_cursors(conn) == [(0, position + 4), (1, position + 4)]
         assert (first.stats.events, first.stats.partition_events) == (4, 8)
         # The first worker's session was just seen: two workers, a share of one partition.
-        assert second.consume() == 4
-        assert sorted(pos for _p, pos in consumer_cursors(conn)) == [position + 4, position + 8]
-        assert (second.stats.events, second.stats.partition_events) == (4, 4)
+        assert second.consume() == 8
+        assert sorted(pos for _p, pos in consumer_cursors(conn)) == [position + 4, position + 12]
+        assert (second.stats.events, second.stats.partition_events) == (8, 8)
         first.close()
         second.close()
         run.worker.close()
