@@ -423,14 +423,20 @@ class Pipeline:
         for the others only.
         """
         thread, starter = candidate.thread, candidate.run_starter
-        switches = self.prefs.switches(people)
-        rights = read_rights(self.world, people, thread)
         # A store that answers the level facts as one shared value and the few who differ
         # (the in-memory one) lets gate skip the others as one.
         split = getattr(self.prefs, "level_facts_split", None) if thread is not None else None
-        gated: Gated | GatedShared
         if split is not None:
             shared, differ = split(thread, people)
+        else:
+            # The level facts first: a store may take the fan-out's people as its batch there
+            # and answer the switches and read rights that follow from the same reads (on
+            # PostgreSQL one statement for all, not one per person).
+            levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+        switches = self.prefs.switches(people)
+        rights = read_rights(self.world, people, thread)
+        gated: Gated | GatedShared
+        if split is not None:
             gated = gate_shared(
                 facts,
                 people,
@@ -444,7 +450,6 @@ class Pipeline:
             levels = dict.fromkeys(passed, shared)
             levels.update(differ)
         else:
-            levels = self.prefs.level_facts(thread, people) if thread is not None else {}
             gated = gate_fan_out(
                 facts, people, rights=rights, levels=levels, switches=switches, starter=starter
             )
