@@ -69,7 +69,8 @@ _END: dict[str, Any] = {"status": 0, "report": [], "started": time.time()}
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """After every fixture's teardown: name the threads still busy, end the child processes."""
+    """After every fixture's teardown: name the threads still busy, end the child processes,
+    and arm the watchdog of the process's exit."""
     import run_guard
 
     _END["status"] = int(exitstatus)
@@ -82,6 +83,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     orphans = run_guard.end_orphan_servers(_END["started"])
     if orphans:
         _END["report"].append("servers of deleted directories, ended:\n" + "\n".join(orphans))
+    # Armed here, before the summary: a hang in any later hook or in the interpreter's exit
+    # ends with pytest's status and every thread's stack instead of a CI timeout.
+    run_guard.arm_exit_watchdog(_END["status"])
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -89,11 +93,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for part in _END["report"]:
         terminalreporter.section("left running at the end of the run", sep="-")
         terminalreporter.write_line(part)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    """Should the interpreter's exit hang all the same, end it with pytest's status."""
-    import run_guard
-
-    run_guard.arm_exit_watchdog(_END["status"])
