@@ -141,3 +141,63 @@ def test_a_message_keeps_every_field_of_its_thread() -> None:
         "unread_floor_seq",
         "newest_message",
     ]
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("row"),
+            st.sampled_from(PEOPLE),
+            st.sampled_from(TARGETS),
+            st.none()
+            | st.builds(
+                Preference,
+                level=st.sampled_from(LEVELS),
+                muted_until=st.sampled_from([None, "2026-10-23T21:30:00Z"]).map(
+                    lambda text: parse_instant(text) if text else None
+                ),
+            ),
+        ),
+        st.tuples(st.just("follow"), st.sampled_from(PEOPLE), st.sampled_from(["t1", "t2"])),
+    ),
+    max_size=15,
+)
+
+
+@given(
+    rows=rows,
+    personal=personal,
+    steps=steps,
+    default=st.none() | st.sampled_from(LEVELS),
+    cap=st.sampled_from([1, 2, 2048]),
+)
+def test_kept_level_facts_follow_every_change(
+    rows: dict[tuple[str, str, str], Preference],
+    personal: dict[tuple[str, str], object],
+    steps: list[tuple[Any, ...]],
+    default: str | None,
+    cap: int,
+) -> None:
+    """The LevelFacts kept across fan-outs (by the values of their facts, cleared when full)
+    are the person's facts now, after any rows were written, deleted or followed between
+    fan-outs."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("notify_core.memory.preferences._BUILT_CAP", cap)
+        store = MemoryStore(
+            channels={"c1": ChannelInfo(id="c1", kind="public", space="s1", default_level=default)},
+            threads={
+                "t1": ThreadInfo(id="t1", channel="c1"),
+                "t2": ThreadInfo(id="t2", channel="c1"),
+            },
+            rows=dict(rows),
+            settings=dict(personal),
+        )
+        for step in [("follow", "u0", "t1"), *steps]:
+            if step[0] == "row":
+                _, user, (kind, target), row = step
+                store._set_row((user, kind, target), row)
+            else:
+                store.follow(step[1], step[2])
+            for thread in ("t1", "t2"):
+                got = store.level_facts(thread, PEOPLE)
+                assert got == {user: naive(store, thread, user) for user in PEOPLE}

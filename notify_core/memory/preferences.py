@@ -26,6 +26,12 @@ DEFAULT_LEVEL_KEY: Final = "notify.default_level"
 #: The row that automatic following inserts (S5); rows are values, so one serves all.
 _FOLLOWED = Preference(level=Level.ALL)
 _NO_ROWS: dict[str, Preference] = {}
+#: At most this many kept LevelFacts of people who differ (about 0.5 MiB with their keys).
+_BUILT_CAP: Final = 2048
+_Row = Preference | None
+#: What a person's LevelFacts are made of: rows on the thread, channel and space, their own
+#: default ("" for none), the channel's default, whether it is direct, the instance default.
+_LevelKey = tuple[_Row, _Row, _Row, str, str | None, bool, Level]
 
 
 @attrs.define
@@ -64,6 +70,10 @@ class MemoryPreferences:
     _shared_levels: dict[tuple[str | None, bool, Level], LevelFacts] = attrs.field(
         factory=dict, init=False, repr=False
     )
+    # The LevelFacts of those who differ by their facts (rows are values: equal rows give
+    # equal facts), kept across fan-outs: the same rows meet again thread after thread
+    # (automatic following shares one row). Cleared when full, to bound the memory.
+    _built_levels: dict[_LevelKey, LevelFacts] = attrs.field(factory=dict, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         # The derived indexes of what a store is given at construction (usually nothing).
@@ -115,7 +125,8 @@ class MemoryPreferences:
             if held:
                 special |= held.keys() & people
         # People with the same rows here and the same default of their own share one value.
-        built: dict[tuple[int, int, int, object], LevelFacts] = {}
+        built = self._built_levels
+        instance = self.instance_default
         for user in special:
             row_thread = on_thread.get(user)
             row_channel = on_channel.get(user)
@@ -128,11 +139,23 @@ class MemoryPreferences:
                 and row_space is None
             ):
                 continue
-            # A stored default that is not text (bad data) is not shared: LevelFacts refuses it.
-            share = personal is None or type(personal) is str
-            same = (id(row_thread), id(row_channel), id(row_space), personal if share else user)
+            # A stored default that is not text (bad data) is not shared: built each time.
+            if personal is not None and type(personal) is not str:
+                differ[user] = LevelFacts(
+                    thread=row_thread,
+                    channel=row_channel,
+                    space=row_space,
+                    channel_default=default,
+                    direct_message=direct,
+                    personal_default=personal,
+                    instance_default=instance,
+                )
+                continue
+            same = (row_thread, row_channel, row_space, personal or "", default, direct, instance)
             facts = built.get(same)
             if facts is None:
+                if len(built) >= _BUILT_CAP:
+                    built.clear()
                 facts = built[same] = LevelFacts(
                     thread=row_thread,
                     channel=row_channel,
@@ -140,7 +163,7 @@ class MemoryPreferences:
                     channel_default=default,
                     direct_message=direct,
                     personal_default=personal,
-                    instance_default=self.instance_default,
+                    instance_default=instance,
                 )
             differ[user] = facts
         return shared, differ
