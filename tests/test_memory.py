@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notify_cli.synth_logs import SynthConfig, synth_events
+from notify_core.fan_out import level_facts
 from notify_core.instants import parse_instant
 from notify_core.levels import Level, LevelFacts, Preference
 from notify_core.memory import MemoryStore
@@ -180,7 +181,7 @@ def test_kept_level_facts_follow_every_change(
 ) -> None:
     """The LevelFacts kept across fan-outs (by the values of their facts, cleared when full)
     are the person's facts now, after any rows were written, deleted or followed between
-    fan-outs."""
+    fan-outs; so are those of the one-person path (`MemoryPreferences.level_facts_of`)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("notify_core.memory.preferences._BUILT_CAP", cap)
         store = MemoryStore(
@@ -198,6 +199,9 @@ def test_kept_level_facts_follow_every_change(
                 store._set_row((user, kind, target), row)
             else:
                 store.follow(step[1], step[2])
-            for thread in ("t1", "t2"):
+            for thread in ("t1", "t2", "t-unknown"):
                 got = store.level_facts(thread, PEOPLE)
                 assert got == {user: naive(store, thread, user) for user in PEOPLE}
+                # The one-person path of due work and badges answers the same.
+                assert {user: store.prefs.level_facts_of(thread, user) for user in PEOPLE} == got
+                assert level_facts(store.prefs, thread, ("u1",)) == {"u1": got["u1"]}
