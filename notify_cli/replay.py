@@ -37,8 +37,7 @@ from notify_core.errors import NotifyError
 from notify_core.events import EventError
 from notify_core.inbox.pipeline import MailLine
 from notify_core.instants import format_instant
-from notify_core.lines import HintLines, dumps_item, dumps_line
-from notify_core.pipeline import Hint
+from notify_core.lines import dumps_item, dumps_line
 from notify_core.replay import Replay, Summary, compare
 
 _stderr = Console(stderr=True)
@@ -172,7 +171,6 @@ def _replay(
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     write = out.write if out is not None else None
-    hint_line = HintLines(fastjson.dumps)
     mail = _mail_writer(mail_dir, replay) if mail_dir is not None else None
     # Reading errors become BadInput where they happen (lines_of); an OSError here is a write.
     with batch_gc(), writing(out_name):
@@ -185,12 +183,7 @@ def _replay(
             if mail is not None and type(item) is MailLine and item.decision == "send":
                 mail(item)  # the wiki is as it was at the drain: the replay is lazy
             if write is not None:
-                # Hints (nearly every line) through `HintLines`: a fan-out's shared parts
-                # are encoded once.
-                if type(item) is Hint:
-                    write(hint_line(item) + "\n")
-                else:
-                    write(dumps_item(item, fastjson.dumps) + "\n")
+                write(dumps_item(item, fastjson.dumps) + "\n")
     return replay.summary, bad
 
 

@@ -20,7 +20,7 @@ from datetime import datetime
 
 import attrs
 
-from notify_core.decide import Collect, Decision, Send, Skip
+from notify_core.decide import Collect, Decision, Send
 from notify_core.inbox.coalesce import EntryState
 from notify_core.inbox.pipeline import InboxLine, MailLine
 from notify_core.instants import format_instant_cached
@@ -28,7 +28,6 @@ from notify_core.pipeline import Hint, Trigger
 
 __all__ = [
     "Encoder",
-    "HintLines",
     "Item",
     "UnknownReference",
     "decision_to_json",
@@ -259,70 +258,6 @@ def dumps_hint(hint: Hint, dumps: Encoder = dumps_json) -> str:
         The line, without a line end.
     """
     return dumps(hint_to_json(hint))
-
-
-class HintLines:
-    """Writes hint lines as `dumps_hint` does, encoding once the parts a fan-out shares.
-
-    The hints of one fan-out differ only in ``recipient`` and the decision: ``seq``,
-    ``trigger`` and ``at`` (the members before ``recipient``) and ``kind``, ``thread``,
-    ``message`` and ``target`` (those after it) are the same objects line after line, so
-    each run of equal parts is encoded once and the line is joined from the pieces (a
-    compact JSON object's members are text that can be joined with commas). A skip's
-    decision is encoded once per reason.
-
-    Args:
-        dumps: the encoder, as `dumps_hint` takes.
-    """
-
-    __slots__ = ("_dumps", "_head", "_head_of", "_skips", "_tail", "_tail_of")
-
-    def __init__(self, dumps: Encoder = dumps_json) -> None:
-        self._dumps = dumps
-        # The last parts seen and their text; ``at`` is compared by identity (one object per
-        # fan-out; an equal instant from elsewhere is only encoded again, to the same text).
-        self._head_of: tuple[object, ...] = ()
-        self._head = ""
-        self._tail_of: tuple[object, ...] = ()
-        self._tail = ""
-        self._skips: dict[object, str] = {}
-
-    def __call__(self, hint: Hint) -> str:
-        """Return the JSON line of ``hint``, the text of `dumps_hint` with the same encoder."""
-        dumps = self._dumps
-        head_of = self._head_of
-        if not (
-            head_of
-            and head_of[0] is hint.at
-            and head_of[1] == hint.seq
-            and head_of[2] is hint.trigger
-        ):
-            self._head_of = (hint.at, hint.seq, hint.trigger)
-            head: dict[str, object] = {}
-            if hint.seq is not None:
-                head["seq"] = hint.seq
-            head["trigger"] = hint.trigger.value
-            head["at"] = format_instant_cached(hint.at)
-            self._head = "{" + dumps(head)[1:-1] + ',"recipient":'
-        tail_of = (hint.kind, hint.thread, hint.message, hint.target)
-        if tail_of != self._tail_of:
-            self._tail_of = tail_of
-            tail: dict[str, object] = {"kind": hint.kind.value}
-            if hint.thread is not None:
-                tail["thread"] = hint.thread
-            if hint.message is not None:
-                tail["message"] = hint.message
-            if hint.target is not None:
-                tail["target"] = hint.target
-            self._tail = "," + dumps(tail)[1:-1] + ","
-        decision = hint.decision
-        if type(decision) is Skip:
-            text = self._skips.get(decision.reason)
-            if text is None:
-                text = self._skips[decision.reason] = dumps(decision_to_json(decision))[1:]
-        else:
-            text = dumps(decision_to_json(decision))[1:]
-        return self._head + dumps(hint.recipient) + self._tail + text
 
 
 def dumps_item(item: Item, dumps: Encoder = dumps_json) -> str:
