@@ -144,6 +144,13 @@ def test_a_message_keeps_every_field_of_its_thread() -> None:
     ]
 
 
+class _ManyOnly:
+    """Preferences that answer `level_facts` for many people only (no `level_facts_of`)."""
+
+    def __init__(self, prefs: Any) -> None:
+        self.level_facts = prefs.level_facts
+
+
 steps = st.lists(
     st.one_of(
         st.tuples(
@@ -205,3 +212,6 @@ def test_kept_level_facts_follow_every_change(
                 # The one-person path of due work and badges answers the same.
                 assert {user: store.prefs.level_facts_of(thread, user) for user in PEOPLE} == got
                 assert level_facts(store.prefs, thread, ("u1",)) == {"u1": got["u1"]}
+                # A store without the one-person method (PostgreSQL) is asked as for many.
+                plain = _ManyOnly(store.prefs)
+                assert level_facts(plain, thread, ("u1",)) == {"u1": got["u1"]}  # type: ignore[arg-type]
