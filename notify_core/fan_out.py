@@ -17,9 +17,17 @@ from typing import Final
 
 from notify_core.decide import EventFacts, Skip, Switches, gate
 from notify_core.levels import LevelFacts
-from notify_core.ports import WorldFacts
+from notify_core.ports import PreferenceFacts, WorldFacts
 
-__all__ = ["NO_SWITCHES", "Gated", "GatedShared", "gate_fan_out", "gate_shared", "read_rights"]
+__all__ = [
+    "NO_SWITCHES",
+    "Gated",
+    "GatedShared",
+    "gate_fan_out",
+    "gate_shared",
+    "level_facts",
+    "read_rights",
+]
 
 #: The switches of everyone who set none (the policy defaults apply).
 NO_SWITCHES = Switches()
@@ -41,6 +49,20 @@ def read_rights(world: WorldFacts, people: Sequence[str], thread: str | None) ->
     if many is not None:
         return many(people, thread)  # type: ignore[no-any-return]
     return list(map(world.allowed, people, repeat(thread)))
+
+
+def level_facts(
+    prefs: PreferenceFacts, thread: str, people: Sequence[str]
+) -> dict[str, LevelFacts]:
+    """`PreferenceFacts.level_facts`, with a one-person path: due work (a flush, a release)
+    reads one person, and a store with a ``level_facts_of(thread, user)`` method (the
+    in-memory one) answers them without the sets and dicts of a fan-out; it must answer as
+    `PreferenceFacts.level_facts` does."""
+    one = getattr(prefs, "level_facts_of", None) if len(people) == 1 else None
+    if one is not None:
+        (person,) = people
+        return {person: one(thread, person)}
+    return prefs.level_facts(thread, people)
 
 
 def gate_fan_out(

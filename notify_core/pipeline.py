@@ -42,6 +42,7 @@ from notify_core.fan_out import (
     GatedShared,
     gate_fan_out,
     gate_shared,
+    level_facts,
     read_rights,
 )
 from notify_core.kinds import Kind, RunState
@@ -472,7 +473,7 @@ class Pipeline:
         world, thread = self.world, candidate.thread
         known_allowed = allowed
         if levels is None:
-            levels = self.prefs.level_facts(thread, people) if thread is not None else {}
+            levels = level_facts(self.prefs, thread, people) if thread is not None else {}
         rules = self.prefs.quiet_rules(people)
         if switches is None:
             switches = self.prefs.switches(people)

@@ -18,6 +18,7 @@ from notify_core.badge import (
 )
 from notify_core.decide import Policy
 from notify_core.events import Event
+from notify_core.fan_out import level_facts
 from notify_core.levels import Level, LevelFacts, effective
 from notify_core.ports import PreferenceFacts, Schedule, ThreadInfo, WorldFacts
 
@@ -48,7 +49,7 @@ def badge_facts(
     if info is None:
         return None
     channel = world.channel(info.channel)
-    levels = prefs.level_facts(thread, [user]).get(user, _DEFAULT_LEVELS)
+    levels = level_facts(prefs, thread, (user,)).get(user, _DEFAULT_LEVELS)
     return ThreadBadgeFacts(
         thread=thread,
         readable=world.allowed(user, thread),

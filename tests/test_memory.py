@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notify_cli.synth_logs import SynthConfig, synth_events
+from notify_core.fan_out import level_facts
 from notify_core.instants import parse_instant
 from notify_core.levels import Level, LevelFacts, Preference
 from notify_core.memory import MemoryStore
@@ -141,3 +142,76 @@ def test_a_message_keeps_every_field_of_its_thread() -> None:
         "unread_floor_seq",
         "newest_message",
     ]
+
+
+class _ManyOnly:
+    """Preferences that answer `level_facts` for many people only (no `level_facts_of`)."""
+
+    def __init__(self, prefs: Any) -> None:
+        self.level_facts = prefs.level_facts
+
+
+steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("row"),
+            st.sampled_from(PEOPLE),
+            st.sampled_from(TARGETS),
+            st.none()
+            | st.builds(
+                Preference,
+                level=st.sampled_from(LEVELS),
+                muted_until=st.sampled_from([None, "2026-10-23T21:30:00Z"]).map(
+                    lambda text: parse_instant(text) if text else None
+                ),
+            ),
+        ),
+        st.tuples(st.just("follow"), st.sampled_from(PEOPLE), st.sampled_from(["t1", "t2"])),
+    ),
+    max_size=15,
+)
+
+
+@given(
+    rows=rows,
+    personal=personal,
+    steps=steps,
+    default=st.none() | st.sampled_from(LEVELS),
+    cap=st.sampled_from([1, 2, 2048]),
+)
+def test_kept_level_facts_follow_every_change(
+    rows: dict[tuple[str, str, str], Preference],
+    personal: dict[tuple[str, str], object],
+    steps: list[tuple[Any, ...]],
+    default: str | None,
+    cap: int,
+) -> None:
+    """The LevelFacts kept across fan-outs (by the values of their facts, cleared when full)
+    are the person's facts now, after any rows were written, deleted or followed between
+    fan-outs; so are those of the one-person path (`MemoryPreferences.level_facts_of`)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("notify_core.memory.preferences._BUILT_CAP", cap)
+        store = MemoryStore(
+            channels={"c1": ChannelInfo(id="c1", kind="public", space="s1", default_level=default)},
+            threads={
+                "t1": ThreadInfo(id="t1", channel="c1"),
+                "t2": ThreadInfo(id="t2", channel="c1"),
+            },
+            rows=dict(rows),
+            settings=dict(personal),
+        )
+        for step in [("follow", "u0", "t1"), *steps]:
+            if step[0] == "row":
+                _, user, (kind, target), row = step
+                store._set_row((user, kind, target), row)
+            else:
+                store.follow(step[1], step[2])
+            for thread in ("t1", "t2", "t-unknown"):
+                got = store.level_facts(thread, PEOPLE)
+                assert got == {user: naive(store, thread, user) for user in PEOPLE}
+                # The one-person path of due work and badges answers the same.
+                assert {user: store.prefs.level_facts_of(thread, user) for user in PEOPLE} == got
+                assert level_facts(store.prefs, thread, ("u1",)) == {"u1": got["u1"]}
+                # A store without the one-person method (PostgreSQL) is asked as for many.
+                plain = _ManyOnly(store.prefs)
+                assert level_facts(plain, thread, ("u1",)) == {"u1": got["u1"]}  # type: ignore[arg-type]
