@@ -137,32 +137,27 @@ class MemoryPreferences:
     ) -> LevelFacts:
         """The LevelFacts of one who differs, from `_built_levels` when kept there."""
         instance = self.instance_default
-        # A stored default that is not text (bad data) is not shared: built each time.
-        if personal is not None and type(personal) is not str:
-            return LevelFacts(
-                thread=row_thread,
-                channel=row_channel,
-                space=row_space,
-                channel_default=default,
-                direct_message=direct,
-                personal_default=personal,
-                instance_default=instance,
-            )
         built = self._built_levels
-        same = (row_thread, row_channel, row_space, personal or "", default, direct, instance)
-        facts = built.get(same)
-        if facts is None:
+        same = None
+        # A stored default that is not text (bad data) is not shared: built each time.
+        if personal is None or type(personal) is str:
+            same = (row_thread, row_channel, row_space, personal or "", default, direct, instance)
+            facts = built.get(same)
+            if facts is not None:
+                return facts
+        facts = LevelFacts(
+            thread=row_thread,
+            channel=row_channel,
+            space=row_space,
+            channel_default=default,
+            direct_message=direct,
+            personal_default=personal,
+            instance_default=instance,
+        )
+        if same is not None:
             if len(built) >= _BUILT_CAP:
                 built.clear()
-            facts = built[same] = LevelFacts(
-                thread=row_thread,
-                channel=row_channel,
-                space=row_space,
-                channel_default=default,
-                direct_message=direct,
-                personal_default=personal,
-                instance_default=instance,
-            )
+            built[same] = facts
         return facts
 
     def level_facts_split(

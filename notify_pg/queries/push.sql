@@ -58,22 +58,8 @@ VALUES (%(notification_id)s, %(registration_id)s, %(recipient)s, %(kind)s, %(thr
         %(next_at)s)
 ON CONFLICT (notification_id, registration_id) DO NOTHING
 
--- name: claim_push_sends
--- Claim due sends that no worker holds: a lease keeps them while the provider call runs outside any transaction.
-UPDATE {schema}.push_sends s SET lease_until = %(lease_until)s
-FROM (
-    SELECT id FROM {schema}.push_sends
-    WHERE next_at <= %(now)s AND (lease_until IS NULL OR lease_until <= %(now)s)
-    ORDER BY next_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-) c
-WHERE s.id = c.id
-RETURNING s.id, s.notification_id, s.registration_id, s.recipient, s.kind, s.thread, s.message,
-          s.target, s.quiet, s.count, s.cleared, s.due_at, s.attempt
-
 -- name: claim_push_sends_for_send
--- claim_push_sends with each send's registration (the columns of registrations_for_send; NULL when it is gone), in claim order: the push round's step 1 in one statement.
+-- Claim due sends that no worker holds (a lease keeps them while the provider call runs outside any transaction), with each send's registration (the columns of registrations_for_send; NULL when it is gone), in claim order: the push round's step 1 in one statement.
 WITH claimed AS (
     UPDATE {schema}.push_sends s SET lease_until = %(lease_until)s
     FROM (
