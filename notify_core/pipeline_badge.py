@@ -83,7 +83,7 @@ def counted_threads(
         if info.last_message_seq <= max(read_seq, info.unread_floor_seq):
             continue
         channel = world.channel(info.channel)
-        levels = prefs.level_facts(thread, [user]).get(user, _DEFAULT_LEVELS)
+        levels = level_facts(prefs, thread, (user,)).get(user, _DEFAULT_LEVELS)
         readable = world.allowed(user, thread)
         mentions = world.unread_mentions(user, thread)
         dm = channel is not None and channel.direct

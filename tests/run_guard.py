@@ -3,7 +3,7 @@
 A thread that is not a daemon keeps the interpreter from exiting, and a child process (a
 worker, a browser, a server) keeps the machine busy; either turns a passed run into a CI job
 that never ends. At the end of the session this module names what is still running (with the
-stack of each thread) and ends the child processes; once pytest is done, a watchdog ends the
+stack of each thread) and ends the child processes; from then on, a watchdog ends the
 process with pytest's own status should its exit hang all the same, after printing every
 thread's stack, so the cause is on record instead of a timeout.
 """
@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Collection
 
@@ -48,8 +49,10 @@ def settle_threads(grace: float = THREAD_GRACE) -> list[threading.Thread]:
 
     Idle pool threads (``concurrent.futures``, waiting for work) are not counted: the
     interpreter ends them at exit."""
+    deadline = time.monotonic() + grace
     for thread in leftover_threads():
-        thread.join(grace / 4)
+        if not _idle_pool_thread(thread):
+            thread.join(max(0.0, deadline - time.monotonic()))
     return [t for t in leftover_threads() if not _idle_pool_thread(t)]
 
 

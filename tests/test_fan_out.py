@@ -8,6 +8,7 @@ yields them: the same hints otherwise and the same summary.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,7 +19,7 @@ from strategies_world import HUMANS, THREADS, small_world_logs
 from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.decide import EventFacts, Policy, Skip, Switches, gate
 from notify_core.events import EventError
-from notify_core.fan_out import NO_SWITCHES, gate_fan_out, gate_shared
+from notify_core.fan_out import NO_SWITCHES, Gated, GatedShared, gate_fan_out, gate_shared
 from notify_core.kinds import Kind
 from notify_core.levels import LevelFacts, Preference
 from notify_core.pipeline import Hint
@@ -32,6 +33,20 @@ LEVELS = (
     LevelFacts(personal_default="all"),
 )
 SWITCHES = (Switches(admin_enabled=False), Switches(admin_enabled=True))
+
+
+def assert_answers_as_gate(
+    gated: Gated | GatedShared, names: Sequence[str], expected: list[Skip | None]
+) -> None:
+    """``gated`` answers ``expected`` (gate's, person by person): the answers, who passed and
+    the skips counted."""
+    assert gated.answers() == expected
+    assert list(gated.passed()) == [
+        name for name, answer in zip(names, expected, strict=True) if answer is None
+    ]
+    counted: Counter[Skip] = Counter()
+    gated.count_skips(counted)
+    assert counted == Counter(answer for answer in expected if answer is not None)
 
 
 @settings(max_examples=200, deadline=None)
@@ -82,13 +97,7 @@ def test_gate_fan_out_answers_as_gate_does_person_by_person(
         )
         for name, right in zip(names, rights, strict=True)
     ]
-    assert gated.answers() == expected
-    assert list(gated.passed()) == [
-        name for name, answer in zip(names, expected, strict=True) if answer is None
-    ]
-    counted: Counter[Skip] = Counter()
-    gated.count_skips(counted)
-    assert counted == Counter(answer for answer in expected if answer is not None)
+    assert_answers_as_gate(gated, names, expected)
 
 
 @settings(max_examples=200, deadline=None)
@@ -141,13 +150,7 @@ def test_gate_shared_answers_as_gate_does_person_by_person(
         )
         for name, right in zip(names, rights, strict=True)
     ]
-    assert gated.answers() == expected
-    assert list(gated.passed()) == [
-        name for name, answer in zip(names, expected, strict=True) if answer is None
-    ]
-    counted: Counter[Skip] = Counter()
-    gated.count_skips(counted)
-    assert counted == Counter(answer for answer in expected if answer is not None)
+    assert_answers_as_gate(gated, names, expected)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -47,6 +47,24 @@ changes = st.lists(
 )
 
 
+def two_threads_store(
+    default: str | None,
+    rows: dict[tuple[str, str, str], Preference],
+    personal: dict[tuple[str, str], object],
+) -> MemoryStore:
+    """A store of one public channel ``c1`` (its default ``default``) with threads t1 and t2,
+    holding ``rows`` and the ``personal`` settings."""
+    return MemoryStore(
+        channels={"c1": ChannelInfo(id="c1", kind="public", space="s1", default_level=default)},
+        threads={
+            "t1": ThreadInfo(id="t1", channel="c1"),
+            "t2": ThreadInfo(id="t2", channel="c1"),
+        },
+        rows=dict(rows),
+        settings=dict(personal),
+    )
+
+
 def naive(store: MemoryStore, thread: str, user: str) -> LevelFacts:
     info = store.threads.get(thread)
     channel = store.channels.get(info.channel) if info is not None else None
@@ -79,15 +97,7 @@ def test_level_facts_agree_with_the_rows(
     follows: list[tuple[str, str]],
 ) -> None:
     """L3: the facts of a fan-out are each person's own rows and defaults, whatever indexes."""
-    store = MemoryStore(
-        channels={"c1": ChannelInfo(id="c1", kind="public", space="s1", default_level=default)},
-        threads={
-            "t1": ThreadInfo(id="t1", channel="c1"),
-            "t2": ThreadInfo(id="t2", channel="c1"),
-        },
-        rows=dict(rows),
-        settings=dict(personal),
-    )
+    store = two_threads_store(default, rows, personal)
     for user, (kind, target), row in changes:
         store._set_row((user, kind, target), row)
     for user, thread in follows:
@@ -191,15 +201,7 @@ def test_kept_level_facts_follow_every_change(
     fan-outs; so are those of the one-person path (`MemoryPreferences.level_facts_of`)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("notify_core.memory.preferences._BUILT_CAP", cap)
-        store = MemoryStore(
-            channels={"c1": ChannelInfo(id="c1", kind="public", space="s1", default_level=default)},
-            threads={
-                "t1": ThreadInfo(id="t1", channel="c1"),
-                "t2": ThreadInfo(id="t2", channel="c1"),
-            },
-            rows=dict(rows),
-            settings=dict(personal),
-        )
+        store = two_threads_store(default, rows, personal)
         for step in [("follow", "u0", "t1"), *steps]:
             if step[0] == "row":
                 _, user, (kind, target), row = step
