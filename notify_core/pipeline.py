@@ -35,6 +35,7 @@ from notify_core.decide import (
     flush,
     release_delayed,
 )
+from notify_core.decision_values import new_recipient_facts
 from notify_core.events import Event
 from notify_core.fan_out import (
     NO_SWITCHES,
@@ -491,16 +492,16 @@ class Pipeline:
             else:
                 allowed, window_end = info is not None and info.active_human, None
             out.append(
-                RecipientFacts(
-                    allowed=allowed,
-                    run_starter=person == starter,
-                    level=level_of(person),
-                    user_time_zone=info.time_zone if info is not None else None,
-                    quiet_rules=rules_of(person, ()),
-                    switches=switches_of(person, _NO_SWITCHES),
-                    devices=devices(person),
-                    connections=connections(person),
-                    window_end=window_end,
+                new_recipient_facts(
+                    allowed,
+                    person == starter,
+                    level_of(person),
+                    info.time_zone if info is not None else None,
+                    rules_of(person, ()),
+                    switches_of(person, _NO_SWITCHES),
+                    devices(person),
+                    connections(person),
+                    window_end,
                 )
             )
         return out
