@@ -73,11 +73,17 @@ def decision_to_json(decision: Decision) -> dict[str, object]:
         ``{"decision": "send", "quiet", "routes", "opens_window_until"?, "count"?}``,
         ``{"decision": "collect", "until"}`` or ``{"decision": "skip", "reason"}``.
     """
+    return _add_decision({}, decision)
+
+
+def _add_decision(out: dict[str, object], decision: Decision) -> dict[str, object]:
+    """Add the members of `decision_to_json` to ``out`` (a hint's line: no object between)."""
     if isinstance(decision, Send):
-        out: dict[str, object] = {"decision": "send", "quiet": decision.quiet}
+        out["decision"] = "send"
+        out["quiet"] = decision.quiet
         routes = []
         for route in decision.routes:
-            item: dict[str, object] = {"device": route.device, "via": route.via.value}
+            item: dict[str, object] = {"device": route.device, "via": route.via._value_}
             if route.due is not None:
                 item["due"] = format_instant_cached(route.due)
             routes.append(item)
@@ -86,10 +92,13 @@ def decision_to_json(decision: Decision) -> dict[str, object]:
             out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
         if decision.count is not None:
             out["count"] = decision.count
-        return out
-    if isinstance(decision, Collect):
-        return {"decision": "collect", "until": format_instant_cached(decision.until)}
-    return {"decision": "skip", "reason": decision.reason.value}
+    elif isinstance(decision, Collect):
+        out["decision"] = "collect"
+        out["until"] = format_instant_cached(decision.until)
+    else:
+        out["decision"] = "skip"
+        out["reason"] = decision.reason._value_
+    return out
 
 
 def hint_to_json(hint: Hint) -> dict[str, object]:
@@ -102,21 +111,31 @@ def hint_to_json(hint: Hint) -> dict[str, object]:
         ``{"seq"?, "trigger", "at", "recipient", "kind", "thread"?, "message"?, "target"?}``
         followed by the members of `decision_to_json`.
     """
-    out: dict[str, object] = {}
+    # ``_value_`` (the enum's text) rather than ``value`` (a descriptor call): this runs once
+    # per line written.
+    out: dict[str, object]
     if hint.seq is not None:
-        out["seq"] = hint.seq
-    out["trigger"] = hint.trigger.value
-    out["at"] = format_instant_cached(hint.at)
-    out["recipient"] = hint.recipient
-    out["kind"] = hint.kind.value
+        out = {
+            "seq": hint.seq,
+            "trigger": hint.trigger._value_,
+            "at": format_instant_cached(hint.at),
+            "recipient": hint.recipient,
+            "kind": hint.kind._value_,
+        }
+    else:
+        out = {
+            "trigger": hint.trigger._value_,
+            "at": format_instant_cached(hint.at),
+            "recipient": hint.recipient,
+            "kind": hint.kind._value_,
+        }
     if hint.thread is not None:
         out["thread"] = hint.thread
     if hint.message is not None:
         out["message"] = hint.message
     if hint.target is not None:
         out["target"] = hint.target
-    out.update(decision_to_json(hint.decision))
-    return out
+    return _add_decision(out, hint.decision)
 
 
 # --- unknown references (formats.md section 3) ------------------------------------------------

@@ -35,6 +35,7 @@ from notify_core.decide import (
     flush,
     release_delayed,
 )
+from notify_core.decision_values import new_recipient_facts
 from notify_core.events import Event
 from notify_core.fan_out import (
     NO_SWITCHES,
@@ -49,6 +50,7 @@ from notify_core.kinds import Kind, RunState
 from notify_core.levels import LevelFacts
 from notify_core.pipeline_badge import counted_threads, sync_after_read
 from notify_core.ports import Due, PreferenceFacts, Schedule, WorldFacts
+from notify_core.slots import positional
 
 __all__ = ["Candidate", "Hint", "Pipeline", "Trigger", "classify"]
 
@@ -364,16 +366,8 @@ class Pipeline:
                 else:
                     self._carry_out(seq, person, candidate, decision)
                 hints.append(
-                    Hint(
-                        trigger=Trigger.EVENT,
-                        at=at,
-                        recipient=person,
-                        kind=kind,
-                        decision=decision,
-                        seq=seq,
-                        thread=thread,
-                        message=message,
-                        target=target,
+                    _new_hint(
+                        Trigger.EVENT, at, person, kind, decision, seq, thread, message, target
                     )
                 )
         return hints
@@ -491,16 +485,16 @@ class Pipeline:
             else:
                 allowed, window_end = info is not None and info.active_human, None
             out.append(
-                RecipientFacts(
-                    allowed=allowed,
-                    run_starter=person == starter,
-                    level=level_of(person),
-                    user_time_zone=info.time_zone if info is not None else None,
-                    quiet_rules=rules_of(person, ()),
-                    switches=switches_of(person, _NO_SWITCHES),
-                    devices=devices(person),
-                    connections=connections(person),
-                    window_end=window_end,
+                new_recipient_facts(
+                    allowed,
+                    person == starter,
+                    level_of(person),
+                    info.time_zone if info is not None else None,
+                    rules_of(person, ()),
+                    switches_of(person, _NO_SWITCHES),
+                    devices(person),
+                    connections(person),
+                    window_end,
                 )
             )
         return out
@@ -619,12 +613,15 @@ class Pipeline:
         # counted message do not count; only the newest counted message moves `newest`.
         unread = newest - read - self.world.uncounted_between(due.thread, read, newest)
         state = FlushState(collected=window.collected, unread=max(0, unread))
-        candidate = Candidate(
-            kind=Kind.MESSAGE,
-            recipients=(due.recipient,),
-            thread=due.thread,
-            message=info.newest_message,
-            message_seq=info.last_message_seq,
+        candidate = _new_candidate(
+            Kind.MESSAGE,
+            (due.recipient,),
+            due.thread,
+            info.newest_message,
+            info.last_message_seq,
+            None,
+            None,
+            None,
         )
         facts = self._event_facts(due.at, candidate)
         (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
@@ -632,14 +629,15 @@ class Pipeline:
         return self._apply(None, due.at, due.recipient, candidate, decision, Trigger.FLUSH)
 
     def _release(self, due: Due) -> Hint:
-        candidate = Candidate(
-            kind=due.kind,
-            recipients=(due.recipient,),
-            thread=due.thread or None,
-            message=due.message,
-            message_seq=due.message_seq,
-            target=due.target,
-            run_starter=due.recipient if due.kind in _STARTER_KINDS else None,
+        candidate = _new_candidate(
+            due.kind,
+            (due.recipient,),
+            due.thread or None,
+            due.message,
+            due.message_seq,
+            due.target,
+            None,
+            due.recipient if due.kind in _STARTER_KINDS else None,
         )
         read = bool(due.thread) and due.message is not None
         read = read and self.world.read_seq(due.recipient, due.thread) >= due.message_seq
@@ -677,6 +675,10 @@ class Pipeline:
         )
 
 
+# Built once per hint written, flush and release: through their slots (`positional`), the
+# fields in the order of the classes.
+_new_hint: Final = positional(Hint)
+_new_candidate: Final = positional(Candidate)
 _STARTER_KINDS: Final = frozenset({Kind.RUN_DONE, Kind.RUN_FAILED, Kind.INPUT_NEEDED})
 _NOT_ALLOWED: Final = Skip(reason=SkipReason.NOT_ALLOWED)
 _NO_ROUTE: Final = Skip(reason=SkipReason.NO_ROUTE)

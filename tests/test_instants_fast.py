@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
 from hypothesis import given
@@ -82,3 +82,37 @@ def test_any_formatted_instant_parses_alike(moment: datetime) -> None:
 @given(st.text(alphabet="0123456789-:T.Z+ tz²", min_size=18, max_size=28))
 def test_near_canonical_text_parses_alike(text: str) -> None:
     _either(text)
+
+
+def _strftime_format(value: datetime) -> str:
+    """`format_instant`'s general path, written out: strftime after a conversion to UTC."""
+    utc = value.astimezone(UTC)
+    text = utc.strftime("%Y-%m-%dT%H:%M:%S")
+    if utc.microsecond:
+        text += "." + f"{utc.microsecond:06d}".rstrip("0")
+    return text + "Z"
+
+
+@given(
+    st.datetimes(min_value=datetime(100, 1, 2), max_value=datetime(9899, 12, 30)),
+    st.sampled_from(
+        [UTC, timezone(timedelta(0)), timezone(timedelta(hours=2)), timezone(-timedelta(hours=5))]
+    ),
+)
+def test_format_fast_path_writes_what_strftime_writes(moment: datetime, zone: tzinfo) -> None:
+    value = moment.replace(tzinfo=zone)
+    assert format_instant(value) == _strftime_format(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        datetime(100, 1, 1, tzinfo=UTC),
+        datetime(999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(1000, 1, 1, tzinfo=UTC),
+        datetime(2026, 10, 19, 6, 0, 0, 10, tzinfo=UTC),
+        datetime(2026, 10, 19, 6, 0, 0, 500000, tzinfo=UTC),
+    ],
+)
+def test_format_fast_path_at_its_edges(value: datetime) -> None:
+    assert format_instant(value) == _strftime_format(value)

@@ -12,7 +12,13 @@ from datetime import datetime
 
 import attrs
 
+from notify_core.kinds import Kind
 from notify_core.ports import Due, Window
+from notify_core.slots import positional
+
+# Built once per window opened or message collected: through their slots (`positional`).
+_new_window = positional(Window)
+_new_due = positional(Due)
 
 __all__ = ["MemorySchedule"]
 
@@ -39,13 +45,14 @@ class MemorySchedule:
 
     def open_window(self, user: str, thread: str, end: datetime) -> None:
         """Open a window and schedule its flush at ``end``."""
-        self.windows[(user, thread)] = Window(end=end)
-        self.schedule(Due(at=end, recipient=user, thread=thread, what="flush"))
+        self.windows[(user, thread)] = _new_window(end, 0)
+        # Due(at=end, recipient=user, thread=thread, what="flush"), the other fields' defaults
+        self.schedule(_new_due(end, user, thread, "", "flush", Kind.MESSAGE, None, 0, None, None))
 
     def collect(self, user: str, thread: str) -> None:
         """Count one more collected message."""
         window = self.windows[(user, thread)]
-        self.windows[(user, thread)] = Window(end=window.end, collected=window.collected + 1)
+        self.windows[(user, thread)] = _new_window(window.end, window.collected + 1)
 
     def close_window(self, user: str, thread: str) -> None:
         """Forget a window."""
