@@ -175,6 +175,17 @@ class WikiMemory:
             return facts
         return self.people(ids)
 
+    def users_lookup(self, ids: Collection[str]) -> Mapping[str, WikiUser | None]:
+        """Return `user` of every known person among ``ids``, and maybe of others
+        (`notify_core.inbox.ports.users_of`): the cache itself, read only, once every known
+        one of them is in it."""
+        cached = self._wiki_users
+        if not all(map(cached.__contains__, ids)):
+            user = self.user
+            for person in ids:
+                user(person)
+        return cached
+
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""
         cached = self._wiki_users.get(user)

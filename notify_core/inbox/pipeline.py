@@ -19,11 +19,10 @@ the replay's mail drain (`notify_core.inbox.sending`) and the reads
 
 from __future__ import annotations
 
-import enum
 import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
@@ -44,6 +43,13 @@ from notify_core.inbox.categories import (
     event_variant,
 )
 from notify_core.inbox.coalesce import EmailState, EntryState, transition
+from notify_core.inbox.columns import (
+    EntryDecisionKind,
+    EventValues,
+    InboxLine,
+    apply_columns,
+    skip_columns,
+)
 from notify_core.inbox.fanout import (
     EntryDecision,
     InboxEvent,
@@ -134,32 +140,6 @@ INBOX_TYPES: Final = frozenset(
 )
 
 
-class EntryDecisionKind(enum.StrEnum):
-    """What an event did for a person on a category (formats.md section 4)."""
-
-    NEW = "new"
-    COALESCE = "coalesce"
-    SKIP = "skip"
-
-
-class InboxLine(NamedTuple):
-    """One entry decision for one person and category: the unit of the inbox's replay output.
-
-    A named tuple rather than an attrs value: a fan-out makes one per recipient.
-    """
-
-    seq: int
-    at: datetime
-    recipient: str
-    category: str
-    variant: str
-    group_key: str
-    decision: EntryDecisionKind
-    site: str | None = None
-    entry: Entry | None = None
-    reason: InboxSkip | None = None
-
-
 @attrs.define
 class InboxPipeline:
     """Runs wiki events through fan-out and coalescing, and applies reads (H2).
@@ -173,6 +153,9 @@ class InboxPipeline:
     wiki: WikiFacts = attrs.field(factory=WikiMemory)
     entries: EntryStore = attrs.field(factory=EntryMemory)
     email_after: EmailAfter = scheduled_email_after
+    #: Apply one firing category's decisions as columns (`apply_columns`); ``False``: the
+    #: loop over the decisions, the plain reference the columns are tested against.
+    columns: ClassVar[bool] = True
 
     def handle(self, event: Event) -> list[InboxLine]:
         """Decide an event's entries (or apply its read), then record it; return the lines.
@@ -290,9 +273,22 @@ class InboxPipeline:
             people = {person for listed in candidates.values() for person in listed}
         facts = people_facts(wiki, people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
-        lines = self._apply(event, inbox, page, result.entries, len(candidates) == 1)
+        one_category = len(candidates) == 1
+        lines = self._apply(event, inbox, page, result.entries, one_category)
         if result.skips:
-            lines.extend(self._skip_lines(event, inbox, result.skips))
+            if one_category and self.columns:
+                lines.extend(
+                    skip_columns(
+                        result.skips,
+                        result.skips[0].category.group_key(inbox.ids),
+                        event.seq,
+                        event.occurred_at,
+                        inbox.variant,
+                        inbox.site,
+                    )
+                )
+            else:
+                lines.extend(self._skip_lines(event, inbox, result.skips))
             # Entries and skips each come by recipient (then category); one firing category
             # has each recipient once, so the recipient alone orders the merge.
             lines.sort(key=_BY_RECIPIENT if len(candidates) == 1 else _LINE_ORDER)
@@ -411,14 +407,26 @@ class InboxPipeline:
         states: dict[
             tuple[int, bool, bool, datetime | None], tuple[EntryState | None, EntryState]
         ] = {}
-        olds, take = _open_entries(entries, decisions, ids, one_category)
         none, new_kind, coalesce_kind = (
             EmailState.NONE,
             EntryDecisionKind.NEW,
             EntryDecisionKind.COALESCE,
         )
         site = page.site
+        if one_category and decisions and self.columns:
+            category = decisions[0].category
+            values = EventValues(seq, at, event_id, variant, actor, site, target, delay, site_info)
+            return apply_columns(
+                entries,
+                wiki,
+                self.email_after,
+                decisions,
+                category,
+                category.group_key(ids),
+                values,
+            )
         lines: list[InboxLine] = []
+        olds, take = _open_entries(entries, decisions, ids, one_category)
         append = lines.append
         written: list[Entry] = []
         write = written.append

@@ -33,6 +33,7 @@ __all__ = [
     "save_all",
     "take_ids",
     "unread_all",
+    "users_of",
 ]
 
 
@@ -250,6 +251,23 @@ def people_facts(wiki: WikiFacts, ids: Collection[str]) -> Mapping[str, PersonFa
         wiki, "people_lookup", None
     )
     return wiki.people(ids) if lookup is None else lookup(ids)
+
+
+def users_of(wiki: WikiFacts, ids: Collection[str]) -> Mapping[str, WikiUser | None]:
+    """Return a mapping in which each of ``ids`` has `WikiFacts.user` of it (``None`` or
+    absent: unknown).
+
+    A host with a ``users_lookup(ids)`` method (the in-memory one) may answer with a mapping
+    that holds others too, without building one for the event; any other is asked
+    `WikiFacts.user` of each person.
+    """
+    lookup: Callable[[Collection[str]], Mapping[str, WikiUser | None]] | None = getattr(
+        wiki, "users_lookup", None
+    )
+    if lookup is not None:
+        return lookup(ids)
+    user = wiki.user
+    return {person: user(person) for person in ids}
 
 
 def unread_all(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[Entry | None]:

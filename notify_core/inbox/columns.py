@@ -1,0 +1,314 @@
+"""One event's lines and entries of a single firing category, built as columns.
+
+The inbox pipeline (`notify_core.inbox.pipeline`) applies a fan-out's decisions person by
+person in general; when one category fires (a page's watchers, the common case), every
+decision shares the category, its group key and the event's values, and what differs per
+person is a handful of columns: the person, the unread entry, the channels, the due time.
+`apply_columns` builds those columns with C-level ``map`` and ``zip`` and makes the entries
+and lines from them in one pass each, with the new states worked out once per distinct
+(old state, channels, due time), so the interpreter runs a few steps per distinct value
+rather than per person. Its result is the same as the pipeline's loop (a hypothesis property
+in tests/test_inbox_columns.py holds the two together).
+"""
+
+from __future__ import annotations
+
+import enum
+import operator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+from itertools import repeat
+from typing import Any, Final, NamedTuple
+
+from notify_core.inbox.cadence import EmailAfter, due_is_shared, scheduled_email_after
+from notify_core.inbox.categories import Category
+from notify_core.inbox.coalesce import EmailState, EntryState, transition
+from notify_core.inbox.fanout import EntryDecision, InboxSkip, SkipDecision
+from notify_core.inbox.ports import (
+    Entry,
+    EntryStore,
+    EntryTarget,
+    SiteInfo,
+    WikiFacts,
+    WikiUser,
+    save_all,
+    take_ids,
+    unread_all,
+    users_of,
+)
+
+__all__ = ["EntryDecisionKind", "InboxLine", "apply_columns", "skip_columns"]
+
+
+class EntryDecisionKind(enum.StrEnum):
+    """What an event did for a person on a category (formats.md section 4)."""
+
+    NEW = "new"
+    COALESCE = "coalesce"
+    SKIP = "skip"
+
+
+class InboxLine(NamedTuple):
+    """One entry decision for one person and category: the unit of the inbox's replay output.
+
+    A named tuple rather than an attrs value: a fan-out makes one per recipient.
+    """
+
+    seq: int
+    at: datetime
+    recipient: str
+    category: str
+    variant: str
+    group_key: str
+    decision: EntryDecisionKind
+    site: str | None = None
+    entry: Entry | None = None
+    reason: InboxSkip | None = None
+
+
+#: A value of a named tuple from a tuple of all its fields, without the class's Python-level
+#: ``__new__``; called through ``map`` with the class repeated.
+_MAKE: Final[Callable[..., Any]] = tuple.__new__
+_RECIPIENT: Final = operator.itemgetter(0)
+_IN_APP: Final = operator.itemgetter(2)
+_EMAIL: Final = operator.itemgetter(3)
+_REASON: Final = operator.itemgetter(2)
+#: An entry's id, state and creation time (`Entry` fields 0, 4 and 5).
+_ENTRY_ID: Final = operator.itemgetter(0)
+_ENTRY_STATE: Final = operator.itemgetter(4)
+_ENTRY_CREATED: Final = operator.itemgetter(5)
+#: A person's schedule, daily hour, and both (`WikiUser` fields 3 and 4).
+_SCHEDULE: Final = operator.itemgetter(3)
+_HOUR: Final = operator.itemgetter(4)
+_SCHEDULE_HOUR: Final = operator.itemgetter(3, 4)
+#: The key of "no old state" (a new entry) among the ids of old states.
+_NO_STATE: Final = id(None)
+
+
+class EventValues(NamedTuple):
+    """What every line and entry of one event shares (worked out once by the pipeline)."""
+
+    seq: int
+    at: datetime
+    event_id: str
+    variant: str
+    actor: str | None
+    site: str | None
+    target: EntryTarget
+    delay: timedelta
+    site_info: SiteInfo | None
+
+
+def apply_columns(
+    store: EntryStore,
+    wiki: WikiFacts,
+    email_after: EmailAfter,
+    decisions: Sequence[EntryDecision],
+    category: Category,
+    key: str,
+    values: EventValues,
+) -> list[InboxLine]:
+    """Coalesce decisions of one category and group key into their entries (N10-N12), save
+    the entries, and return the lines, in the decisions' order."""
+    at = values.at
+    people = list(map(_RECIPIENT, decisions))
+    olds: list[Any] = list(unread_all(store, key, people))
+    fresh = olds.count(None)
+    n = len(people)
+    new_kind, coalesce_kind = EntryDecisionKind.NEW, EntryDecisionKind.COALESCE
+    ids: Sequence[str]
+    old_states: Sequence[EntryState | None]
+    created: Any
+    kinds: Any
+    if fresh == n:  # every person starts an entry (a first fan-out on the key)
+        ids = take_ids(store, key, people)
+        old_states = [None] * n
+        created, kinds = repeat(at), repeat(new_kind)
+    elif not fresh:  # every person coalesces into an unread entry
+        ids = list(map(_ENTRY_ID, olds))
+        old_states = list(map(_ENTRY_STATE, olds))
+        created, kinds = map(_ENTRY_CREATED, olds), repeat(coalesce_kind)
+    else:
+        starting = [person for person, old in zip(people, olds, strict=True) if old is None]
+        take = iter(take_ids(store, key, starting)).__next__
+        ids = [take() if old is None else old[0] for old in olds]
+        old_states = [None if old is None else old[4] for old in olds]
+        created = [at if old is None else old[5] for old in olds]
+        kinds = [new_kind if old is None else coalesce_kind for old in olds]
+    in_apps = list(map(_IN_APP, decisions))
+    emails = list(map(_EMAIL, decisions))
+    # Each person's new state, worked out once per distinct (old state, in_app, email) and,
+    # where the due time is not one for all, due time. The old state by its id (a frozen
+    # attrs value hashes its fields); a first fan-out on the key has no old states.
+    state_ids: Sequence[int] = [_NO_STATE] * n if fresh == n else list(map(id, old_states))
+    by_id: dict[int, EntryState | None] = (
+        {_NO_STATE: None} if fresh == n else dict(zip(state_ids, old_states, strict=True))
+    )
+    none = EmailState.NONE
+    triples = set(zip(state_ids, in_apps, emails, strict=True))
+    # Those whose email starts now (E1): only they have a due time.
+    starts = set()
+    for triple in triples:
+        old_state = by_id[triple[0]]
+        if triple[2] and (old_state is None or old_state.email is none):
+            starts.add(triple)
+    due: datetime | None = None
+    dues: Sequence[datetime | None] | None = None
+    if starts:
+        due, dues = _dues(
+            wiki,
+            email_after,
+            category,
+            people,
+            values,
+            lambda: zip(state_ids, in_apps, emails, strict=True),
+            starts,
+        )
+    event_id, variant, actor = values.event_id, values.variant, values.actor
+    new_states: Iterator[EntryState]
+    if dues is None:  # one due time for all: the triple alone gives the state
+        by_triple = {
+            triple: transition(
+                by_id[triple[0]],
+                event_id,
+                variant,
+                at,
+                triple[1],
+                triple[2],
+                due if triple in starts else None,
+                actor,
+            )
+            for triple in triples
+        }
+        new_states = map(by_triple.__getitem__, zip(state_ids, in_apps, emails, strict=True))
+    else:
+        memo: dict[tuple[int, bool, bool, datetime | None], EntryState] = {}
+        for memo_key in set(zip(state_ids, in_apps, emails, dues, strict=True)):
+            state_id, in_app, email, person_due = memo_key
+            memo[memo_key] = transition(
+                by_id[state_id],
+                event_id,
+                variant,
+                at,
+                in_app,
+                email,
+                person_due if (state_id, in_app, email) in starts else None,
+                actor,
+            )
+        new_states = map(memo.__getitem__, zip(state_ids, in_apps, emails, dues, strict=True))
+    category_key = category.key
+    made: list[Entry] = list(
+        map(
+            _MAKE,
+            repeat(Entry),
+            zip(
+                ids,
+                people,
+                repeat(category_key),
+                repeat(key),
+                new_states,
+                created,
+                repeat(values.target),
+            ),
+        )
+    )
+    lines: list[InboxLine] = list(
+        map(
+            _MAKE,
+            repeat(InboxLine),
+            zip(
+                repeat(values.seq),
+                repeat(at),
+                people,
+                repeat(category_key),
+                repeat(variant),
+                repeat(key),
+                kinds,
+                repeat(values.site),
+                made,
+                repeat(None),
+            ),
+        )
+    )
+    save_all(store, made)
+    return lines
+
+
+def _dues(
+    wiki: WikiFacts,
+    email_after: EmailAfter,
+    category: Category,
+    people: list[str],
+    values: EventValues,
+    triples: Callable[[], Iterable[tuple[int, bool, bool]]],
+    starts: set[tuple[int, bool, bool]],
+) -> tuple[datetime | None, list[datetime | None] | None]:
+    """The due time of the emails that start now (E2): one for all, or each person's.
+
+    With the default cadence, a schedule (and daily hour) whose due time depends on no person
+    (`due_is_shared`) is worked out once, with any person of it: when everyone has the same
+    one, that due time is returned alone (with ``None``). Otherwise each person whose email
+    starts (``triples``: each person's old state id and channels, in order) is asked on their
+    own, and the others get ``None``.
+    """
+    at, delay, site_info = values.at, values.delay, values.site_info
+    found = users_of(wiki, people)
+    users: list[WikiUser | None] = list(map(found.get, people))
+    if email_after is scheduled_email_after and None not in users:
+        schedules = set(map(_SCHEDULE, users))  # type: ignore[arg-type]
+        hours = set(map(_HOUR, users))  # type: ignore[arg-type]
+        pairs: list[tuple[str, int | None]] | None = None
+        if len(schedules) == 1 and len(hours) == 1:
+            representatives = {(*schedules, *hours): users[0]}
+        else:
+            pairs = list(map(_SCHEDULE_HOUR, users))  # type: ignore[arg-type]
+            representatives = dict(zip(pairs, users, strict=True))
+        shared: dict[tuple[str, int | None], datetime] = {}
+        for pair, user in representatives.items():
+            schedule, hour = pair
+            # Only values `email_schedule` caches share a due time: an exact str and None
+            # or an exact int (so equal keys mean equal values).
+            if (
+                type(schedule) is not str
+                or not (hour is None or type(hour) is int)
+                or not due_is_shared(user, category)  # type: ignore[arg-type]
+            ):
+                break
+            shared[pair] = email_after(user, category, at, delay, site_info)
+        else:
+            if pairs is None:
+                return shared.popitem()[1], None
+            return None, list(map(shared.__getitem__, pairs))
+    return None, [
+        email_after(user, category, at, delay, site_info) if triple in starts else None
+        for user, triple in zip(users, triples(), strict=True)
+    ]
+
+
+def skip_columns(
+    skips: Sequence[SkipDecision],
+    key: str,
+    seq: int,
+    at: datetime,
+    variant: str,
+    site: str | None,
+) -> list[InboxLine]:
+    """The lines of skips of one category (the first skip's) and its group key, in order."""
+    return list(
+        map(
+            _MAKE,
+            repeat(InboxLine),
+            zip(
+                repeat(seq),
+                repeat(at),
+                map(_RECIPIENT, skips),
+                repeat(skips[0].category.key if skips else ""),
+                repeat(variant),
+                repeat(key),
+                repeat(EntryDecisionKind.SKIP),
+                repeat(site),
+                repeat(None),
+                map(_REASON, skips),
+            ),
+        )
+    )
