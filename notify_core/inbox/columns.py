@@ -30,7 +30,6 @@ from notify_core.inbox.ports import (
     EntryTarget,
     SiteInfo,
     WikiFacts,
-    WikiUser,
     save_all,
     take_ids,
     unread_all,
@@ -252,8 +251,7 @@ def _dues(
     own, and the others get ``None``.
     """
     at, delay, site_info = values.at, values.delay, values.site_info
-    found = users_of(wiki, people)
-    users: list[WikiUser | None] = list(map(found.get, people))
+    users = users_of(wiki, people)
     if email_after is scheduled_email_after and None not in users:
         schedules = set(map(_SCHEDULE, users))  # type: ignore[arg-type]
         hours = set(map(_HOUR, users))  # type: ignore[arg-type]

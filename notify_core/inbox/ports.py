@@ -253,21 +253,24 @@ def people_facts(wiki: WikiFacts, ids: Collection[str]) -> Mapping[str, PersonFa
     return wiki.people(ids) if lookup is None else lookup(ids)
 
 
-def users_of(wiki: WikiFacts, ids: Collection[str]) -> Mapping[str, WikiUser | None]:
-    """Return a mapping in which each of ``ids`` has `WikiFacts.user` of it (``None`` or
-    absent: unknown).
+def users_of(wiki: WikiFacts, ids: Sequence[str]) -> list[WikiUser | None]:
+    """Return `WikiFacts.user` of each of ``ids``, in order (``None``: unknown).
 
-    A host with a ``users_lookup(ids)`` method (the in-memory one) may answer with a mapping
-    that holds others too, without building one for the event; any other is asked
-    `WikiFacts.user` of each person.
+    A host with a ``users_cached()`` method (the in-memory one) hands over the mapping of the
+    people it has already read, and only those not in it are asked `WikiFacts.user`; any
+    other is asked for each person.
     """
-    lookup: Callable[[Collection[str]], Mapping[str, WikiUser | None]] | None = getattr(
-        wiki, "users_lookup", None
-    )
-    if lookup is not None:
-        return lookup(ids)
     user = wiki.user
-    return {person: user(person) for person in ids}
+    cached: Callable[[], Mapping[str, WikiUser]] | None = getattr(wiki, "users_cached", None)
+    if cached is None:
+        return [user(person) for person in ids]
+    found: list[WikiUser | None] = list(map(cached().get, ids))
+    if None in found:
+        return [
+            known if known is not None else user(person)
+            for person, known in zip(ids, found, strict=True)
+        ]
+    return found
 
 
 def unread_all(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[Entry | None]:
