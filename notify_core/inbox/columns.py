@@ -3,9 +3,10 @@
 The inbox pipeline (`notify_core.inbox.pipeline`) applies a fan-out's decisions person by
 person in general; when one category fires (a page's watchers, the common case), every
 decision shares the category, its group key and the event's values, and what differs per
-person is a handful of columns: the person, the unread entry, the channels, the due time.
-`apply_columns` builds those columns with C-level ``map`` and ``zip`` and makes the entries
-and lines from them in one pass each, with the new states worked out once per distinct
+person is a handful of columns: the person, the channels (`category_decisions` gives them
+as lists, without a decision value per person), the unread entry, the due time.
+`apply_columns` builds the other columns with C-level ``map`` and ``zip`` and makes the
+entries and lines from them in one pass each, with the new states worked out once per distinct
 (old state, channels, due time), so the interpreter runs a few steps per distinct value
 rather than per person. Its result is the same as the pipeline's loop (a hypothesis property
 in tests/test_inbox_columns.py holds the two together).
@@ -20,23 +21,32 @@ from datetime import datetime, timedelta
 from itertools import repeat
 from typing import Any, Final, NamedTuple
 
+from notify_core.inbox.access import AccessCache
 from notify_core.inbox.cadence import EmailAfter, due_is_shared, scheduled_email_after
 from notify_core.inbox.categories import Category
 from notify_core.inbox.coalesce import EmailState, EntryState, transition
-from notify_core.inbox.fanout import EntryDecision, InboxSkip, SkipDecision
+from notify_core.inbox.fanout import CategoryDecisions, InboxEvent, InboxSkip, category_decisions
 from notify_core.inbox.ports import (
     Entry,
     EntryStore,
     EntryTarget,
     SiteInfo,
     WikiFacts,
+    people_facts,
     save_all,
     take_ids,
     unread_all,
     users_of,
 )
 
-__all__ = ["EntryDecisionKind", "InboxLine", "apply_columns", "skip_columns"]
+__all__ = [
+    "EntryDecisionKind",
+    "EventValues",
+    "InboxLine",
+    "apply_columns",
+    "category_lines",
+    "skip_columns",
+]
 
 
 class EntryDecisionKind(enum.StrEnum):
@@ -68,10 +78,8 @@ class InboxLine(NamedTuple):
 #: A value of a named tuple from a tuple of all its fields, without the class's Python-level
 #: ``__new__``; called through ``map`` with the class repeated.
 _MAKE: Final[Callable[..., Any]] = tuple.__new__
-_RECIPIENT: Final = operator.itemgetter(0)
-_IN_APP: Final = operator.itemgetter(2)
-_EMAIL: Final = operator.itemgetter(3)
-_REASON: Final = operator.itemgetter(2)
+#: Lines by recipient (`InboxLine` field 2).
+_BY_RECIPIENT: Final = operator.itemgetter(2)
 #: An entry's id, state and creation time (`Entry` fields 0, 4 and 5).
 _ENTRY_ID: Final = operator.itemgetter(0)
 _ENTRY_STATE: Final = operator.itemgetter(4)
@@ -98,19 +106,62 @@ class EventValues(NamedTuple):
     site_info: SiteInfo | None
 
 
+def category_lines(
+    wiki: WikiFacts,
+    store: EntryStore,
+    email_after: EmailAfter,
+    inbox: InboxEvent,
+    category: Category,
+    listed: list[str],
+    values: EventValues,
+) -> list[InboxLine]:
+    """The lines of an event for which one category fires (its candidates ``listed``), its
+    entries saved: as columns from the decision (`category_decisions`) to the lines
+    (`apply_columns`, `skip_columns`), by recipient."""
+    found = category_decisions(
+        inbox,
+        category,
+        listed,
+        people_facts(wiki, listed),
+        wiki.settings(),
+        AccessCache(wiki.groups(), inbox.page),
+    )
+    key = category.group_key(inbox.ids)
+    lines: list[InboxLine] = []
+    if found.people:
+        lines = apply_columns(store, wiki, email_after, found, category, key, values)
+    if found.skipped:
+        lines.extend(
+            skip_columns(
+                found.skipped,
+                found.reasons,
+                category.key,
+                key,
+                values.seq,
+                values.at,
+                values.variant,
+                values.site,
+            )
+        )
+        if found.people:  # each recipient once: the recipient alone orders the merge
+            lines.sort(key=_BY_RECIPIENT)
+    return lines
+
+
 def apply_columns(
     store: EntryStore,
     wiki: WikiFacts,
     email_after: EmailAfter,
-    decisions: Sequence[EntryDecision],
+    decisions: CategoryDecisions,
     category: Category,
     key: str,
     values: EventValues,
 ) -> list[InboxLine]:
-    """Coalesce decisions of one category and group key into their entries (N10-N12), save
-    the entries, and return the lines, in the decisions' order."""
+    """Coalesce the entry decisions of one category and group key (`category_decisions`'
+    columns) into their entries (N10-N12), save the entries, and return the lines, in the
+    decisions' order."""
     at = values.at
-    people = list(map(_RECIPIENT, decisions))
+    people = decisions.people
     olds: list[Any] = list(unread_all(store, key, people))
     fresh = olds.count(None)
     n = len(people)
@@ -134,8 +185,7 @@ def apply_columns(
         old_states = [None if old is None else old[4] for old in olds]
         created = [at if old is None else old[5] for old in olds]
         kinds = [new_kind if old is None else coalesce_kind for old in olds]
-    in_apps = list(map(_IN_APP, decisions))
-    emails = list(map(_EMAIL, decisions))
+    in_apps, emails = decisions.in_app, decisions.email
     # Each person's new state, worked out once per distinct (old state, in_app, email) and,
     # where the due time is not one for all, due time. The old state by its id (a frozen
     # attrs value hashes its fields); a first fan-out on the key has no old states.
@@ -284,14 +334,17 @@ def _dues(
 
 
 def skip_columns(
-    skips: Sequence[SkipDecision],
+    skipped: Sequence[str],
+    reasons: Sequence[InboxSkip],
+    category_key: str,
     key: str,
     seq: int,
     at: datetime,
     variant: str,
     site: str | None,
 ) -> list[InboxLine]:
-    """The lines of skips of one category (the first skip's) and its group key, in order."""
+    """The lines of one category's skipped candidates (``skipped``, why: ``reasons``), in
+    order."""
     return list(
         map(
             _MAKE,
@@ -299,14 +352,14 @@ def skip_columns(
             zip(
                 repeat(seq),
                 repeat(at),
-                map(_RECIPIENT, skips),
-                repeat(skips[0].category.key if skips else ""),
+                skipped,
+                repeat(category_key),
                 repeat(variant),
                 repeat(key),
                 repeat(EntryDecisionKind.SKIP),
                 repeat(site),
                 repeat(None),
-                map(_REASON, skips),
+                reasons,
             ),
         )
     )

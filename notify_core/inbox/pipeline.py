@@ -47,8 +47,7 @@ from notify_core.inbox.columns import (
     EntryDecisionKind,
     EventValues,
     InboxLine,
-    apply_columns,
-    skip_columns,
+    category_lines,
 )
 from notify_core.inbox.fanout import (
     EntryDecision,
@@ -266,6 +265,17 @@ class InboxPipeline:
         site = wiki.site(page.site)
         if site is not None and not site.notifications:
             return self._site_off(event, inbox, candidates)  # N5: the emit writes nothing
+        if len(candidates) == 1 and self.columns:
+            ((key, listed),) = candidates.items()
+            return category_lines(
+                wiki,
+                self.entries,
+                self.email_after,
+                inbox,
+                CATEGORY_BY_KEY[key],
+                listed,
+                _event_values(wiki, event, inbox, page),
+            )
         people: Collection[str]
         if len(candidates) == 1:  # one firing category: its list, each candidate once
             (people,) = candidates.values()
@@ -276,19 +286,7 @@ class InboxPipeline:
         one_category = len(candidates) == 1
         lines = self._apply(event, inbox, page, result.entries, one_category)
         if result.skips:
-            if one_category and self.columns:
-                lines.extend(
-                    skip_columns(
-                        result.skips,
-                        result.skips[0].category.group_key(inbox.ids),
-                        event.seq,
-                        event.occurred_at,
-                        inbox.variant,
-                        inbox.site,
-                    )
-                )
-            else:
-                lines.extend(self._skip_lines(event, inbox, result.skips))
+            lines.extend(self._skip_lines(event, inbox, result.skips))
             # Entries and skips each come by recipient (then category); one firing category
             # has each recipient once, so the recipient alone orders the merge.
             lines.sort(key=_BY_RECIPIENT if len(candidates) == 1 else _LINE_ORDER)
@@ -372,29 +370,10 @@ class InboxPipeline:
         decision is of one category.
         """
         wiki, entries = self.wiki, self.entries
-        at, seq, actor, variant, event_id = (
-            require_instant(event.occurred_at, "at"),
-            event.seq,
-            event.actor,
-            inbox.variant,
-            inbox.id,
+        seq, at, event_id, variant, actor, site, target, delay, site_info = _event_values(
+            wiki, event, inbox, page
         )
         ids = inbox.ids
-        comment_id = ids.get("comment")
-        comment = wiki.comment(comment_id) if comment_id is not None else None
-        excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
-        target = EntryTarget(
-            site=page.site,
-            page=page.id,
-            comment=comment_id,
-            title=page.title,
-            path=page.path,
-            locale=page.locale,
-            excerpt=None if excerpt is None else str(excerpt),
-            draft=created_as_draft(event),
-        )
-        delay = wiki.email_delay()
-        site_info = wiki.site(page.site)
         email_after, user = self.email_after, wiki.user
         # Due times shared by every person of a schedule (keyed by the schedule alone, or by
         # the pair with a daily hour), one table per ``digest``: only the default cadence is
@@ -412,19 +391,6 @@ class InboxPipeline:
             EntryDecisionKind.NEW,
             EntryDecisionKind.COALESCE,
         )
-        site = page.site
-        if one_category and decisions and self.columns:
-            category = decisions[0].category
-            values = EventValues(seq, at, event_id, variant, actor, site, target, delay, site_info)
-            return apply_columns(
-                entries,
-                wiki,
-                self.email_after,
-                decisions,
-                category,
-                category.group_key(ids),
-                values,
-            )
         lines: list[InboxLine] = []
         olds, take = _open_entries(entries, decisions, ids, one_category)
         append = lines.append
@@ -531,6 +497,35 @@ class InboxPipeline:
 
     def _read(self, event: Event) -> None:
         apply_read(self.entries, event)
+
+
+def _event_values(wiki: WikiFacts, event: Event, inbox: InboxEvent, page: PageInfo) -> EventValues:
+    """What every entry and line of the event shares: its time (checked once), ids, the
+    snapshot of its page (N11), the email delay and the site."""
+    comment_id = inbox.ids.get("comment")
+    comment = wiki.comment(comment_id) if comment_id is not None else None
+    excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
+    target = EntryTarget(
+        site=page.site,
+        page=page.id,
+        comment=comment_id,
+        title=page.title,
+        path=page.path,
+        locale=page.locale,
+        excerpt=None if excerpt is None else str(excerpt),
+        draft=created_as_draft(event),
+    )
+    return EventValues(
+        event.seq,
+        require_instant(event.occurred_at, "at"),
+        inbox.id,
+        inbox.variant,
+        event.actor,
+        page.site,
+        target,
+        wiki.email_delay(),
+        wiki.site(page.site),
+    )
 
 
 def _open_entries(
