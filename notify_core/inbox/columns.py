@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import enum
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timedelta
-from itertools import repeat
+from itertools import compress, repeat
 from typing import Any, Final, NamedTuple
 
 from notify_core.inbox.access import AccessCache
@@ -90,6 +90,18 @@ _HOUR: Final = operator.itemgetter(4)
 _SCHEDULE_HOUR: Final = operator.itemgetter(3, 4)
 #: The key of "no old state" (a new entry) among the ids of old states.
 _NO_STATE: Final = id(None)
+
+
+class _Memo(dict[tuple[Any, ...], EntryState]):
+    """A dict that works out a missing key's value on its first lookup (``make``)."""
+
+    def __init__(self, make: Callable[[tuple[Any, ...]], EntryState]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: tuple[Any, ...]) -> EntryState:
+        value = self[key] = self.make(key)
+        return value
 
 
 class EventValues(NamedTuple):
@@ -194,56 +206,33 @@ def apply_columns(
         {_NO_STATE: None} if fresh == n else dict(zip(state_ids, old_states, strict=True))
     )
     none = EmailState.NONE
-    triples = set(zip(state_ids, in_apps, emails, strict=True))
-    # Those whose email starts now (E1): only they have a due time.
-    starts = set()
-    for triple in triples:
-        old_state = by_id[triple[0]]
-        if triple[2] and (old_state is None or old_state.email is none):
-            starts.add(triple)
+    # Whose email starts now (E1): only they have a due time. Someone with email whose old
+    # state has none yet (or who has no entry); a coalescing fan-out usually has nobody.
+    if fresh == n:
+        may_start = True in emails
+    else:
+        without = {i for i, state in by_id.items() if state is None or state.email is none}
+        may_start = bool(without) and not without.isdisjoint(compress(state_ids, emails))
     due: datetime | None = None
     dues: Sequence[datetime | None] | None = None
-    if starts:
-        due, dues = _dues(
-            wiki,
-            email_after,
-            category,
-            people,
-            values,
-            lambda: zip(state_ids, in_apps, emails, strict=True),
-            starts,
-        )
+    if may_start:
+        due, dues = _dues(wiki, email_after, category, people, values, old_states, emails)
     event_id, variant, actor = values.event_id, values.variant, values.actor
+
+    def new_state(memo_key: tuple[Any, ...]) -> EntryState:
+        """The new state of the people of one key (old state id, in_app, email[, due])."""
+        old_state = by_id[memo_key[0]]
+        email = memo_key[2]
+        starts = email and (old_state is None or old_state.email is none)
+        person_due = (due if dues is None else memo_key[3]) if starts else None
+        return transition(old_state, event_id, variant, at, memo_key[1], email, person_due, actor)
+
+    # Worked out on a key's first person (`_Memo`): one pass over the people.
+    memo = _Memo(new_state)
     new_states: Iterator[EntryState]
-    if dues is None:  # one due time for all: the triple alone gives the state
-        by_triple = {
-            triple: transition(
-                by_id[triple[0]],
-                event_id,
-                variant,
-                at,
-                triple[1],
-                triple[2],
-                due if triple in starts else None,
-                actor,
-            )
-            for triple in triples
-        }
-        new_states = map(by_triple.__getitem__, zip(state_ids, in_apps, emails, strict=True))
+    if dues is None:  # one due time for all: the old state and channels give the state
+        new_states = map(memo.__getitem__, zip(state_ids, in_apps, emails, strict=True))
     else:
-        memo: dict[tuple[int, bool, bool, datetime | None], EntryState] = {}
-        for memo_key in set(zip(state_ids, in_apps, emails, dues, strict=True)):
-            state_id, in_app, email, person_due = memo_key
-            memo[memo_key] = transition(
-                by_id[state_id],
-                event_id,
-                variant,
-                at,
-                in_app,
-                email,
-                person_due if (state_id, in_app, email) in starts else None,
-                actor,
-            )
         new_states = map(memo.__getitem__, zip(state_ids, in_apps, emails, dues, strict=True))
     category_key = category.key
     made: list[Entry] = list(
@@ -289,16 +278,16 @@ def _dues(
     category: Category,
     people: list[str],
     values: EventValues,
-    triples: Callable[[], Iterable[tuple[int, bool, bool]]],
-    starts: set[tuple[int, bool, bool]],
+    old_states: Sequence[EntryState | None],
+    emails: Sequence[bool],
 ) -> tuple[datetime | None, list[datetime | None] | None]:
     """The due time of the emails that start now (E2): one for all, or each person's.
 
     With the default cadence, a schedule (and daily hour) whose due time depends on no person
     (`due_is_shared`) is worked out once, with any person of it: when everyone has the same
     one, that due time is returned alone (with ``None``). Otherwise each person whose email
-    starts (``triples``: each person's old state id and channels, in order) is asked on their
-    own, and the others get ``None``.
+    starts (by ``old_states`` and ``emails``, in order) is asked on their own, and the others
+    get ``None``.
     """
     at, delay, site_info = values.at, values.delay, values.site_info
     users = users_of(wiki, people)
@@ -327,9 +316,12 @@ def _dues(
             if pairs is None:
                 return shared.popitem()[1], None
             return None, list(map(shared.__getitem__, pairs))
+    none = EmailState.NONE
     return None, [
-        email_after(user, category, at, delay, site_info) if triple in starts else None
-        for user, triple in zip(users, triples(), strict=True)
+        email_after(user, category, at, delay, site_info)
+        if email and (state is None or state.email is none)
+        else None
+        for user, state, email in zip(users, old_states, emails, strict=True)
     ]
 
 

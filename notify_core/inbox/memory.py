@@ -527,7 +527,8 @@ class EntryMemory:
                 at = state.email_after if state.email is pending else None
             if at is not None:
                 held_at = queued_at(entry_id)
-                if held_at is None or held_at != at:
+                # ``is not`` first: a coalesced entry keeps its due time, the same object.
+                if held_at is not at and (held_at is None or held_at != at):
                     queued[entry_id] = at
                     dues.append((at, entry_id))
             keys = unread_keys.get(person)
