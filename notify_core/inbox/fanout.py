@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import enum
 import operator
-from collections.abc import Mapping, Sequence
-from typing import Final, NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
+from typing import Any, Final, NamedTuple
 
 import attrs
 
@@ -28,12 +29,14 @@ from notify_core.inbox.categories import (
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
 
 __all__ = [
+    "CategoryDecisions",
     "EntryDecision",
     "FanOut",
     "InboxEvent",
     "InboxSkip",
     "PersonFacts",
     "SkipDecision",
+    "category_decisions",
     "fan_out",
     "firing",
 ]
@@ -132,6 +135,17 @@ class SkipDecision(NamedTuple):
     reason: InboxSkip
 
 
+class CategoryDecisions(NamedTuple):
+    """The decisions of one category as columns (`category_decisions`): the entries'
+    recipients and channels, and the skipped candidates and why, each by recipient."""
+
+    people: list[str]
+    in_app: list[bool]
+    email: list[bool]
+    skipped: list[str]
+    reasons: list[InboxSkip]
+
+
 @attrs.frozen(kw_only=True)
 class FanOut:
     """The fan-out of one event: entries and skips, each by recipient then category key.
@@ -165,6 +179,9 @@ _MENTION: Final = CATEGORY_BY_KEY["mention"]
 #: Skips: by recipient, then category key (a C-level key).
 _BY_RECIPIENT_CATEGORY: Final = operator.attrgetter("recipient", "category.key")
 
+#: A named tuple from a tuple of all its fields, without its Python-level ``__new__``.
+_MAKE: Final[Callable[..., Any]] = tuple.__new__
+
 #: Entries: one per recipient, so the recipient alone orders them (a C-level key: the field
 #: by position, without the named tuple's property).
 _BY_RECIPIENT: Final = operator.itemgetter(0)
@@ -195,6 +212,27 @@ def fan_out(
     """
     if access is None:
         access = AccessCache(groups, event.page)
+    fired = firing(event)
+    if len(fired) == 1:  # the common case: one category's columns made into decisions
+        (category,) = fired
+        found = category_decisions(
+            event, category, candidates.get(category.key, ()), people, settings, access
+        )
+        return FanOut(
+            entries=tuple(
+                map(
+                    _MAKE,
+                    repeat(EntryDecision),
+                    zip(found.people, repeat(category), found.in_app, found.email),
+                )
+            ),
+            skips=tuple(
+                map(
+                    _MAKE, repeat(SkipDecision), zip(found.skipped, repeat(category), found.reasons)
+                )
+            ),
+            access_evaluations=access.evaluations,
+        )
     actor = event.actor
     mail = settings.mail_configured
     person_of = people.get
@@ -205,7 +243,6 @@ def fan_out(
     # The decisions are named tuples built without their Python-level ``__new__`` (a fan-out
     # makes one per candidate); every field is given.
     make = tuple.__new__
-    fired = firing(event)
     # One firing category: each candidate comes once, so nobody is reached twice.
     several = len(fired) > 1
     # The reasons as locals: a fan-out reads one per skipped candidate.
@@ -283,3 +320,95 @@ def fan_out(
         entries.sort(key=_BY_RECIPIENT)
         skips.sort(key=_BY_RECIPIENT_CATEGORY)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)
+
+
+def category_decisions(
+    event: InboxEvent,
+    category: Category,
+    listed: Sequence[str],
+    people: Mapping[str, PersonFacts],
+    settings: InboxSettings,
+    access: AccessCache,
+) -> CategoryDecisions:
+    """`fan_out` of an event for which one category fires (``category``, its candidates
+    ``listed``), as columns: no value per person (the inbox pipeline builds its entries
+    from the columns; `fan_out` builds its decisions from them).
+
+    ``access``: the event's page's answers (`AccessCache` of the instance's groups).
+    """
+    if category is _MENTION and event.previous_mentions:
+        listed = [p for p in listed if p not in event.previous_mentions]
+    actor, person_of = event.actor, people.get
+    entry_people: list[str] = []
+    in_apps: list[bool] = []
+    emails: list[bool] = []
+    skipped: list[str] = []
+    reasons: list[InboxSkip] = []
+    add_person, add_in_app, add_email = entry_people.append, in_apps.append, emails.append
+    add_skipped, add_reason = skipped.append, reasons.append
+    actor_skip, inactive, no_access, section_off, preference = (
+        InboxSkip.ACTOR,
+        InboxSkip.INACTIVE,
+        InboxSkip.NO_ACCESS,
+        InboxSkip.SECTION_OFF,
+        InboxSkip.PREFERENCE,
+    )
+    delivery = settings.delivery(category.section)
+    section_is_off = delivery is Delivery.OFF
+    permission = category.access
+    default_in_app, default_email = category.defaults.in_app, category.defaults.email
+    # Whether the section and the instance send email at all (N3, N4), and whether the
+    # defaults do to a person with a verified address.
+    by_email = settings.mail_configured and delivery is Delivery.EMAIL
+    email_by_default = default_email and by_email
+    in_app_row, email_row = (category.key, "in_app"), (category.key, "email")
+    allowed: dict[frozenset[str], bool] = {}
+    # Each candidate once, in recipient order: sorted, a repeat is next to its first.
+    previous: str | None = None
+    for person in sorted(listed):
+        if person == previous:
+            continue
+        previous = person
+        if person == actor:
+            add_skipped(person)
+            add_reason(actor_skip)
+            continue
+        facts = person_of(person)
+        if facts is None:
+            add_skipped(person)
+            add_reason(inactive)
+            continue
+        # By position: a named tuple's fields by name cost a generic attribute lookup each.
+        active, human, system, person_groups, address, verified, prefs = facts
+        if not (active and human) or system:
+            add_skipped(person)
+            add_reason(inactive)
+            continue
+        if permission is not None:
+            held = allowed.get(person_groups)
+            if held is None:
+                held = allowed[person_groups] = access.holds(person_groups, permission)
+            if not held:
+                add_skipped(person)
+                add_reason(no_access)
+                continue
+        if section_is_off:
+            add_skipped(person)
+            add_reason(section_off)
+            continue
+        rows = prefs.rows
+        if rows:  # `channels_for` without its two values: the rows over the defaults
+            in_app = rows.get(in_app_row, default_in_app)
+            email = rows.get(email_row, default_email) and by_email and verified
+            email = email and bool(address)
+        else:  # the defaults: the common case, without building a value
+            in_app = default_in_app
+            email = email_by_default and verified and bool(address)
+        if in_app or email:
+            add_person(person)
+            add_in_app(in_app)
+            add_email(email)
+        else:
+            add_skipped(person)
+            add_reason(preference)
+    return CategoryDecisions(entry_people, in_apps, emails, skipped, reasons)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from types import MappingProxyType
+from itertools import repeat
 from typing import ClassVar, Final
 
 import attrs
@@ -27,8 +27,8 @@ from notify_core.links import link_templates
 __all__ = ["EntryMemory", "WikiMemory", "page_after", "strings"]
 
 _DEFAULT_DELAY: Final = timedelta(seconds=180)
-#: The unread entries of a person who has none (read only).
-_NO_ENTRIES: Final[Mapping[str, Entry]] = MappingProxyType({})
+#: The unread keys of a person without any, for `EntryMemory.unread_many` (never written).
+_NO_KEYS: Final[dict[str, Entry]] = {}
 
 
 def strings(value: object) -> frozenset[str]:
@@ -174,6 +174,11 @@ class WikiMemory:
         if all(map(facts.__contains__, ids)):
             return facts
         return self.people(ids)
+
+    def users_cached(self) -> Mapping[str, WikiUser]:
+        """Return `user` of the people already read, by id, read only
+        (`notify_core.inbox.ports.users_of` asks `user` of the others)."""
+        return self._wiki_users
 
     def user(self, user: str) -> WikiUser | None:
         """Return what the cadence reads of a person."""
@@ -455,8 +460,9 @@ class EntryMemory:
 
     def unread_many(self, group_key: str, people: Sequence[str]) -> list[Entry | None]:
         """Return `unread` of each person in turn, in one call (`unread_all`)."""
-        get, nothing = self.unread_keys.get, _NO_ENTRIES
-        return [get(person, nothing).get(group_key) for person in people]
+        # Two C-level passes: each person's keys (an empty dict for none), then the key's.
+        keys = map(self.unread_keys.get, people, repeat(_NO_KEYS))
+        return list(map(dict.get, keys, repeat(group_key)))
 
     def next_id(self, person: str, group_key: str) -> str:
         """Return the id of the person's next entry on a key: ``<person>:<key>:<n>``."""
@@ -521,7 +527,8 @@ class EntryMemory:
                 at = state.email_after if state.email is pending else None
             if at is not None:
                 held_at = queued_at(entry_id)
-                if held_at is None or held_at != at:
+                # ``is not`` first: a coalesced entry keeps its due time, the same object.
+                if held_at is not at and (held_at is None or held_at != at):
                     queued[entry_id] = at
                     dues.append((at, entry_id))
             keys = unread_keys.get(person)

@@ -19,11 +19,10 @@ the replay's mail drain (`notify_core.inbox.sending`) and the reads
 
 from __future__ import annotations
 
-import enum
 import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, Final
 
 import attrs
 
@@ -44,6 +43,12 @@ from notify_core.inbox.categories import (
     event_variant,
 )
 from notify_core.inbox.coalesce import EmailState, EntryState, transition
+from notify_core.inbox.columns import (
+    EntryDecisionKind,
+    EventValues,
+    InboxLine,
+    category_lines,
+)
 from notify_core.inbox.fanout import (
     EntryDecision,
     InboxEvent,
@@ -134,32 +139,6 @@ INBOX_TYPES: Final = frozenset(
 )
 
 
-class EntryDecisionKind(enum.StrEnum):
-    """What an event did for a person on a category (formats.md section 4)."""
-
-    NEW = "new"
-    COALESCE = "coalesce"
-    SKIP = "skip"
-
-
-class InboxLine(NamedTuple):
-    """One entry decision for one person and category: the unit of the inbox's replay output.
-
-    A named tuple rather than an attrs value: a fan-out makes one per recipient.
-    """
-
-    seq: int
-    at: datetime
-    recipient: str
-    category: str
-    variant: str
-    group_key: str
-    decision: EntryDecisionKind
-    site: str | None = None
-    entry: Entry | None = None
-    reason: InboxSkip | None = None
-
-
 @attrs.define
 class InboxPipeline:
     """Runs wiki events through fan-out and coalescing, and applies reads (H2).
@@ -173,6 +152,9 @@ class InboxPipeline:
     wiki: WikiFacts = attrs.field(factory=WikiMemory)
     entries: EntryStore = attrs.field(factory=EntryMemory)
     email_after: EmailAfter = scheduled_email_after
+    #: Apply one firing category's decisions as columns (`apply_columns`); ``False``: the
+    #: loop over the decisions, the plain reference the columns are tested against.
+    columns: ClassVar[bool] = True
 
     def handle(self, event: Event) -> list[InboxLine]:
         """Decide an event's entries (or apply its read), then record it; return the lines.
@@ -283,6 +265,17 @@ class InboxPipeline:
         site = wiki.site(page.site)
         if site is not None and not site.notifications:
             return self._site_off(event, inbox, candidates)  # N5: the emit writes nothing
+        if len(candidates) == 1 and self.columns:
+            ((key, listed),) = candidates.items()
+            return category_lines(
+                wiki,
+                self.entries,
+                self.email_after,
+                inbox,
+                CATEGORY_BY_KEY[key],
+                listed,
+                _event_values(wiki, event, inbox, page),
+            )
         people: Collection[str]
         if len(candidates) == 1:  # one firing category: its list, each candidate once
             (people,) = candidates.values()
@@ -290,7 +283,8 @@ class InboxPipeline:
             people = {person for listed in candidates.values() for person in listed}
         facts = people_facts(wiki, people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
-        lines = self._apply(event, inbox, page, result.entries, len(candidates) == 1)
+        one_category = len(candidates) == 1
+        lines = self._apply(event, inbox, page, result.entries, one_category)
         if result.skips:
             lines.extend(self._skip_lines(event, inbox, result.skips))
             # Entries and skips each come by recipient (then category); one firing category
@@ -376,29 +370,10 @@ class InboxPipeline:
         decision is of one category.
         """
         wiki, entries = self.wiki, self.entries
-        at, seq, actor, variant, event_id = (
-            require_instant(event.occurred_at, "at"),
-            event.seq,
-            event.actor,
-            inbox.variant,
-            inbox.id,
+        seq, at, event_id, variant, actor, site, target, delay, site_info = _event_values(
+            wiki, event, inbox, page
         )
         ids = inbox.ids
-        comment_id = ids.get("comment")
-        comment = wiki.comment(comment_id) if comment_id is not None else None
-        excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
-        target = EntryTarget(
-            site=page.site,
-            page=page.id,
-            comment=comment_id,
-            title=page.title,
-            path=page.path,
-            locale=page.locale,
-            excerpt=None if excerpt is None else str(excerpt),
-            draft=created_as_draft(event),
-        )
-        delay = wiki.email_delay()
-        site_info = wiki.site(page.site)
         email_after, user = self.email_after, wiki.user
         # Due times shared by every person of a schedule (keyed by the schedule alone, or by
         # the pair with a daily hour), one table per ``digest``: only the default cadence is
@@ -411,14 +386,13 @@ class InboxPipeline:
         states: dict[
             tuple[int, bool, bool, datetime | None], tuple[EntryState | None, EntryState]
         ] = {}
-        olds, take = _open_entries(entries, decisions, ids, one_category)
         none, new_kind, coalesce_kind = (
             EmailState.NONE,
             EntryDecisionKind.NEW,
             EntryDecisionKind.COALESCE,
         )
-        site = page.site
         lines: list[InboxLine] = []
+        olds, take = _open_entries(entries, decisions, ids, one_category)
         append = lines.append
         written: list[Entry] = []
         write = written.append
@@ -523,6 +497,35 @@ class InboxPipeline:
 
     def _read(self, event: Event) -> None:
         apply_read(self.entries, event)
+
+
+def _event_values(wiki: WikiFacts, event: Event, inbox: InboxEvent, page: PageInfo) -> EventValues:
+    """What every entry and line of the event shares: its time (checked once), ids, the
+    snapshot of its page (N11), the email delay and the site."""
+    comment_id = inbox.ids.get("comment")
+    comment = wiki.comment(comment_id) if comment_id is not None else None
+    excerpt = event.payload.get("excerpt", comment.excerpt if comment else None)
+    target = EntryTarget(
+        site=page.site,
+        page=page.id,
+        comment=comment_id,
+        title=page.title,
+        path=page.path,
+        locale=page.locale,
+        excerpt=None if excerpt is None else str(excerpt),
+        draft=created_as_draft(event),
+    )
+    return EventValues(
+        event.seq,
+        require_instant(event.occurred_at, "at"),
+        inbox.id,
+        inbox.variant,
+        event.actor,
+        page.site,
+        target,
+        wiki.email_delay(),
+        wiki.site(page.site),
+    )
 
 
 def _open_entries(

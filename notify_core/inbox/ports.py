@@ -33,6 +33,7 @@ __all__ = [
     "save_all",
     "take_ids",
     "unread_all",
+    "users_of",
 ]
 
 
@@ -250,6 +251,26 @@ def people_facts(wiki: WikiFacts, ids: Collection[str]) -> Mapping[str, PersonFa
         wiki, "people_lookup", None
     )
     return wiki.people(ids) if lookup is None else lookup(ids)
+
+
+def users_of(wiki: WikiFacts, ids: Sequence[str]) -> list[WikiUser | None]:
+    """Return `WikiFacts.user` of each of ``ids``, in order (``None``: unknown).
+
+    A host with a ``users_cached()`` method (the in-memory one) hands over the mapping of the
+    people it has already read, and only those not in it are asked `WikiFacts.user`; any
+    other is asked for each person.
+    """
+    user = wiki.user
+    cached: Callable[[], Mapping[str, WikiUser]] | None = getattr(wiki, "users_cached", None)
+    if cached is None:
+        return [user(person) for person in ids]
+    found: list[WikiUser | None] = list(map(cached().get, ids))
+    if None in found:
+        return [
+            known if known is not None else user(person)
+            for person, known in zip(ids, found, strict=True)
+        ]
+    return found
 
 
 def unread_all(store: EntryStore, group_key: str, people: Sequence[str]) -> Sequence[Entry | None]:
