@@ -13,8 +13,9 @@ from inbox_log import WikiLog
 from test_inbox_replay import PAGES, PEOPLE, wiki_logs
 
 from notify_core.events import parse_event
-from notify_core.inbox.memory import EntryMemory
+from notify_core.inbox.memory import EntryMemory, WikiMemory
 from notify_core.inbox.pipeline import InboxPipeline
+from notify_core.inbox.ports import WikiUser
 
 SCHEDULES = (
     {"email_schedule": "immediate"},
@@ -92,3 +93,35 @@ def test_columns_give_the_lines_entries_and_mails_of_the_plain_loop(log: WikiLog
     for hours in (1, 24, 72):
         end = log.now + timedelta(hours=hours)
         assert columns.drain(end) == plain.drain(end)
+
+
+class CountingWiki(WikiMemory):
+    """A host without the in-memory wiki's cache: every person is read by `user` (counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "users_cached":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+    def user(self, user: str) -> WikiUser | None:
+        self.asked.append(user)
+        return super().user(user)
+
+
+@settings(max_examples=max(30, settings.default.max_examples // 4))
+@given(scheduled_logs())
+def test_a_host_without_the_cache_is_asked_for_the_people_the_plain_loop_asks(
+    log: WikiLog,
+) -> None:
+    """The columns ask a host's `user` of no more people than the loop per person: those
+    whose email starts (and the events' own users), in the same order."""
+    columns_wiki, plain_wiki = CountingWiki(), CountingWiki()
+    columns, plain = InboxPipeline(wiki=columns_wiki), Plain(wiki=plain_wiki)
+    for text in log.lines():
+        event = parse_event(json.loads(text))
+        assert columns.handle(event) == plain.handle(event)
+        assert columns_wiki.asked == plain_wiki.asked

@@ -290,6 +290,17 @@ def _dues(
     get ``None``.
     """
     at, delay, site_info = values.at, values.delay, values.site_info
+    none = EmailState.NONE
+    if getattr(wiki, "users_cached", None) is None:
+        # A host that reads a person per call is asked only for those whose email starts,
+        # as the loop per person asks.
+        user_of = wiki.user
+        return None, [
+            email_after(user_of(person), category, at, delay, site_info)
+            if email and (state is None or state.email is none)
+            else None
+            for person, state, email in zip(people, old_states, emails, strict=True)
+        ]
     users = users_of(wiki, people)
     if email_after is scheduled_email_after and None not in users:
         schedules = set(map(_SCHEDULE, users))  # type: ignore[arg-type]
@@ -316,7 +327,6 @@ def _dues(
             if pairs is None:
                 return shared.popitem()[1], None
             return None, list(map(shared.__getitem__, pairs))
-    none = EmailState.NONE
     return None, [
         email_after(user, category, at, delay, site_info)
         if email and (state is None or state.email is none)
