@@ -373,7 +373,11 @@ class SendRound:
                     index = pending.popleft()
                 except IndexError:  # another task took the last one meanwhile
                     return
-                results[index] = self._call(prepared[index])
+                try:
+                    results[index] = self._call(prepared[index])
+                except BaseException:
+                    pending.clear()  # the round fails: no more calls start (as pool.map's)
+                    raise
 
         tasks = [self._pool.submit(calls) for _ in range(min(limit, len(prepared)))]
         for task in tasks:
