@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import operator
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime, timedelta, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, Final
 
 import attrs
@@ -104,11 +104,14 @@ LEVEL_GATE: Final[Mapping[Kind, frozenset[Level]]] = {
 
 
 def _instant(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    require_instant(value, attribute.name)
+    if type(value) is not datetime or value.tzinfo is not UTC:
+        require_instant(value, attribute.name)
 
 
 def _optional_instant(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
+    # A datetime in UTC is an instant (the usual value: the stores keep their times in UTC);
+    # anything else gets the full check. A fan-out builds facts for every recipient.
+    if value is not None and (type(value) is not datetime or value.tzinfo is not UTC):
         require_instant(value, attribute.name)
 
 

@@ -14,7 +14,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 import attrs
 
@@ -25,7 +25,7 @@ from notify_core.kinds import Kind, kind_code
 from notify_core.partitions import Partition, Partitions
 from notify_core.pipeline import Hint, Pipeline
 from notify_pg.db.ids import new_id
-from notify_pg.db.seam import Conn, Seam
+from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.push.preferences import PgPreferences
 from notify_pg.push.providers import ProviderGate, PushProvider
 from notify_pg.push.recorder import NullRecorder, Recorder
@@ -158,6 +158,22 @@ class WorkerStats:
     provider_calls: int = 0
     provider_seconds: float = 0.0
     failures: int = 0
+
+
+#: The array parameters of `insert_push_sends`, in the order of a row of `insert_pushes`.
+_PUSH_SEND_COLUMNS = (
+    "notification_ids",
+    "registration_ids",
+    "recipients",
+    "kinds",
+    "threads",
+    "messages",
+    "targets",
+    "quiets",
+    "counts",
+    "cleared",
+    "due_ats",
+)
 
 
 class StagedPush(NamedTuple):
@@ -344,34 +360,38 @@ class PushContext:
         return StagedPush(hint, decision, notification_id, frozenset(devices), cleared)
 
     def insert_pushes(self, session: Session, pushes: Sequence[StagedPush]) -> None:
-        """One push send per hint and active registration of a routed device."""
+        """One push send per hint and active registration of a routed device, all in one
+        statement (`insert_push_sends`: a column per array, rows in the order of ``pushes``)."""
         if not pushes:
             return
         conn = session.conn
         recipients = list(dict.fromkeys(p.hint.recipient for p in pushes))
         active = self.registrations.active(conn, recipients)
-        params: list[dict[str, Any]] = []
-        for hint, decision, notification_id, devices, cleared in pushes:
-            params.extend(
-                {
-                    "notification_id": notification_id,
-                    "registration_id": reg.id,
-                    "recipient": hint.recipient,
-                    "kind": kind_code(hint.kind),
-                    "thread": hint.thread,
-                    "message": hint.message,
-                    "target": hint.target,
-                    "quiet": decision.quiet,
-                    "count": 0 if hint.kind is Kind.SYNC else (decision.count or 0),
-                    "cleared": cleared,
-                    "due_at": hint.at,
-                    "next_at": hint.at,
-                }
-                for reg in active.get(hint.recipient, ())
-                if reg.device_id in devices
+        rows = [
+            (
+                notification_id,
+                reg.id,
+                hint.recipient,
+                kind_code(hint.kind),
+                hint.thread,
+                hint.message,
+                hint.target,
+                decision.quiet,
+                0 if hint.kind is Kind.SYNC else (decision.count or 0),
+                text_array(cleared),
+                hint.at,
             )
-        self.seam.run_many(conn, "insert_push_send", params)
-        self.stats.push_sends += len(params)
+            for hint, decision, notification_id, devices, cleared in pushes
+            for reg in active.get(hint.recipient, ())
+            if reg.device_id in devices
+        ]
+        if not rows:
+            return
+        columns = map(list, zip(*rows, strict=True))
+        self.seam.run(
+            conn, "insert_push_sends", dict(zip(_PUSH_SEND_COLUMNS, columns, strict=True))
+        )
+        self.stats.push_sends += len(rows)
 
     def count(self, hints: Sequence[Hint]) -> None:
         """Count a round's hints by decision and skip reason (stats and metrics)."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -348,16 +349,40 @@ class SendRound:
             self.push.recorder.send_duration(item.provider.name, seconds)
 
     def _step2(self, prepared: Sequence[_Prepared]) -> list[SendResult]:
+        """Call the providers, up to ``max_concurrent_requests`` calls at once; the results
+        in the order of ``prepared``.
+
+        Each of up to that many pool tasks takes the next call not taken yet until none is
+        left (as a pool's threads take queued tasks), so a round makes a few tasks, not one
+        task, future and lock per call.
+        """
         if not prepared:
             return []
         if len(prepared) == 1:
             return [self._call(prepared[0])]
+        limit = self.push.config.max_concurrent_requests
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(
-                max_workers=self.push.config.max_concurrent_requests,
-                thread_name_prefix="notify-push",
-            )
-        return list(self._pool.map(self._call, prepared))
+            self._pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="notify-push")
+        results: list[SendResult | None] = [None] * len(prepared)
+        # A deque's pops are thread-safe: each index goes to exactly one task.
+        pending = deque(range(len(prepared)))
+
+        def calls() -> None:
+            while pending:
+                try:
+                    index = pending.popleft()
+                except IndexError:  # another task took the last one meanwhile
+                    return
+                try:
+                    results[index] = self._call(prepared[index])
+                except BaseException:
+                    pending.clear()  # the round fails: no more calls start (as pool.map's)
+                    raise
+
+        tasks = [self._pool.submit(calls) for _ in range(min(limit, len(prepared)))]
+        for task in tasks:
+            task.result()
+        return [result for result in results if result is not None]
 
     def _step3(
         self, results: Sequence[tuple[_Prepared, SendResult]]

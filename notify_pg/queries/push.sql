@@ -48,14 +48,20 @@ FROM unnest(%(ids)s::text[], %(last_success_ats)s::timestamptz[], %(failure_coun
   AS u(id, last_success_at, failure_count, disabled_at, disabled_reason)
 WHERE r.id = u.id
 
--- name: insert_push_send
--- One push of a hint to one registration; a second insert of the same pair changes nothing.
+-- name: insert_push_sends
+-- Many pushes of hints to registrations in one statement, inserted in the order given (their ids ascend with it); a second insert of a pair changes nothing. Each row's cleared threads come as one array literal.
 INSERT INTO {schema}.push_sends
     (notification_id, registration_id, recipient, kind, thread, message, target, quiet, count,
      cleared, due_at, next_at)
-VALUES (%(notification_id)s, %(registration_id)s, %(recipient)s, %(kind)s, %(thread)s,
-        %(message)s, %(target)s, %(quiet)s, %(count)s, %(cleared)s::text[], %(due_at)s,
-        %(next_at)s)
+SELECT p.notification_id, p.registration_id, p.recipient, p.kind, p.thread, p.message, p.target,
+       p.quiet, p.count, p.cleared::text[], p.due_at, p.due_at
+FROM unnest(%(notification_ids)s::text[], %(registration_ids)s::text[], %(recipients)s::text[],
+            %(kinds)s::smallint[], %(threads)s::text[], %(messages)s::text[], %(targets)s::text[],
+            %(quiets)s::boolean[], %(counts)s::integer[], %(cleared)s::text[],
+            %(due_ats)s::timestamptz[]) WITH ORDINALITY
+  AS p(notification_id, registration_id, recipient, kind, thread, message, target, quiet, count,
+       cleared, due_at, n)
+ORDER BY p.n
 ON CONFLICT (notification_id, registration_id) DO NOTHING
 
 -- name: claim_push_sends_for_send

@@ -147,7 +147,8 @@ def test_d2_one_thread_and_many_pairs_answer_the_same_read_check(
 ) -> None:
     """D2: both reader queries join the reference host's one `channel_access` view: the owner,
     a space grant and a channel grant read a space's channel, a DM only its participants,
-    nobody an archived channel or space, never an inactive person."""
+    nobody an archived channel or space, never an inactive person; the badge's two thread
+    queries join it too."""
     for user, owner, active in (
         ("own", True, True), ("sp", False, True), ("ch", False, True),
         ("no", False, True), ("off", False, False), ("dm1", False, True),
@@ -178,3 +179,15 @@ def test_d2_one_thread_and_many_pairs_answer_the_same_read_check(
     assert {t: set(host.thread_readers(conn, t, people)) for t in expected} == expected
     pairs = [(p, t) for t in expected for p in people]
     assert host.thread_readers_of(conn, pairs) == {(p, t) for t in expected for p in expected[t]}
+    # B1: the badge's threads are those with messages in the channels a person can read
+    # (active or not), by id, from the same view: one person at a time and many at once.
+    conn.execute(
+        f"UPDATE {host.schema}.threads SET last_message_seq = 1"  # type: ignore[arg-type]
+        " WHERE id IN ('t1', 'ta', 't3', 'td')"
+    )
+    badge = {
+        "own": ["t1"], "sp": ["t1"], "ch": ["t1"], "no": [], "off": ["t1"], "dm1": ["td"],
+        "nobody": [],
+    }  # fmt: skip
+    assert {p: list(host.badge_threads(conn, p)) for p in people} == badge
+    assert host.badge_threads_of(conn, people) == {p: t for p, t in badge.items() if t}

@@ -425,6 +425,45 @@ def test_the_gate_limits_concurrent_provider_requests(run: PgRun) -> None:
     assert run.push_sends() == []
 
 
+def test_concurrent_calls_give_each_send_its_own_result_once(run: PgRun) -> None:
+    """A round's provider calls run on several threads, each taking the next call not taken
+    yet: every send is called once and its result lands on its own registration."""
+    repo = RegistrationRepository(SCHEMA)
+    regs = [f"r-extra-{i:02d}" for i in range(40)]
+    for i, reg in enumerate(regs):
+        repo.register(
+            run.conn,
+            id=reg,
+            user_id="alex",
+            device_id="alex-phone",
+            auth_session_id="s",
+            provider="apns",
+            token=f"extra-token-{i}",
+            app_id="app",
+        )
+    threads: set[int] = set()
+
+    class Slow(FakeProvider):
+        def send(self, registration: Registration, notification: Notification) -> SendResult:
+            threads.add(threading.get_ident())
+            time.sleep(0.002)  # calls overlap: several pool threads take part
+            return super().send(registration, notification)
+
+    slow = Slow("apns")
+    retried = set(regs[::3])
+    for reg in retried:
+        slow.program(reg, SendResult(result_class="retry"))
+    run.worker.providers = {"apns": slow}
+    run.worker.config = attrs.evolve(CONFIG, send_batch=100, max_concurrent_requests=8)
+    mention_alex(run)
+    assert run.push() == 41
+    assert sorted(c.registration_id for c in slow.calls) == sorted([*regs, "r-alex-phone"])
+    assert 1 <= len(threads) <= 8
+    for reg in regs:
+        assert registration(run, reg)["failure_count"] == (1 if reg in retried else 0)
+    assert sorted(s["registration_id"] for s in run.push_sends()) == sorted(retried)
+
+
 def test_the_process_gate_is_shared() -> None:
     gate = ProviderGate.for_process(3)
     assert ProviderGate.for_process(50) is gate
