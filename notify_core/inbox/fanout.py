@@ -233,92 +233,27 @@ def fan_out(
             ),
             access_evaluations=access.evaluations,
         )
-    actor = event.actor
-    mail = settings.mail_configured
-    person_of = people.get
+    # Several categories (or none): each decided as columns, in priority order; a person a
+    # higher category reached is skipped by the lower ones (N9).
     reached: set[str] = set()
     entries: list[EntryDecision] = []
     skips: list[SkipDecision] = []
-    append_entry, append_skip = entries.append, skips.append
-    # The decisions are named tuples built without their Python-level ``__new__`` (a fan-out
-    # makes one per candidate); every field is given.
-    make = tuple.__new__
-    # One firing category: each candidate comes once, so nobody is reached twice.
-    several = len(fired) > 1
-    # The reasons as locals: a fan-out reads one per skipped candidate.
-    actor_skip, inactive, no_access, section_off, preference, lower_priority = (
-        InboxSkip.ACTOR,
-        InboxSkip.INACTIVE,
-        InboxSkip.NO_ACCESS,
-        InboxSkip.SECTION_OFF,
-        InboxSkip.PREFERENCE,
-        InboxSkip.LOWER_PRIORITY,
-    )
+    lower_priority = InboxSkip.LOWER_PRIORITY
     for category in fired:
-        listed = candidates.get(category.key, ())
-        if category is _MENTION and event.previous_mentions:
-            listed = [p for p in listed if p not in event.previous_mentions]
-        delivery = settings.delivery(category.section)
-        section_is_off = delivery is Delivery.OFF
-        permission = category.access
-        default_in_app, default_email = category.defaults.in_app, category.defaults.email
-        # Whether the section and the instance send email at all (N3, N4), and whether the
-        # defaults do to a person with a verified address.
-        by_email = mail and delivery is Delivery.EMAIL
-        email_by_default = default_email and by_email
-        # A person's rows for this category (`InboxPrefs.choice`), keyed once per category.
-        in_app_row, email_row = (category.key, "in_app"), (category.key, "email")
-        # Access by group set for this category's permission: a dict lookup per person.
-        allowed: dict[frozenset[str], bool] = {}
-        # Each candidate once, in recipient order: sorted, a repeat is next to its first (a
-        # sort of the strings costs less than a dict of them, and leaves the decisions of one
-        # category in the order the result wants).
-        previous: str | None = None
-        for person in sorted(listed):
-            if person == previous:
-                continue
-            previous = person
-            if person == actor:
-                append_skip(make(SkipDecision, (person, category, actor_skip)))
-                continue
-            facts = person_of(person)
-            if facts is None:
-                append_skip(make(SkipDecision, (person, category, inactive)))
-                continue
-            # By position: a named tuple's fields by name cost a generic attribute lookup each.
-            active, human, system, person_groups, address, verified, prefs = facts
-            if not (active and human) or system:
-                append_skip(make(SkipDecision, (person, category, inactive)))
-                continue
-            if permission is not None:
-                held = allowed.get(person_groups)
-                if held is None:
-                    held = allowed[person_groups] = access.holds(person_groups, permission)
-                if not held:
-                    append_skip(make(SkipDecision, (person, category, no_access)))
-                    continue
-            if section_is_off:
-                append_skip(make(SkipDecision, (person, category, section_off)))
-                continue
-            rows = prefs.rows
-            if rows:  # `channels_for` without its two values: the rows over the defaults
-                in_app = rows.get(in_app_row, default_in_app)
-                email = rows.get(email_row, default_email) and by_email and verified
-                email = email and bool(address)
-            else:  # the defaults: the common case, without building a value
-                in_app = default_in_app
-                email = email_by_default and verified and bool(address)
-            if not (in_app or email):
-                append_skip(make(SkipDecision, (person, category, preference)))
-            elif several and person in reached:
-                append_skip(make(SkipDecision, (person, category, lower_priority)))
+        found = category_decisions(
+            event, category, candidates.get(category.key, ()), people, settings, access
+        )
+        skips.extend(
+            map(_MAKE, repeat(SkipDecision), zip(found.skipped, repeat(category), found.reasons))
+        )
+        for person, in_app, email in zip(found.people, found.in_app, found.email, strict=True):
+            if person in reached:
+                skips.append(SkipDecision(person, category, lower_priority))
             else:
-                if several:
-                    reached.add(person)
-                append_entry(make(EntryDecision, (person, category, in_app, email)))
-    if several:  # one category's decisions already come by recipient
-        entries.sort(key=_BY_RECIPIENT)
-        skips.sort(key=_BY_RECIPIENT_CATEGORY)
+                reached.add(person)
+                entries.append(EntryDecision(person, category, in_app, email))
+    entries.sort(key=_BY_RECIPIENT)
+    skips.sort(key=_BY_RECIPIENT_CATEGORY)
     return FanOut(entries=tuple(entries), skips=tuple(skips), access_evaluations=access.evaluations)
 
 
