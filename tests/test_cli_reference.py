@@ -20,7 +20,11 @@ from cli_help import HELP_BLOCK, help_text  # noqa: E402
 
 def command_paths(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     paths = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    # `list_commands`/`get_command`: the top group loads its commands' modules when asked.
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         paths.append((*prefix, name))
         if isinstance(command, click.Group):
             paths += command_paths(command, (*prefix, name))

@@ -51,7 +51,10 @@ def help_texts(command: click.Command, path: str = "notify") -> list[tuple[str, 
     for param in command.params:
         texts.append((f"{path} {'/'.join(param.opts)}", getattr(param, "help", None) or ""))
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
             texts.extend(help_texts(sub, f"{path} {name}"))
     return texts
 
