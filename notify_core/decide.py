@@ -32,6 +32,7 @@ from notify_core.decision_values import (
     LEVEL_GATE,
     METRIC_REASONS,
     MOBILE,
+    SWITCH_KINDS,
     Collect,
     Connection,
     Decision,
@@ -64,6 +65,7 @@ from notify_core.quiet import LocalCache, covered
 __all__ = [
     "LEVEL_GATE",
     "METRIC_REASONS",
+    "SWITCH_KINDS",
     "Collect",
     "Connection",
     "Decision",

@@ -26,6 +26,7 @@ __all__ = [
     "LEVEL_GATE",
     "METRIC_REASONS",
     "MOBILE",
+    "SWITCH_KINDS",
     "Collect",
     "Connection",
     "Decision",
@@ -101,6 +102,11 @@ LEVEL_GATE: Final[Mapping[Kind, frozenset[Level]]] = {
     Kind.RUN_DONE: frozenset({Level.ALL, Level.MENTIONS}),
     Kind.RUN_FAILED: frozenset({Level.ALL, Level.MENTIONS}),
 }
+
+#: The kinds whose decision reads a person's `Switches`: ``admin`` (D3's admin switch) and
+#: ``input_needed`` (D7's exemption). Another kind decides the same whatever the switches
+#: are, so a fan-out of it need not read them (tests/test_decide_switches.py).
+SWITCH_KINDS: Final = frozenset({Kind.ADMIN, Kind.INPUT_NEEDED})
 
 
 def _instant(_inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:

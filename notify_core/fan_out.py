@@ -36,15 +36,24 @@ NO_SWITCHES = Switches()
 _Key = object
 
 
-def read_rights(world: WorldFacts, people: Sequence[str], thread: str | None) -> list[bool]:
+def read_rights(
+    world: WorldFacts, people: Sequence[str], thread: str | None, from_readers: bool = False
+) -> list[bool]:
     """D2's read right of each of ``people``, in order: `WorldFacts.allowed` for a thread;
     without one, whether the person is an active human.
 
     A world with an ``allowed_many(people, thread)`` method (the in-memory one) answers a
     whole fan-out at once; it must answer as `WorldFacts.allowed` does, person by person.
+    ``from_readers``: every one of ``people`` is among `WorldFacts.readers` of the thread's
+    channel; a world with a ``readers_allowed(thread)`` method (the in-memory one, whose
+    readers are exact) answers them all with one value, as `WorldFacts.allowed` would each.
     """
     if thread is None:
         return [info is not None and info.active_human for info in map(world.user, people)]
+    if from_readers:
+        readers_allowed = getattr(world, "readers_allowed", None)
+        if readers_allowed is not None:
+            return [readers_allowed(thread)] * len(people)
     many = getattr(world, "allowed_many", None)
     if many is not None:
         return many(people, thread)  # type: ignore[no-any-return]
@@ -243,10 +252,10 @@ class GatedShared:
             if not stopped:
                 return self._people
             return list(filterfalse(stopped.__contains__, self._people))
-        going = {person for person, answer in answers.items() if answer is None}
-        if not going:
-            return ()
-        return list(filter(going.__contains__, self._people))
+        going = [person for person, answer in answers.items() if answer is None]
+        if len(going) < 2:  # most fan-outs: nobody or one person passes, no pass over them
+            return going
+        return list(filter(set(going).__contains__, self._people))
 
     def count_skips(self, into: Counter[Skip]) -> None:
         """Add the skips gate answered to ``into``, by value, as many as people got each."""

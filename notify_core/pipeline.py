@@ -9,6 +9,7 @@ work that comes due between two events runs first (`Pipeline.advance`).
 from __future__ import annotations
 
 import enum
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -17,6 +18,7 @@ from typing import Final
 import attrs
 
 from notify_core.decide import (
+    SWITCH_KINDS,
     Collect,
     Decision,
     EventFacts,
@@ -91,6 +93,10 @@ class Candidate:
     target: str | None = None
     exclude_device: str | None = None
     run_starter: str | None = None
+    #: Every recipient is one of `WorldFacts.readers` of the thread's channel (S1's message
+    #: candidates): a store that knows its readers may read the thread answers their read
+    #: rights at once (`notify_core.fan_out.read_rights`).
+    from_readers: bool = False
 
 
 _RUN_KIND: Final = {
@@ -162,12 +168,26 @@ def _humans(world: WorldFacts, people: Sequence[str], but: set[str], owns: Owns)
 
 def _without(readers: Sequence[str], but: set[str]) -> tuple[str, ...]:
     """``readers`` (active humans, ascending: `WorldFacts.readers`) but the few of ``but``."""
-    if but.isdisjoint(readers):
-        return tuple(readers)
-    out = list(readers)
+    # Found by bisection (the readers are ascending): a fan-out can be hundreds, ``but`` (the
+    # author and the mentioned) a handful; the rest is copied by slices, in C.
+    size = len(readers)
+    cuts = []
     for person in but:
-        if person in out:
-            out.remove(person)  # a C-level scan: a fan-out can be hundreds, ``but`` a handful
+        index = bisect_left(readers, person)
+        if index < size and readers[index] == person:
+            cuts.append(index)
+    if not cuts:
+        return tuple(readers)
+    if len(cuts) == 1:
+        (index,) = cuts
+        return (*readers[:index], *readers[index + 1 :])
+    cuts.sort()
+    out: list[str] = []
+    start = 0
+    for index in cuts:
+        out += readers[start:index]
+        start = index + 1
+    out += readers[start:]
     return tuple(out)
 
 
@@ -230,6 +250,7 @@ def _classify_message(
                 thread=thread_id,
                 message=str(p["message"]),
                 message_seq=int(p["thread_seq"]),  # type: ignore[call-overload]
+                from_readers=True,
             )
         )
     return out
@@ -273,6 +294,7 @@ def _classify_run(
                     thread=thread,
                     message=message,
                     message_seq=message_seq,
+                    from_readers=True,
                 )
             )
     return out
@@ -428,8 +450,9 @@ class Pipeline:
             # and answer the switches and read rights that follow from the same reads (on
             # PostgreSQL one statement for all, not one per person).
             levels = self.prefs.level_facts(thread, people) if thread is not None else {}
-        switches = self.prefs.switches(people)
-        rights = read_rights(self.world, people, thread)
+        # Only two kinds read switches (`SWITCH_KINDS`): a message's fan-out asks for none.
+        switches = self.prefs.switches(people) if candidate.kind in SWITCH_KINDS else {}
+        rights = read_rights(self.world, people, thread, candidate.from_readers)
         gated: Gated | GatedShared
         if split is not None:
             gated = gate_shared(
@@ -622,6 +645,7 @@ class Pipeline:
             None,
             None,
             None,
+            False,
         )
         facts = self._event_facts(due.at, candidate)
         (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
@@ -638,6 +662,7 @@ class Pipeline:
             due.target,
             None,
             due.recipient if due.kind in _STARTER_KINDS else None,
+            False,
         )
         read = bool(due.thread) and due.message is not None
         read = read and self.world.read_seq(due.recipient, due.thread) >= due.message_seq

@@ -1,7 +1,8 @@
 """The fan-out's shortcuts answer as the long way does (`notify_core.fan_out`).
 
-`gate_fan_out` against `gate` person by person, `MemoryWorld.allowed_many` against
-`MemoryWorld.allowed`, and a replay that counts its skips (no hint each) against one that
+`gate_fan_out` against `gate` person by person, `MemoryWorld.allowed_many` and the readers'
+rights (`read_rights(..., from_readers=True)`) against `MemoryWorld.allowed`, `_without`
+against a filter, and a replay that counts its skips (no hint each) against one that
 yields them: the same hints otherwise and the same summary.
 """
 
@@ -12,17 +13,25 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies_world import HUMANS, THREADS, small_world_logs
+from strategies_world import HUMANS, THREADS, seeded_small_world, small_world_logs
 
 from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.decide import EventFacts, Policy, Skip, Switches, gate
 from notify_core.events import EventError
-from notify_core.fan_out import NO_SWITCHES, Gated, GatedShared, gate_fan_out, gate_shared
+from notify_core.fan_out import (
+    NO_SWITCHES,
+    Gated,
+    GatedShared,
+    gate_fan_out,
+    gate_shared,
+    read_rights,
+)
 from notify_core.kinds import Kind
 from notify_core.levels import LevelFacts, Preference
-from notify_core.pipeline import Hint
+from notify_core.pipeline import Hint, _without
 from notify_core.replay import Replay, dumps_line
 
 NOW = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)
@@ -167,10 +176,55 @@ def test_allowed_many_and_level_facts_split_answer_as_the_long_way(
             assert world.allowed_many(people, thread) == [
                 world.allowed(person, thread) for person in people
             ]
+            info = world.thread(thread)
+            readers = world.readers(info.channel) if info is not None else ()
+            assert read_rights(world, readers, thread, from_readers=True) == [
+                world.allowed(person, thread) for person in readers
+            ]
             shared, differ = prefs.level_facts_split(thread, people)
             levels = prefs.level_facts(thread, people)
             assert levels == {person: differ.get(person, shared) for person in people}
             assert all(levels[person] != shared for person in differ)
+
+
+@pytest.mark.parametrize("archived", [None, ("channel", "c1"), ("space", "s")])
+@pytest.mark.parametrize("seed", range(4))
+def test_readers_rights_answer_as_allowed_when_archived(
+    seed: int, archived: tuple[str, str] | None
+) -> None:
+    log = seeded_small_world(seed)
+    if archived is not None:
+        kind, id_ = archived
+        last = log[-1]
+        log.append(
+            {
+                "seq": last["seq"] + 1,
+                "type": f"{kind}.archived",
+                "occurred_at": last["occurred_at"],
+                "payload": {kind: id_},
+            }
+        )
+    replay = Replay(include_skips=True)
+    for item in replay.run(dumps_line(event) for event in log):
+        assert not isinstance(item, EventError), item
+    world = replay.store.world
+    for thread, channel in THREADS.items():
+        readers = world.readers(channel)
+        rights = read_rights(world, readers, thread, from_readers=True)
+        assert rights == [world.allowed(person, thread) for person in readers]
+        closed = archived is not None and (archived[1] == channel or archived[0] == "space")
+        assert rights == [not closed or channel == "dm"] * len(readers)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    readers=st.sets(st.text("abcdé", max_size=4)).map(sorted),
+    but=st.sets(st.text("abcdé", max_size=4), max_size=5),
+)
+def test_without_drops_exactly_the_named_readers(readers: list[str], but: set[str]) -> None:
+    expected = tuple(person for person in readers if person not in but)
+    assert _without(readers, but) == expected
+    assert _without(tuple(readers), but) == expected
 
 
 def _replay(lines: list[str], include_skips: bool) -> tuple[list[Hint], dict[str, object]]:

@@ -192,6 +192,15 @@ class MemoryWorld:
             start = index + 1
         return out
 
+    def readers_allowed(self, thread: str) -> bool:
+        """Whether the readers of a thread's channel (`readers`) may read the thread, each as
+        `allowed` answers: they are the active humans with access to the channel, so all may
+        unless the thread is unknown or its channel or space archived."""
+        memo = self._access
+        if memo is None or memo[0] != thread:
+            memo = self._access = (thread, self._thread_access(thread))
+        return memo[1] is not None
+
     def _thread_access(self, thread: str) -> _Access | None:
         """Who may read a thread, as `allowed` asks it once per fan-out (`_can_read_channel`).
 
