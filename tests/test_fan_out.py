@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from strategies_world import HUMANS, THREADS, seeded_small_world, small_world_logs
 
 from notify_cli.synth_logs import SynthConfig, synth_events
+from notify_core.candidates import _without
 from notify_core.decide import EventFacts, Policy, Skip, Switches, gate
 from notify_core.events import EventError
 from notify_core.fan_out import (
@@ -31,7 +32,7 @@ from notify_core.fan_out import (
 )
 from notify_core.kinds import Kind
 from notify_core.levels import LevelFacts, Preference
-from notify_core.pipeline import Hint, _without
+from notify_core.pipeline import Hint
 from notify_core.replay import Replay, dumps_line
 
 NOW = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)

@@ -50,7 +50,7 @@ def test_window(values: tuple[object, ...]) -> None:
 
 
 @given(st.tuples(st.sampled_from(list(Kind)), st.lists(_ID).map(tuple), _MAYBE_ID, _MAYBE_ID,
-       st.integers(0, 9), _MAYBE_ID, _MAYBE_ID, _MAYBE_ID))  # fmt: skip
+       st.integers(0, 9), _MAYBE_ID, _MAYBE_ID, _MAYBE_ID, st.booleans()))  # fmt: skip
 def test_candidate(values: tuple[object, ...]) -> None:
     _same(Candidate, values)
 
