@@ -102,8 +102,8 @@ def _drive(schedule: _Schedule, steps: list[tuple[int, str, str, str, int]]) -> 
         elif op == "collect" and live:
             schedule.collect(user, thread)
         elif op == "release":
-            at = now + timedelta(seconds=later)
-            due = Due(at=at, recipient=user, thread=thread, device="d", what="release")
+            due_at = now + timedelta(seconds=later)
+            due = Due(at=due_at, recipient=user, thread=thread, device="d", what="release")
             schedule.schedule(attrs.evolve(due, kind=Kind.MESSAGE))
     while (at := schedule.next_due()) is not None:
         seen.append(("next", at))

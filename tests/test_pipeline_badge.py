@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import attrs
 import pytest
@@ -58,6 +59,11 @@ class _Facts:
         return {person: LevelFacts(instance_default=self.level) for person in people}
 
 
+def _lowers(facts: Any, new: int) -> bool:
+    """`read_lowers` of user u's read of thread t up to ``new``, ``facts`` world and prefs."""
+    return read_lowers(facts, facts, "u", "t", new, _NOW)
+
+
 positions = st.integers(0, 6)
 
 
@@ -76,23 +82,17 @@ positions = st.integers(0, 6)
 )
 @settings(max_examples=400)
 def test_read_lowers_answers_as_the_checked_facts(facts: _Facts, new: int) -> None:
-    assert read_lowers(facts, facts, "u", "t", new, _NOW) == read_lowers_checked(  # type: ignore[arg-type]
-        facts,  # type: ignore[arg-type]
-        facts,  # type: ignore[arg-type]
-        "u",
-        "t",
-        new,
-        _NOW,
-    )
+    world: Any = facts
+    assert _lowers(facts, new) == read_lowers_checked(world, world, "u", "t", new, _NOW)
 
 
 def test_a_read_of_what_was_read_reads_no_level() -> None:
     facts = _Facts(last=9, floor=0, read=9, readable=True, dm=False, mentions=[], level=Level.ALL)
-    assert not read_lowers(facts, facts, "u", "t", 9, _NOW)  # type: ignore[arg-type]
+    assert not _lowers(facts, 9)
     assert facts.calls == []
-    assert read_lowers(facts, facts, "u", "t", 12, _NOW) is False  # type: ignore[arg-type]
+    assert _lowers(facts, 12) is False
     facts.read = 3
-    assert read_lowers(facts, facts, "u", "t", 9, _NOW)  # type: ignore[arg-type]
+    assert _lowers(facts, 9)
     assert facts.calls == ["level"]
 
 
@@ -100,7 +100,7 @@ def test_a_value_that_is_not_plain_is_checked() -> None:
     facts = _Facts(last=9, floor=0, read=3, readable=True, dm=False, mentions=[], level=Level.ALL)
     facts.read = -1
     with pytest.raises(InvalidFacts):
-        read_lowers(facts, facts, "u", "t", 9, _NOW)  # type: ignore[arg-type]
+        _lowers(facts, 9)
 
 
 @pytest.mark.parametrize("seed", [5, 6])
@@ -110,12 +110,13 @@ def test_every_read_of_a_log_lowers_as_the_checked_facts_say(seed: int) -> None:
     answers = []
     for number, event in enumerate(synth_events(config), start=1):
         if event["type"] == "read_state.updated":
+            payload: Any = event["payload"]
             args = (
                 replay.store,
                 replay.store,
                 str(event["audience"]),
-                str(event["payload"]["thread"]),
-                int(event["payload"]["last_read_seq"]),
+                str(payload["thread"]),
+                int(payload["last_read_seq"]),
                 datetime.fromisoformat(str(event["occurred_at"])),
             )
             answer = read_lowers(*args)
