@@ -314,16 +314,16 @@ class Pipeline:
     ) -> Hint:
         """Carry out a decision and return its hint."""
         self._carry_out(seq, person, candidate, decision)
-        return Hint(
-            trigger=trigger,
-            at=at,
-            recipient=person,
-            kind=candidate.kind,
-            decision=decision,
-            seq=seq,
-            thread=candidate.thread,
-            message=candidate.message,
-            target=candidate.target,
+        return _new_hint(
+            trigger,
+            at,
+            person,
+            candidate.kind,
+            decision,
+            seq,
+            candidate.thread,
+            candidate.message,
+            candidate.target,
         )
 
     def _carry_out(
@@ -345,17 +345,17 @@ class Pipeline:
         for route in decision.routes:
             if route.via is Via.PUSH_DELAYED and route.due is not None:
                 self.schedule.schedule(
-                    Due(
-                        at=route.due,
-                        recipient=person,
-                        thread=candidate.thread or "",
-                        device=route.device,
-                        what="release",
-                        kind=candidate.kind,
-                        message=candidate.message,
-                        message_seq=candidate.message_seq,
-                        target=candidate.target,
-                        seq=seq,
+                    _new_due(
+                        route.due,
+                        person,
+                        candidate.thread or "",
+                        route.device,
+                        "release",
+                        candidate.kind,
+                        candidate.message,
+                        candidate.message_seq,
+                        candidate.target,
+                        seq,
                     )
                 )
 
@@ -450,16 +450,16 @@ class Pipeline:
         facts = self._event_facts(due.at, candidate)
         (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
         decision = release_delayed(facts, person, due.device, read)
-        return Hint(
-            trigger=Trigger.RELEASE,
-            at=due.at,
-            recipient=due.recipient,
-            kind=due.kind,
-            decision=decision,
-            seq=due.seq,
-            thread=candidate.thread,
-            message=due.message,
-            target=due.target,
+        return _new_hint(
+            Trigger.RELEASE,
+            due.at,
+            due.recipient,
+            due.kind,
+            decision,
+            due.seq,
+            candidate.thread,
+            due.message,
+            due.target,
         )
 
     def _badge_sync(self, due: Due) -> Hint | None:
@@ -481,10 +481,11 @@ class Pipeline:
         )
 
 
-# Built once per hint written, flush and release: through their slots (`positional`), the
-# fields in the order of the classes.
+# Built once per hint written, flush, release and delayed push scheduled: through their
+# slots (`positional`), the fields in the order of the classes.
 _new_hint: Final = positional(Hint)
 _new_candidate: Final = positional(Candidate)
+_new_due: Final = positional(Due)
 _STARTER_KINDS: Final = frozenset({Kind.RUN_DONE, Kind.RUN_FAILED, Kind.INPUT_NEEDED})
 _NOT_ALLOWED: Final = Skip(reason=SkipReason.NOT_ALLOWED)
 _NO_ROUTE: Final = Skip(reason=SkipReason.NO_ROUTE)

@@ -22,7 +22,14 @@ from notify_core.fan_out import level_facts
 from notify_core.levels import Level, LevelFacts, effective
 from notify_core.ports import PreferenceFacts, Schedule, ThreadInfo, WorldFacts
 
-__all__ = ["badge_facts", "counted_threads", "plain_badge_values", "sync_after_read"]
+__all__ = [
+    "badge_facts",
+    "counted_threads",
+    "plain_badge_values",
+    "read_lowers",
+    "read_lowers_checked",
+    "sync_after_read",
+]
 
 _DEFAULT_LEVELS: Final = LevelFacts()
 
@@ -157,11 +164,7 @@ def sync_after_read(
     apart. ``None``: the read lowers nothing (a mark as unread, a read of what was read, B3's
     own messages), or a pending sync will carry it.
     """
-    facts = badge_facts(world, prefs, user, thread, event.occurred_at)
-    if facts is None or new_seq <= facts.read_seq:
-        return None
-    after = world.unread_mentions(user, thread, new_seq) if facts.unread_mentions else 0
-    if not read_lowers_badge(facts, facts.read_seq, new_seq, unread_mentions_after=after):
+    if not read_lowers(world, prefs, user, thread, new_seq, event.occurred_at):
         return None
     last, pending = schedule.badge_sync(user)
     if pending:
@@ -171,3 +174,80 @@ def sync_after_read(
         at = last + policy.badge_sync_min_interval
     schedule.set_badge_sync(user, last, True)
     return at
+
+
+def read_lowers(
+    world: WorldFacts, prefs: PreferenceFacts, user: str, thread: str, new_seq: int, now: datetime
+) -> bool:
+    """Whether a person's read of a thread up to ``new_seq`` at ``now`` lowers their badge (B2):
+    `read_lowers_badge` of the thread's `badge_facts`.
+
+    Every read of the log asks, half of them of what was read already: the facts are read as
+    plain values and only as far as the answer needs them (the level, the dearest, only when
+    neither a mention nor a DM decides). A value that is not plain goes the way of
+    `read_lowers_checked`, whose facts' checks raise what is wrong.
+    """
+    info = world.thread(thread)
+    if info is None:
+        return False
+    read_seq = world.read_seq(user, thread)
+    last, floor = info.last_message_seq, info.unread_floor_seq
+    if not (
+        type(read_seq) is int
+        and read_seq >= 0
+        and type(last) is int
+        and last >= 0
+        and type(floor) is int
+        and floor >= 0
+        and type(new_seq) is int
+    ):
+        return read_lowers_checked(world, prefs, user, thread, new_seq, now)
+    if new_seq <= read_seq or last <= max(read_seq, floor):
+        return False  # nothing newly read, or the thread was read already: it did not count
+    readable = world.allowed(user, thread)
+    channel = world.channel(info.channel)
+    dm = channel is not None and channel.direct
+    mentions = world.unread_mentions(user, thread)
+    if type(readable) is not bool or type(dm) is not bool or type(mentions) is not int:
+        return read_lowers_checked(world, prefs, user, thread, new_seq, now)
+    if mentions < 0:
+        return read_lowers_checked(world, prefs, user, thread, new_seq, now)
+    if not readable:
+        return False
+    level = None
+    if not (mentions or dm):
+        level = _level_of(prefs, user, thread, now)
+        if level is not Level.ALL:  # B1: it did not count before the read
+            return type(level) is not Level and read_lowers_checked(
+                world, prefs, user, thread, new_seq, now
+            )
+    if last <= max(new_seq, floor):
+        return True  # read to the end: it counted and no longer does
+    if dm:
+        return False
+    after = world.unread_mentions(user, thread, new_seq) if mentions else 0
+    if type(after) is not int or after < 0:
+        return read_lowers_checked(world, prefs, user, thread, new_seq, now)
+    if after:
+        return False  # an unread mention left: it still counts
+    if level is None:
+        level = _level_of(prefs, user, thread, now)
+        if type(level) is not Level:
+            return read_lowers_checked(world, prefs, user, thread, new_seq, now)
+    return level is not Level.ALL
+
+
+def read_lowers_checked(
+    world: WorldFacts, prefs: PreferenceFacts, user: str, thread: str, new_seq: int, now: datetime
+) -> bool:
+    """`read_lowers`, with every fact read and checked by `ThreadBadgeFacts` first."""
+    facts = badge_facts(world, prefs, user, thread, now)
+    if facts is None or new_seq <= facts.read_seq:
+        return False
+    after = world.unread_mentions(user, thread, new_seq) if facts.unread_mentions else 0
+    return read_lowers_badge(facts, facts.read_seq, new_seq, unread_mentions_after=after)
+
+
+def _level_of(prefs: PreferenceFacts, user: str, thread: str, now: datetime) -> Level:
+    """A person's effective level for a thread at ``now``, as `badge_facts` reads it."""
+    return effective(level_facts(prefs, thread, (user,)).get(user, _DEFAULT_LEVELS), now)

@@ -15,8 +15,13 @@ import attrs
 from notify_core.events import Event
 from notify_core.kinds import RunState, run_active
 from notify_core.ports import ThreadInfo
+from notify_core.slots import positional
 
 __all__ = ["MemoryMessages"]
+
+#: ``ThreadInfo(id=..., channel=..., main=..., last_message_seq=..., unread_floor_seq=...,
+#: newest_message=...)``, the fields in the order of the class.
+_new_thread_info = positional(ThreadInfo)
 
 
 @attrs.define
@@ -109,14 +114,10 @@ class MemoryMessages:
         counted = kind != "run" and kind != "system"
         info = self.threads.get(thread_id)
         if info is not None and counted and seq >= info.last_message_seq:
-            # Built directly (`attrs.evolve` looks the fields up again): once per message.
-            self.threads[thread_id] = ThreadInfo(
-                id=info.id,
-                channel=info.channel,
-                main=info.main,
-                last_message_seq=seq,
-                unread_floor_seq=info.unread_floor_seq,
-                newest_message=str(p["message"]),
+            # Built through its slots (`attrs.evolve` looks the fields up again, the keyword
+            # `__init__` sets each by name): once per message.
+            self.threads[thread_id] = _new_thread_info(
+                info.id, info.channel, info.main, seq, info.unread_floor_seq, str(p["message"])
             )
         if not counted:
             bisect.insort(self.uncounted.setdefault(thread_id, []), seq)  # B1a
