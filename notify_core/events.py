@@ -369,7 +369,14 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
     _set_occurred_at(event, occurred_at)
     _set_actor(event, actor)
     _set_audience(event, audience)
-    _set_scope(event, Scope(**raw_scope) if raw_scope else _NO_SCOPE)
+    if raw_scope:
+        scope = _new_event(Scope)
+        _set_space(scope, raw_scope.get("space"))
+        _set_channel(scope, raw_scope.get("channel"))
+        _set_thread(scope, raw_scope.get("thread"))
+        _set_scope(event, scope)
+    else:
+        _set_scope(event, _NO_SCOPE)
     _set_payload(event, payload)
     _set_origin(event, origin)
     return event
@@ -384,6 +391,9 @@ _set_seq, _set_type, _set_occurred_at, _set_actor, _set_audience, _set_scope, _s
     for name in ("seq", "type", "occurred_at", "actor", "audience", "scope", "payload")
 )
 _set_origin: Final = Event.__dict__["origin"].__set__
+_set_space, _set_channel, _set_thread = (
+    Scope.__dict__[name].__set__ for name in ("space", "channel", "thread")
+)
 if [field.name for field in attrs.fields(Event)] != [
     "seq", "type", "occurred_at", "actor", "audience", "scope", "payload", "origin"
 ] or any(field.converter or field.validator for field in attrs.fields(Event)):  # fmt: skip
