@@ -407,11 +407,11 @@ class Replay:
         due = self.inbox.next_mail_due()
         if due is not None and due <= event.occurred_at:  # a chat log never has mail due
             yield from self._due_mail(event.occurred_at)
-        out = self._apply(event, line)
+        out = self._feed_now(event, line)
         if out is not None:
             yield from out
 
-    def _apply(self, event: Event, line: int) -> Iterator[Item] | None:
+    def _feed_now(self, event: Event, line: int) -> Iterator[Item] | None:
         """`feed_event` after the mail due before the event: the event applied at once, and
         what it yields (``None``: nothing) as one iterator, for `run` to take directly."""
         summary = self.summary
@@ -536,7 +536,7 @@ class Replay:
                 mail_idle = due is None and event.type not in INBOX_TYPES
                 if due is not None and due <= event.occurred_at:
                     yield from self._due_mail(event.occurred_at)
-                out = self._apply(event, number)
+                out = self._feed_now(event, number)
                 if out is not None:
                     yield from out
             except EventError as error:
