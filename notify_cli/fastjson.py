@@ -28,4 +28,5 @@ def dumps(obj: object) -> str:
 
 def reader() -> EventLogReader:
     """Return an event-log reader that decodes with orjson."""
-    return EventLogReader(loads=loads)
+    # orjson's own function, not `loads`: one Python call less per line of every log.
+    return EventLogReader(loads=orjson.loads)

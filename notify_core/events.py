@@ -8,7 +8,6 @@ table (`PAYLOADS`): the member, whether it is required, and what it must be.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -18,7 +17,7 @@ from typing import Final
 import attrs
 
 from notify_core.errors import InvalidInput, InvalidRule, NotifyError
-from notify_core.instants import parse_instant
+from notify_core.instants import EARLIEST, parse_instant
 from notify_core.quiet import validate_time_zone
 from notify_core.wiki_payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, WIKI_PERSONAL
 
@@ -328,27 +327,54 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
     raw_at = obj.get("occurred_at", _ABSENT)
     if raw_at is _ABSENT:
         raise EventError("invalid_event", "occurred_at is missing", "/occurred_at")
-    try:
-        # Lines in a row often share their instant: a text is parsed once for them all.
-        occurred_at = (
-            _occurred_at(raw_at) if type(raw_at) is str else parse_instant(raw_at, "/occurred_at")
-        )
-    except NotifyError as error:  # a naive instant too: in a log line it is bad data
-        raise EventError(error.code, error.message, error.pointer) from None
-    actor, audience = obj.get("actor"), obj.get("audience")
-    if "actor" in obj and not (isinstance(actor, str) and actor):
+    # Lines in a row often share their instant (about half the lines of a replay): the last
+    # text read is compared first; a new one is parsed.
+    last_at = _LAST_AT[0]
+    if type(raw_at) is str and raw_at == last_at[0]:
+        occurred_at = last_at[1]
+    else:
+        try:
+            occurred_at = parse_instant(raw_at, "/occurred_at")
+        except NotifyError as error:  # a naive instant too: in a log line it is bad data
+            raise EventError(error.code, error.message, error.pointer) from None
+        if type(raw_at) is str:
+            _LAST_AT[0] = (raw_at, occurred_at)  # one tuple: a reader in another thread
+            # sees the text and its instant together
+    # After the walk for null (or with no "null" in the line) no member holds ``None``:
+    # ``None`` from ``get`` means absent.
+    actor = obj.get("actor")
+    if actor is not None and not (isinstance(actor, str) and actor):
         raise EventError("invalid_event", "actor must be an ID", "/actor")
-    if "audience" in obj and not (isinstance(audience, str) and audience):
+    audience = obj.get("audience")
+    if audience is not None and not (isinstance(audience, str) and audience):
         raise EventError("invalid_event", "audience must be an ID", "/audience")
     origin = obj.get("origin")
     if origin is not None and origin not in ("user", "import", "bulk"):
         raise EventError("invalid_event", "origin must be user, import or bulk", "/origin")
-    raw_scope = obj.get("scope", _NO_MEMBERS)
-    if not isinstance(raw_scope, dict):
+    raw_scope = obj.get("scope")
+    if raw_scope is None:
+        scope = _NO_SCOPE
+    elif not isinstance(raw_scope, dict):
         raise EventError("invalid_event", "scope must be {space?, channel?, thread?}", "/scope")
-    for key, value in raw_scope.items():
-        if key not in _SCOPE_KEYS or not (isinstance(value, str) and value):
+    elif raw_scope:
+        space, channel, thread = (
+            raw_scope.get("space"),
+            raw_scope.get("channel"),
+            raw_scope.get("thread"),
+        )
+        if not (
+            (space is None or (isinstance(space, str) and space))
+            and (channel is None or (isinstance(channel, str) and channel))
+            and (thread is None or (isinstance(thread, str) and thread))
+            and raw_scope.keys() <= _SCOPE_KEYS
+        ):
             raise EventError("invalid_event", "scope must be {space?, channel?, thread?}", "/scope")
+        scope = _new_event(Scope)
+        _set_space(scope, space)
+        _set_channel(scope, channel)
+        _set_thread(scope, thread)
+    else:
+        scope = _NO_SCOPE
     payload = obj.get("payload", _NO_MEMBERS)
     if not isinstance(payload, dict):
         raise EventError("invalid_event", "payload must be an object", "/payload")
@@ -361,7 +387,7 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
             fast = _FAST_CHECKS[kind] = (schema, _fast_check(schema))
         if not fast[1](payload):
             _check_payload(kind, schema, payload)
-        if kind in PERSONAL and "audience" not in obj:
+        if audience is None and kind in PERSONAL:
             raise EventError("missing_member", f"{kind} needs an audience", "/audience")
     event = _new_event(Event)
     _set_seq(event, seq)
@@ -369,7 +395,7 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
     _set_occurred_at(event, occurred_at)
     _set_actor(event, actor)
     _set_audience(event, audience)
-    _set_scope(event, Scope(**raw_scope) if raw_scope else _NO_SCOPE)
+    _set_scope(event, scope)
     _set_payload(event, payload)
     _set_origin(event, origin)
     return event
@@ -384,15 +410,17 @@ _set_seq, _set_type, _set_occurred_at, _set_actor, _set_audience, _set_scope, _s
     for name in ("seq", "type", "occurred_at", "actor", "audience", "scope", "payload")
 )
 _set_origin: Final = Event.__dict__["origin"].__set__
+_set_space, _set_channel, _set_thread = (
+    Scope.__dict__[name].__set__ for name in ("space", "channel", "thread")
+)
 if [field.name for field in attrs.fields(Event)] != [
     "seq", "type", "occurred_at", "actor", "audience", "scope", "payload", "origin"
 ] or any(field.converter or field.validator for field in attrs.fields(Event)):  # fmt: skip
     raise AssertionError("_parse_event sets every field of Event: keep them in step")
 
 
-@functools.lru_cache(maxsize=64)
-def _occurred_at(text: str) -> datetime:
-    return parse_instant(text, "/occurred_at")
+#: The text and instant of the last ``occurred_at`` parsed (a text no line holds at first).
+_LAST_AT: Final[list[tuple[object, datetime]]] = [(None, EARLIEST)]
 
 
 def _check_payload(
@@ -427,7 +455,7 @@ _FAST_CHECKS: Final[
 #: The checks `_fast_check` writes inline (``v``: the value), each as strict as the check or
 #: stricter: a value they refuse goes through the table's loop, which decides.
 _INLINE: Final[dict[Check, str]] = {
-    _str: "type(v) is str and v != ''",
+    _str: "type(v) is str and v",
     _bool: "v is True or v is False",
     _seq: "type(v) is int and v >= 0",
 }
@@ -437,11 +465,13 @@ def _fast_check(schema: dict[str, tuple[bool, Check, str]]) -> Callable[[dict[st
     """Compile a type's payload checks into one function: whether the payload passes them all.
 
     The table's loop costs, per member and line, a tuple unpacked, two lookups and a call;
-    the function compiled from it one lookup and a test written out. It answers ``True`` only
-    where the loop finds no fault; on ``False`` the loop runs and reports the first one.
+    the function compiled from it a subscript (required members: a missing one raises
+    `KeyError`) or a lookup, and a test written out. It answers ``True`` only where the loop
+    finds no fault; on ``False`` the loop runs and reports the first one. A payload of a line
+    holds no ``null`` (refused before): ``None`` from ``get`` means absent.
     """
-    env: dict[str, object] = {"_ABSENT": _ABSENT}
-    body = ["def check(p):"]
+    env: dict[str, object] = {}
+    required_lines, optional_lines = [], []
     for index, (name, (required, check, _what)) in enumerate(schema.items()):
         test = _INLINE.get(check)
         if test is None and isinstance(check, _OneOf):
@@ -450,10 +480,16 @@ def _fast_check(schema: dict[str, tuple[bool, Check, str]]) -> Callable[[dict[st
         elif test is None:
             env[f"c{index}"] = check
             test = f"c{index}(v)"
-        body.append(f"    v = p.get({name!r}, _ABSENT)")
-        absent = "v is _ABSENT or" if required else "v is not _ABSENT and"
-        body.append(f"    if {absent} not ({test}): return False")
-    body.append("    return True")
+        if required:
+            required_lines.append(f"        v = p[{name!r}]")
+            required_lines.append(f"        if not ({test}): return False")
+        else:
+            optional_lines.append(f"    v = p.get({name!r})")
+            optional_lines.append(f"    if v is not None and not ({test}): return False")
+    body = ["def check(p):"]
+    if required_lines:
+        body += ["    try:", *required_lines, "    except KeyError:", "        return False"]
+    body += [*optional_lines, "    return True"]
     exec("\n".join(body), env)  # the source is the table's names (as literals) and tests
     return env["check"]  # type: ignore[return-value]
 

@@ -404,20 +404,28 @@ class Replay:
         Raises:
             EventError: the event contradicts the formats (with ``line`` set).
         """
-        self.summary.add_event(event)
+        due = self.inbox.next_mail_due()
+        if due is not None and due <= event.occurred_at:  # a chat log never has mail due
+            yield from self._due_mail(event.occurred_at)
+        out = self._feed_now(event, line)
+        if out is not None:
+            yield from out
+
+    def _feed_now(self, event: Event, line: int) -> Iterator[Item] | None:
+        """`feed_event` after the mail due before the event: the event applied at once, and
+        what it yields (``None``: nothing) as one iterator, for `run` to take directly."""
+        summary = self.summary
+        summary.add_event(event)
         refs = self._refs.get(event.type)
         unknown = None
         if refs is not None and not refs[0](event):
             unknown = self._unknown(event, refs[1])
-        due = self.inbox.next_mail_due()
-        if due is not None and due <= event.occurred_at:  # a chat log never has mail due
-            yield from self._due_mail(event.occurred_at)
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
             if event.type == "notifications.settings":
-                self.summary.mail_configured = self.inbox.wiki.settings().mail_configured
+                summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
             if self.pipeline.skipped:  # a bad event's hints are not counted: nor its skips
                 self.pipeline.skipped.clear()
@@ -425,9 +433,21 @@ class Replay:
             raise
         skipped = self.pipeline.skipped
         if skipped:
-            self.summary.add_skips(skipped)
+            summary.add_skips(skipped)
             skipped.clear()
-        if hints:  # most events of a partitioned replay give none: no generator for them
+        if lines or unknown:
+            return self._then(hints, lines, unknown)
+        # Most events give no hint; the others' hints go out through one generator only.
+        return self._out(hints) if hints else None
+
+    def _then(
+        self,
+        hints: list[Hint],
+        lines: Iterable[InboxLine] | None,
+        unknown: list[UnknownReference] | None,
+    ) -> Iterator[Item]:
+        """Yield an event's hints, entry lines and (counted after them) unknown references."""
+        if hints:
             yield from self._out(hints)
         if lines:
             yield from self._out_entries(lines)
@@ -502,10 +522,25 @@ class Replay:
 
     def run(self, lines: Iterable[str | bytes]) -> Iterator[Item | EventError]:
         """Replay all lines; bad lines come out as `EventError` values, in place."""
+        # `feed` and `feed_event` written out: a line passes through no generator of its own
+        # unless it yields something. Only an event of the inbox can make mail due (mail due
+        # is asked again after one, and after a bad line).
+        read, inbox = self.reader.read, self.inbox
+        mail_idle = False
         for number, text in enumerate(lines, start=1):
             try:
-                yield from self.feed(text, number)
+                event = read(text, number)
+                if event is None:
+                    continue
+                due = None if mail_idle else inbox.next_mail_due()
+                mail_idle = due is None and event.type not in INBOX_TYPES
+                if due is not None and due <= event.occurred_at:
+                    yield from self._due_mail(event.occurred_at)
+                out = self._feed_now(event, number)
+                if out is not None:
+                    yield from out
             except EventError as error:
+                mail_idle = False
                 self.summary.bad_lines += 1
                 yield error
         yield from self.finish()
