@@ -191,6 +191,13 @@ class _Either(Container[str]):
 
 
 _CHAT_KINDS: Final = frozenset({"user", "space", "channel", "thread", "device"})
+# Enum members as module constants: ``Via.PUSH`` is a lookup through the enum's metaclass
+# (several hundred instructions), a global is one; the summary counts run once per decision.
+_PUSH: Final = Via.PUSH
+_PUSH_TEXT: Final = Via.PUSH.value
+_FLUSH: Final = Trigger.FLUSH
+_EVENT: Final = Trigger.EVENT
+_NOT_ALLOWED: Final = SkipReason.NOT_ALLOWED
 #: A member of `REFERENCES` as a replay checks it: the payload member (``None``: the
 #: envelope's ``audience``), the type of object, the collection of those (``None``: a target,
 #: whose value names the type) and the pointer of an unknown one.
@@ -238,6 +245,8 @@ class Summary:
     def add_hint(self, hint: Hint) -> None:
         """Count a hint decision."""
         # ``_value_`` (the enum's text) rather than ``value``: this runs once per decision.
+        # A `Counter` store costs about twice a dict's (its ``__delitem__`` takes the slot
+        # of both): a send's push routes are counted once each with their number.
         decision = hint.decision
         if isinstance(decision, Skip):
             self.decisions["skip"] += 1
@@ -249,19 +258,27 @@ class Summary:
             kind = hint.kind._value_
             self.sends_by_kind[kind] += 1
             self.quiet += decision.quiet
-            if decision.count is not None and hint.trigger is Trigger.FLUSH:
+            if decision.count is not None and hint.trigger is _FLUSH:
                 self.flush_counts[decision.count] += 1
+            pushes = 0
             for route in decision.routes:
-                self.routes[(kind, route.via._value_)] += 1
-                if route.via is Via.PUSH:
-                    self.pushes[hint.recipient] += 1
-                    self.push_hours[(kind, hint.at.hour)] += 1
+                if route.via is _PUSH:
+                    pushes += 1
+                else:
+                    self.routes[(kind, route.via._value_)] += 1
+            if pushes:
+                self.routes[(kind, _PUSH_TEXT)] += pushes
+                self.pushes[hint.recipient] += pushes
+                self.push_hours[(kind, hint.at.hour)] += pushes
 
     def add_skips(self, skips: Mapping[Skip, int]) -> None:
         """Count skip decisions given as counts by value (as `add_hint` counts each)."""
+        if not skips:
+            return
+        counts = self.skips
         for skip, count in skips.items():
-            self.decisions["skip"] += count
-            self.skips[skip.reason._value_] += count
+            counts[skip.reason._value_] += count
+        self.decisions["skip"] += sum(skips.values())
 
     def add_entry(self, line: InboxLine) -> None:
         """Count an inbox entry decision by category and decision, a skip by reason."""
@@ -473,7 +490,7 @@ class Replay:
             decision = hint.decision
             if isinstance(decision, Skip) and (
                 not self.include_skips
-                or (decision.reason is SkipReason.NOT_ALLOWED and hint.trigger is Trigger.EVENT)
+                or (decision.reason is _NOT_ALLOWED and hint.trigger is _EVENT)
             ):
                 continue
             yield hint
