@@ -37,6 +37,7 @@ __all__ = [
     "dumps_line",
     "hint_to_json",
     "inbox_line_to_json",
+    "item_to_json",
     "mail_line_to_json",
     "unknown_reference_to_json",
 ]
@@ -73,11 +74,7 @@ def decision_to_json(decision: Decision) -> dict[str, object]:
         ``{"decision": "send", "quiet", "routes", "opens_window_until"?, "count"?}``,
         ``{"decision": "collect", "until"}`` or ``{"decision": "skip", "reason"}``.
     """
-    return _add_decision({}, decision)
-
-
-def _add_decision(out: dict[str, object], decision: Decision) -> dict[str, object]:
-    """Add the members of `decision_to_json` to ``out`` (a hint's line: no object between)."""
+    out: dict[str, object] = {}
     if isinstance(decision, Send):
         out["decision"] = "send"
         out["quiet"] = decision.quiet
@@ -104,6 +101,9 @@ def _add_decision(out: dict[str, object], decision: Decision) -> dict[str, objec
 def hint_to_json(hint: Hint) -> dict[str, object]:
     """Return the replay output object of a hint (formats.md section 3), members in order.
 
+    The enum members (trigger, kind, a route's ``via``, a skip's reason) are the members
+    themselves: string enums, equal to their text and written as it by any JSON encoder.
+
     Args:
         hint: a hint of the pipeline (or a badge sync).
 
@@ -111,23 +111,24 @@ def hint_to_json(hint: Hint) -> dict[str, object]:
         ``{"seq"?, "trigger", "at", "recipient", "kind", "thread"?, "message"?, "target"?}``
         followed by the members of `decision_to_json`.
     """
-    # ``_value_`` (the enum's text) rather than ``value`` (a descriptor call): this runs once
-    # per line written.
+    # This runs once per line written: the members rather than their ``_value_`` (an
+    # attribute of the member's own dict, several hundred instructions each), the
+    # decision's members added here (`_add_decision` for a hint, without its call).
     out: dict[str, object]
     if hint.seq is not None:
         out = {
             "seq": hint.seq,
-            "trigger": hint.trigger._value_,
+            "trigger": hint.trigger,
             "at": format_instant_cached(hint.at),
             "recipient": hint.recipient,
-            "kind": hint.kind._value_,
+            "kind": hint.kind,
         }
     else:
         out = {
-            "trigger": hint.trigger._value_,
+            "trigger": hint.trigger,
             "at": format_instant_cached(hint.at),
             "recipient": hint.recipient,
-            "kind": hint.kind._value_,
+            "kind": hint.kind,
         }
     if hint.thread is not None:
         out["thread"] = hint.thread
@@ -135,7 +136,29 @@ def hint_to_json(hint: Hint) -> dict[str, object]:
         out["message"] = hint.message
     if hint.target is not None:
         out["target"] = hint.target
-    return _add_decision(out, hint.decision)
+    decision = hint.decision
+    if isinstance(decision, Send):
+        out["decision"] = "send"
+        out["quiet"] = decision.quiet
+        routes = []
+        for route in decision.routes:
+            if route.due is None:
+                routes.append({"device": route.device, "via": route.via})
+            else:
+                due = format_instant_cached(route.due)
+                routes.append({"device": route.device, "via": route.via, "due": due})
+        out["routes"] = routes
+        if decision.opens_window_until is not None:
+            out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
+        if decision.count is not None:
+            out["count"] = decision.count
+    elif isinstance(decision, Collect):
+        out["decision"] = "collect"
+        out["until"] = format_instant_cached(decision.until)
+    else:
+        out["decision"] = "skip"
+        out["reason"] = decision.reason
+    return out
 
 
 # --- unknown references (formats.md section 3) ------------------------------------------------
@@ -271,12 +294,34 @@ def dumps_hint(hint: Hint, dumps: Encoder = dumps_json) -> str:
     Args:
         hint: the hint.
         dumps: the encoder; any other must give the same text as `dumps_json` (the CLI hands
-            in orjson, which does for hints: they hold only strings, integers and booleans).
+            in orjson, which does for hints: they hold only strings (string enums among
+            them), integers and booleans).
 
     Returns:
         The line, without a line end.
     """
     return dumps(hint_to_json(hint))
+
+
+def item_to_json(item: Item) -> dict[str, object]:
+    """Return the JSON object of anything a replay writes (formats.md sections 3, 4).
+
+    Args:
+        item: a hint, an inbox entry line, a mail line or an unknown reference's skip.
+
+    Returns:
+        The object of `hint_to_json`, `inbox_line_to_json`, `mail_line_to_json` or
+        `unknown_reference_to_json`, by the item's type.
+    """
+    # Exact type checks, most frequent first: this runs once per output line.
+    if type(item) is Hint:
+        return hint_to_json(item)
+    if type(item) is UnknownReference:
+        return unknown_reference_to_json(item)
+    if type(item) is InboxLine:
+        return inbox_line_to_json(item)
+    assert isinstance(item, MailLine)
+    return mail_line_to_json(item)
 
 
 def dumps_item(item: Item, dumps: Encoder = dumps_json) -> str:
@@ -289,15 +334,9 @@ def dumps_item(item: Item, dumps: Encoder = dumps_json) -> str:
     Returns:
         The line, without a line end.
     """
-    # Exact type checks, most frequent first: this runs once per output line.
-    if type(item) is Hint:
+    if type(item) is Hint:  # the usual line: one call less
         return dumps(hint_to_json(item))
-    if type(item) is UnknownReference:
-        return dumps(unknown_reference_to_json(item))
-    if type(item) is InboxLine:
-        return dumps(inbox_line_to_json(item))
-    assert isinstance(item, MailLine)
-    return dumps(mail_line_to_json(item))
+    return dumps(item_to_json(item))
 
 
 def dumps_line(obj: Mapping[str, object], dumps: Encoder = dumps_json) -> str:

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import io
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
 
 import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from notify_cli import fastjson
+from notify_cli.options import open_out
 from notify_core.decide import Collect, Send, Skip, SkipReason, Via
 from notify_core.decision_values import Route
+from notify_core.instants import format_instant
 from notify_core.kinds import Kind
+from notify_core.lines import decision_to_json, dumps_item, dumps_json, hint_to_json, item_to_json
 from notify_core.pipeline import Hint, Trigger
 from notify_core.replay import Summary
 
@@ -114,3 +123,66 @@ def test_add_skips_of_nothing_counts_nothing() -> None:
     summary = Summary()
     summary.add_skips(Counter())
     assert _counts(summary) == _counts(Summary())
+
+
+def _plain_hint_to_json(hint: Hint) -> dict[str, object]:
+    """`hint_to_json` as it was: the enums' texts, the decision's members from
+    `decision_to_json`."""
+    out: dict[str, object] = {}
+    if hint.seq is not None:
+        out["seq"] = hint.seq
+    out["trigger"] = hint.trigger.value
+    out["at"] = format_instant(hint.at)
+    out["recipient"] = hint.recipient
+    out["kind"] = hint.kind.value
+    for name in ("thread", "message", "target"):
+        if getattr(hint, name) is not None:
+            out[name] = getattr(hint, name)
+    return {**out, **decision_to_json(hint.decision)}
+
+
+@given(hints)
+def test_hint_lines_are_the_plain_shapes_text(hint: Hint) -> None:
+    plain = _plain_hint_to_json(hint)
+    text = dumps_json(plain)
+    assert dumps_json(hint_to_json(hint)) == text
+    assert fastjson.dumps(hint_to_json(hint)) == text
+    assert dumps_item(hint, fastjson.dumps) == text
+    assert fastjson.encode(item_to_json(hint), option=fastjson.LINE) == (text + "\n").encode()
+    assert hint_to_json(hint) == plain
+    assert list(hint_to_json(hint)) == list(plain)
+
+
+def _lines() -> list[bytes]:
+    return [fastjson.encode({"n": n, "text": "é \\u2028"}, option=fastjson.LINE) for n in range(3)]
+
+
+def test_a_file_takes_the_lines_in_its_buffer_after_its_text(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    with open_out(str(path)) as out:
+        out.write("first\n")
+        write = fastjson.line_writer(out)
+        assert getattr(write, "__self__", None) is out.buffer  # the bytes path
+        for line in _lines():
+            write(line)
+    assert path.read_bytes() == b"first\n" + b"".join(_lines())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        io.StringIO,
+        lambda: io.TextIOWrapper(io.BytesIO(), encoding="latin-1"),
+        lambda: io.TextIOWrapper(io.BytesIO(), encoding="utf-8", line_buffering=True),
+    ],
+)
+def test_other_streams_take_the_lines_as_text(tmp_path: Path, make: Callable[[], IO[str]]) -> None:
+    out = make()
+    out.write("first\n")
+    write = fastjson.line_writer(out)
+    assert getattr(write, "__self__", None) is None  # not a buffer's own write
+    texts = [line.decode() for line in _lines()]
+    for line in _lines():
+        write(line)
+    out.seek(0)
+    assert out.read() == "first\n" + "".join(texts)
