@@ -22,7 +22,7 @@ from notify_core.instants import format_instant
 from notify_core.kinds import Kind
 from notify_core.lines import decision_to_json, dumps_item, dumps_json, hint_to_json, item_to_json
 from notify_core.pipeline import Hint, Trigger
-from notify_core.replay import Summary
+from notify_core.replay import Counts, Summary
 
 _instants = st.datetimes(
     min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)
@@ -186,3 +186,24 @@ def test_other_streams_take_the_lines_as_text(tmp_path: Path, make: Callable[[],
         write(line)
     out.seek(0)
     assert out.read() == "first\n" + "".join(texts)
+
+
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(-3, 3))))
+def test_counts_count_as_a_counter_counts(steps: list[tuple[str, int]]) -> None:
+    fast: Counts[str] = Counts()
+    plain: Counter[str] = Counter()
+    for key, step in steps:
+        fast[key] += step
+        plain[key] += step
+        assert fast[key] == plain[key] and fast["missing"] == 0
+    assert dict(fast) == dict(plain) and list(fast) == list(plain)
+    assert fast == plain and sorted(fast.items()) == sorted(plain.items())
+
+
+def test_every_count_of_the_summary_is_a_counts() -> None:
+    # The cheap store of `Counts` is what the summary's per-decision counting relies on.
+    summary = Summary()
+    for field in attrs.fields(Summary):
+        value = getattr(summary, field.name)
+        assert not isinstance(value, Counter) or type(value) is Counts, field.name
+    assert Counts.__delitem__ is dict.__delitem__
