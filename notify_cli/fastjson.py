@@ -9,11 +9,22 @@ integers, booleans, lists and objects (what hints and event lines hold).
 
 from __future__ import annotations
 
+import codecs
+import os
+from collections.abc import Callable
+from typing import IO, Final
+
 import orjson
 
 from notify_core.events import EventLogReader
 
-__all__ = ["dumps", "loads", "reader"]
+__all__ = ["LINE", "dumps", "encode", "line_writer", "loads", "reader"]
+
+#: orjson's encoder itself, for a loop that writes many lines: ``encode(obj, option=LINE)``
+#: is the UTF-8 text of `dumps` followed by a line end.
+encode: Final = orjson.dumps
+#: The option of `encode` that ends the text with ``\n``.
+LINE: Final = orjson.OPT_APPEND_NEWLINE
 
 
 def loads(text: str) -> object:
@@ -30,3 +41,27 @@ def reader() -> EventLogReader:
     """Return an event-log reader that decodes with orjson."""
     # orjson's own function, not `loads`: one Python call less per line of every log.
     return EventLogReader(loads=orjson.loads)
+
+
+def line_writer(out: IO[str]) -> Callable[[bytes], object]:
+    """Return what writes UTF-8 lines (bytes, as `encode` gives them) to the text stream ``out``.
+
+    A stream that writes UTF-8 without turning line ends and is not line buffered (a file
+    opened by `open_out`, standard output into a pipe or file on Linux) takes the bytes in its
+    binary buffer, after what its text layer holds: no decoding of each line and encoding
+    again. Any other stream (a terminal: each line shown when written) gets the text.
+    """
+    buffer = getattr(out, "buffer", None)
+    encoding = getattr(out, "encoding", None)
+    plain = os.linesep == "\n" and not getattr(out, "line_buffering", False)
+    if buffer is not None and encoding and plain:
+        try:
+            utf8 = codecs.lookup(encoding).name == "utf-8"
+        except LookupError:
+            utf8 = False
+        if utf8:
+            out.flush()
+            write: Callable[[bytes], object] = buffer.write
+            return write
+    text_write = out.write
+    return lambda line: text_write(line.decode())

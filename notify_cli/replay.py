@@ -37,7 +37,7 @@ from notify_core.errors import NotifyError
 from notify_core.events import EventError
 from notify_core.inbox.pipeline import MailLine
 from notify_core.instants import format_instant
-from notify_core.lines import dumps_item, dumps_line
+from notify_core.lines import dumps_line, item_to_json
 from notify_core.replay import Replay, Summary, compare
 
 _stderr = Console(stderr=True)
@@ -170,10 +170,12 @@ def _replay(
     path, lines = source
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
-    write = out.write if out is not None else None
     mail = _mail_writer(mail_dir, replay) if mail_dir is not None else None
     # Reading errors become BadInput where they happen (lines_of); an OSError here is a write.
     with batch_gc(), writing(out_name):
+        # Lines go out as orjson's bytes: `item_to_json`'s objects, as `dumps_item` encodes.
+        write = fastjson.line_writer(out) if out is not None else None
+        encode, line = fastjson.encode, fastjson.LINE
         for item in replay.run(_progress_lines(path, lines)):
             if isinstance(item, EventError):
                 if report:
@@ -183,7 +185,7 @@ def _replay(
             if mail is not None and type(item) is MailLine and item.decision == "send":
                 mail(item)  # the wiki is as it was at the drain: the replay is lazy
             if write is not None:
-                write(dumps_item(item, fastjson.dumps) + "\n")
+                write(encode(item_to_json(item), option=line))
     return replay.summary, bad
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "dumps_line",
     "hint_to_json",
     "inbox_line_to_json",
+    "item_to_json",
     "mail_line_to_json",
     "unknown_reference_to_json",
 ]
@@ -83,10 +84,11 @@ def _add_decision(out: dict[str, object], decision: Decision) -> dict[str, objec
         out["quiet"] = decision.quiet
         routes = []
         for route in decision.routes:
-            item: dict[str, object] = {"device": route.device, "via": route.via._value_}
-            if route.due is not None:
-                item["due"] = format_instant_cached(route.due)
-            routes.append(item)
+            if route.due is None:
+                routes.append({"device": route.device, "via": route.via._value_})
+            else:
+                due = format_instant_cached(route.due)
+                routes.append({"device": route.device, "via": route.via._value_, "due": due})
         out["routes"] = routes
         if decision.opens_window_until is not None:
             out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
@@ -112,7 +114,7 @@ def hint_to_json(hint: Hint) -> dict[str, object]:
         followed by the members of `decision_to_json`.
     """
     # ``_value_`` (the enum's text) rather than ``value`` (a descriptor call): this runs once
-    # per line written.
+    # per line written, and the line holds plain strings as it always did.
     out: dict[str, object]
     if hint.seq is not None:
         out = {
@@ -279,6 +281,27 @@ def dumps_hint(hint: Hint, dumps: Encoder = dumps_json) -> str:
     return dumps(hint_to_json(hint))
 
 
+def item_to_json(item: Item) -> dict[str, object]:
+    """Return the JSON object of anything a replay writes (formats.md sections 3, 4).
+
+    Args:
+        item: a hint, an inbox entry line, a mail line or an unknown reference's skip.
+
+    Returns:
+        The object of `hint_to_json`, `inbox_line_to_json`, `mail_line_to_json` or
+        `unknown_reference_to_json`, by the item's type.
+    """
+    # Exact type checks, most frequent first: this runs once per output line.
+    if type(item) is Hint:
+        return hint_to_json(item)
+    if type(item) is UnknownReference:
+        return unknown_reference_to_json(item)
+    if type(item) is InboxLine:
+        return inbox_line_to_json(item)
+    assert isinstance(item, MailLine)
+    return mail_line_to_json(item)
+
+
 def dumps_item(item: Item, dumps: Encoder = dumps_json) -> str:
     """Return the JSON line of anything a replay writes (formats.md sections 3, 4).
 
@@ -289,15 +312,9 @@ def dumps_item(item: Item, dumps: Encoder = dumps_json) -> str:
     Returns:
         The line, without a line end.
     """
-    # Exact type checks, most frequent first: this runs once per output line.
-    if type(item) is Hint:
+    if type(item) is Hint:  # the usual line: one call less
         return dumps(hint_to_json(item))
-    if type(item) is UnknownReference:
-        return dumps(unknown_reference_to_json(item))
-    if type(item) is InboxLine:
-        return dumps(inbox_line_to_json(item))
-    assert isinstance(item, MailLine)
-    return dumps(mail_line_to_json(item))
+    return dumps(item_to_json(item))
 
 
 def dumps_line(obj: Mapping[str, object], dumps: Encoder = dumps_json) -> str:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from notify_core import instants
 from notify_core.errors import NotifyError
 from notify_core.instants import _parse_instant, format_instant, parse_instant
 
@@ -116,3 +117,21 @@ def test_format_fast_path_writes_what_strftime_writes(moment: datetime, zone: tz
 )
 def test_format_fast_path_at_its_edges(value: datetime) -> None:
     assert format_instant(value) == _strftime_format(value)
+
+
+@given(
+    st.datetimes(min_value=datetime(100, 1, 2), max_value=datetime(9899, 12, 30)),
+    st.integers(0, 999),
+)
+def test_whole_milliseconds_are_written_as_strftime_writes(moment: datetime, millis: int) -> None:
+    # The log's instants: a fraction of whole milliseconds comes from a table.
+    value = moment.replace(microsecond=millis * 1000, tzinfo=UTC)
+    assert format_instant(value) == _strftime_format(value)
+
+
+def test_the_days_kept_are_bounded() -> None:
+    start = datetime(2000, 1, 1, 12, 30, 5, tzinfo=UTC)
+    for offset in range(instants._DAYS_KEPT + 10):
+        value = start + timedelta(days=offset)
+        assert format_instant(value) == _strftime_format(value)
+        assert len(instants._days) <= instants._DAYS_KEPT
