@@ -46,7 +46,7 @@ from typing import Any
 
 import notify_core
 from notify_cli.batch import batch_gc
-from notify_core.events import parse_event
+from notify_core.events.log import parse_event
 from notify_core.inbox import (
     Group,
     InboxEvent,

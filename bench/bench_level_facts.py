@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 from scratch_pg import database, server
 
-from notify_core.levels import LevelFacts, Preference, Target, TargetKind
+from notify_core.hints.levels import LevelFacts, Preference, Target, TargetKind
 from notify_pg import DEFAULT_LEVEL_KEY, NotifyStore
 from notify_pg.db.seam import Seam
 from notify_pg.reference_host import ReferenceHost

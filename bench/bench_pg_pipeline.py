@@ -69,8 +69,8 @@ import attrs
 import psycopg
 from scratch_pg import database, process_cpu_seconds, server
 
-from notify_core.decide import Policy
-from notify_core.events import Event, parse_event
+from notify_core.events.log import Event, parse_event
+from notify_core.hints.decide import Policy
 from notify_pg import EventLog, NewEvent
 from notify_pg.db.seam import Seam
 from notify_pg.push.providers import FakeProvider
@@ -236,7 +236,7 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
         if name.split(".")[0] in ("notify_core", "notify_pg", "notify_cli"):
             del sys.modules[name]
     sys.path.insert(0, os.path.abspath(src))
-    decide = importlib.import_module("notify_core.decide")
+    decide = importlib.import_module("notify_core.hints.decide")
     worker = importlib.import_module("notify_pg.push.worker")
     push = importlib.import_module("notify_pg.push.providers")
     host = importlib.import_module("notify_pg.reference_host")

@@ -51,8 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from notify_cli import fastjson
-from notify_core.events import EventError
-from notify_core.replay import Replay, dumps_hint, hint_to_json
+from notify_core.events.log import EventError
+from notify_core.replay.lines import dumps_hint, hint_to_json
+from notify_core.replay.run import Replay
 
 STDLIB_DUMPS: Callable[[object], str] = json.JSONEncoder(
     ensure_ascii=False, separators=(",", ":")

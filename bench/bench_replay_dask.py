@@ -58,8 +58,8 @@ from pathlib import Path
 from typing import Any
 
 from notify_cli.dask_engine import LOCAL_CLUSTER_CONFIG, run_partitions
-from notify_core.decide import Policy
-from notify_core.partitioned import merge_summaries
+from notify_core.hints.decide import Policy
+from notify_core.replay.partitioned import merge_summaries
 
 
 def notify(*args: str) -> list[str]:
@@ -177,9 +177,9 @@ def shared(log: Path) -> dict[str, Any]:
     from notify_cli import fastjson
     from notify_cli.batch import batch_gc
     from notify_cli.options import lines_of
-    from notify_core.partitioned import run_partition
-    from notify_core.partitions import Partition
-    from notify_core.replay import Replay
+    from notify_core.replay.partitioned import run_partition
+    from notify_core.replay.partitions import Partition
+    from notify_core.replay.run import Replay
 
     wall, cpu = time.perf_counter(), time.process_time()
     replay = Replay(reader=fastjson.reader(), owns=lambda _: False)

@@ -48,9 +48,10 @@ from notify_cli import fastjson
 from notify_cli.batch import batch_gc
 from notify_cli.dask_engine import even_owners, replay_partition
 from notify_cli.options import lines_of
-from notify_core.decide import Policy
-from notify_core.events import EventError
-from notify_core.replay import Replay, dumps_item
+from notify_core.events.log import EventError
+from notify_core.hints.decide import Policy
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import Replay
 
 #: cachegrind's summary line of the instructions executed ("I refs: 1,234").
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")

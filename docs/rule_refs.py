@@ -27,11 +27,15 @@ TEST_SUFFIXES = (".py", ".jsonl")
 # tests/test_rule_ids.py names every id to check the others: it cites none.
 NOT_CITING = frozenset({"tests/test_rule_ids.py", "tests/test_rules_doc.py"})
 
-LETTERS = "GLQKDSRBNEUH"
-RULE_ID = re.compile(rf"(?<![A-Za-z0-9_])([{LETTERS}])(\d{{1,2}})(a?)(?![A-Za-z0-9_])")
+LETTERS = "GLQKDSRBMNEUH"
+# "AZ-M48" names a scenario of seed 001's test plan and "ticket M3-20" one of its tickets, not
+# rules of those numbers.
+RULE_ID = re.compile(
+    rf"(?<![A-Za-z0-9_])(?<!AZ-)(?<!ticket )([{LETTERS}])(\d{{1,2}})([ab]?)(?![A-Za-z0-9_])"
+)
 # "D1-D7" or "D1-7" cites D1 to D7 (B1a-B2 is not a range of the same letter family).
 RULE_RANGE = re.compile(
-    rf"(?<![A-Za-z0-9_])([{LETTERS}])(\d{{1,2}})\s?[-\u2013]\s?\1?(\d{{1,2}})\b"
+    rf"(?<![A-Za-z0-9_])(?<!AZ-)(?<!ticket )([{LETTERS}])(\d{{1,2}})\s?[-\u2013]\s?\1?(\d{{1,2}})\b"
 )
 ANCHOR = re.compile(r"^\{#([A-Za-z0-9-]+)\}$", re.MULTILINE)
 # The preference records of rules.md have no letter ids: code and tests name their section.
@@ -39,7 +43,7 @@ RECORDS = "records"
 RECORDS_CITATION = re.compile(r"section 8|behaviour\.md 8|seed 002|rules\.md#records")
 # Tests also cite a rule in their name, in any case: ``def test_g3_values_are_frozen``.
 TEST_NAME = re.compile(r"\bdef (test_\w+)")
-NAME_PART = re.compile(rf"[{LETTERS}]\d{{1,2}}a?", re.IGNORECASE)
+NAME_PART = re.compile(rf"[{LETTERS}]\d{{1,2}}[ab]?", re.IGNORECASE)
 
 
 def rule_anchors(markdown: str) -> list[str]:

@@ -1,6 +1,6 @@
 """``notify replay --engine dask``: one recipient partition per task on a Dask cluster.
 
-Each task replays the whole log deciding for one partition (`notify_core.partitioned`) and
+Each task replays the whole log deciding for one partition (`notify_core.replay.partitioned`) and
 sends its lines grouped by log line, as compressed chunks (`Spool`: LZ4, else zlib), through a
 `distributed.Queue` of its own as it makes them; this process merges the chunks while the
 tasks run (one chunk per partition decompressed at a time, a log line written once every
@@ -42,17 +42,17 @@ from notify_cli.options import (
     open_out,
     writing,
 )
-from notify_core.decide import Policy
-from notify_core.events import EventError
-from notify_core.partitioned import (
+from notify_core.events.log import EventError
+from notify_core.hints.decide import Policy
+from notify_core.replay.partitioned import (
     Group,
     error_of,
     merge_groups,
     merge_summaries,
     run_partition,
 )
-from notify_core.partitions import Partition, partition_of
-from notify_core.replay import Replay, Summary
+from notify_core.replay.partitions import Partition, partition_of
+from notify_core.replay.run import Replay, Summary
 
 __all__ = [
     "INSTALL",
@@ -204,7 +204,7 @@ class SpooledRun:
             through a queue as it made them.
         lines: how many lines the chunks hold.
         summary: the partition's counts.
-        errors: its bad lines (`notify_core.partitioned.PartitionRun.errors`).
+        errors: its bad lines (`notify_core.replay.partitioned.PartitionRun.errors`).
         chunk_bytes: the size of its chunks (sent or not).
         peak_kib: the peak resident memory of the worker process that ran it.
         cpu_s: the CPU time of that process during the task (its Dask threads included).

@@ -11,10 +11,10 @@ import attrs
 import click
 
 from notify_cli.options import BadInput, dsn_option, lines_of, read_policy, schema_option
-from notify_core.events import parse_event
+from notify_core.events.log import parse_event
 
 if TYPE_CHECKING:
-    from notify_core.pipeline import Hint
+    from notify_core.hints.pipeline import Hint
 
 
 @click.group()
@@ -39,7 +39,7 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
     applied, an unreachable database or a bad DSN: a message on stderr and exit code 2.
     """
     try:
-        from notify_core.errors import NotifyError
+        from notify_core.values.errors import NotifyError
         from notify_pg import migrate as apply
         from notify_pg.reference_host import migrate_reference_host
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
@@ -84,7 +84,7 @@ def status(dsn: str, schema: str, host_schema: str) -> None:
     try:
         import json
 
-        from notify_core.errors import NotifyError
+        from notify_core.values.errors import NotifyError
         from notify_pg.ops.status import pipeline_status
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
@@ -176,7 +176,7 @@ def load(
     try:
         import psycopg
 
-        from notify_core.errors import NotifyError
+        from notify_core.values.errors import NotifyError
         from notify_pg.push.worker import Worker, WorkerConfig
         from notify_pg.reference_host import ReferenceHost
         from notify_pg.reference_host.load import (
@@ -310,7 +310,7 @@ def _read_log(path: str) -> tuple[list[dict[str, Any]], list[int]]:
     Raises:
         BadInput: one line per bad line on stderr first (file, line, member, reason).
     """
-    from notify_core.events import EventError, EventLogReader
+    from notify_core.events.log import EventError, EventLogReader
 
     reader = EventLogReader()
     objects: list[dict[str, Any]] = []
@@ -382,9 +382,9 @@ def _nul_pointer(value: Any, pointer: str = "") -> str | None:
 
 def _write_hints(path: str, hints: list[Hint], seq_map: dict[int, int], include_skips: bool) -> int:
     """Write hints as `notify replay` does (seqs of the file); return how many."""
-    from notify_core.decide import Skip, SkipReason
-    from notify_core.lines import dumps_hint
-    from notify_core.pipeline import Trigger
+    from notify_core.hints.decide import Skip, SkipReason
+    from notify_core.hints.pipeline import Trigger
+    from notify_core.replay.lines import dumps_hint
 
     lines = []
     for hint in hints:
@@ -514,7 +514,7 @@ def down(directory: str, delete: bool) -> None:
 
 def _mail_configured(host_schema: str) -> Any:
     """Read whether mail is configured from the reference host (``None`` without its tables)."""
-    from notify_core.errors import NotifyError
+    from notify_core.values.errors import NotifyError
     from notify_pg.reference_host.wiki import ReferenceWiki
 
     wiki = ReferenceWiki(host_schema)
@@ -530,7 +530,7 @@ def _mail_configured(host_schema: str) -> Any:
 
 def _plain_http(host_schema: str) -> Any:
     """Read the reference host's sites served over plain http (``None`` without its tables)."""
-    from notify_core.errors import NotifyError
+    from notify_core.values.errors import NotifyError
     from notify_pg.ops.status import plain_http_sites
     from notify_pg.reference_host.wiki import ReferenceWiki
 

@@ -16,7 +16,7 @@ from typing import IO, Final
 
 import orjson
 
-from notify_core.events import EventLogReader
+from notify_core.events.log import EventLogReader
 
 __all__ = ["LINE", "dumps", "encode", "line_writer", "loads", "reader"]
 

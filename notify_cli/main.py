@@ -16,7 +16,7 @@ from typing import Any, Final
 import click
 
 from notify_cli.options import BadInput, flush_stdout
-from notify_core.errors import InvalidInput
+from notify_core.values.errors import InvalidInput
 
 #: Each command of the group: the module that defines it and the command's name there. A
 #: command's module is imported when the command is asked for (`NotifyGroup.get_command`):

@@ -16,9 +16,9 @@ import click
 
 from notify_cli.logs import LOG_FORMATS
 from notify_cli.secrets import redact, remember
-from notify_core.decide import Policy
-from notify_core.errors import NotifyError
-from notify_core.replay import policy_from_mapping
+from notify_core.hints.decide import Policy
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.errors import NotifyError
 
 if TYPE_CHECKING:  # click >= 8.2 types ParamType generically; older ones cannot subscript it
     _ParamType = click.ParamType[str, Any]

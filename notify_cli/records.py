@@ -33,8 +33,8 @@ class InstantType(_ParamType):
         """Parse the text; a bad instant is one line on stderr and exit code 2."""
         if isinstance(value, datetime):
             return value
-        from notify_core.errors import NotifyError
-        from notify_core.instants import parse_instant
+        from notify_core.values.errors import NotifyError
+        from notify_core.values.instants import parse_instant
 
         try:
             return parse_instant(value)
@@ -136,10 +136,10 @@ def audit(
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
 
-        from notify_core.errors import NotifyError
-        from notify_core.instants import format_instant
         from notify_core.records import check_failures, supersession_gaps
-        from notify_core.records_tables import record_to_json
+        from notify_core.records.tables import record_to_json
+        from notify_core.values.errors import NotifyError
+        from notify_core.values.instants import format_instant
         from notify_pg.db.errors import translate
         from notify_pg.stores.records import PreferenceRecordRepository
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
@@ -313,8 +313,8 @@ def inbox_audit(
         import psycopg
         from psycopg.conninfo import conninfo_to_dict
 
-        from notify_core.errors import NotifyError
-        from notify_core.instants import format_instant
+        from notify_core.values.errors import NotifyError
+        from notify_core.values.instants import format_instant
         from notify_pg.db.errors import translate
         from notify_pg.mail.settings import audit_log
     except ImportError as exc:  # psycopg missing: the pg extra is not installed

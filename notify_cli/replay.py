@@ -32,13 +32,13 @@ from notify_cli.options import (
     writing,
 )
 from notify_cli.report import check_report, write_report
-from notify_core.decide import Policy
-from notify_core.errors import NotifyError
-from notify_core.events import EventError
+from notify_core.events.log import EventError
+from notify_core.hints.decide import Policy
 from notify_core.inbox.pipeline import MailLine
-from notify_core.instants import format_instant
-from notify_core.lines import dumps_line, item_to_json
-from notify_core.replay import Replay, Summary, compare
+from notify_core.replay.lines import dumps_line, item_to_json
+from notify_core.replay.run import Replay, Summary, compare
+from notify_core.values.errors import NotifyError
+from notify_core.values.instants import format_instant
 
 _stderr = Console(stderr=True)
 
@@ -458,8 +458,8 @@ def _plain(value: object) -> object:
 def _print_explanation(
     kind: str, seq: int, recipient: str, explanation: object, as_json: bool
 ) -> None:
-    from notify_core.decide import Explanation
-    from notify_core.lines import decision_to_json
+    from notify_core.hints.decide import Explanation
+    from notify_core.replay.lines import decision_to_json
 
     assert isinstance(explanation, Explanation)
     steps = [

@@ -1,6 +1,7 @@
 """``notify replay --report``: one self-contained HTML file of charts, readable offline.
 
-The rows come from `notify_core.report.report_data`; each chart is a Vega-Lite spec built with
+The rows come from `notify_core.replay.report.report_data`; each chart is a Vega-Lite spec built
+with
 Altair and rendered to inline SVG by ``vl-convert-python`` (no script, font or style fetched:
 the page is HTML, CSS and SVG only). Both libraries are the ``report`` extra.
 """
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from notify_cli.options import BadInput, write_file
-from notify_core.replay import Summary
-from notify_core.report import report_data
+from notify_core.replay.report import report_data
+from notify_core.replay.run import Summary
 
 __all__ = [
     "chart_specs",

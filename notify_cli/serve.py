@@ -207,7 +207,7 @@ def serve(
     try:
         import psycopg
 
-        from notify_core.errors import NotifyError
+        from notify_core.values.errors import NotifyError
         from notify_pg.http.app import build_app, check_page_url, open_pool
         from notify_pg.http.live import LiveHub
         from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
@@ -345,7 +345,7 @@ def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.
 def _unsubscribe_paths(pool: Any, wiki: Any, log: logging.Logger) -> list[str]:
     """The paths of the reference wiki's unsubscribe link templates (E6), read once at start;
     a template whose path holds a placeholder cannot be mounted and is logged."""
-    from notify_core.links import link_path
+    from notify_core.values.links import link_path
 
     with pool.connection() as conn:
         templates = wiki.unsubscribe_links(conn)

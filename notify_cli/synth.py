@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from notify_cli import fastjson
 from notify_cli.options import EXIT_BAD_INPUT, open_out, writing
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.lines import dumps_line
+from notify_core.replay.lines import dumps_line
 
 _stderr = Console(stderr=True)
 #: Lines written at once: one write call per batch, and the progress moves per batch.

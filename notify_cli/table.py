@@ -7,7 +7,14 @@ import sys
 import click
 
 from notify_cli.options import EXIT_BAD_INPUT, label, read_text
-from notify_core.tables import Case, CaseError, dumps_case, parse_cases, run_case, split_lines
+from notify_core.replay.tables import (
+    Case,
+    CaseError,
+    dumps_case,
+    parse_cases,
+    run_case,
+    split_lines,
+)
 
 
 def _where(path: str, error: CaseError) -> str:

@@ -34,7 +34,7 @@ from notify_cli.options import (
     schema_option,
 )
 from notify_cli.signals import handling_stop_signals
-from notify_core.errors import InvalidInput
+from notify_core.values.errors import InvalidInput
 
 #: The default of ``--partitions`` (`notify_pg.push.worker.WorkerConfig.partitions`, chosen by
 #: bench/bench_pg_pipeline.py; docs/decisions.md). A literal: the pg extra may be missing.
@@ -237,7 +237,7 @@ def worker(
     try:
         import psycopg
 
-        from notify_core.errors import NotifyError
+        from notify_core.values.errors import NotifyError
         from notify_pg.push.providers import FakeProvider
         from notify_pg.push.worker import WorkerConfig
         from notify_pg.reference_host import ReferenceHost
@@ -457,7 +457,7 @@ def _mail_options(
 ) -> Any:
     """The mail drain's options (`notify_pg.worker.build.MailOptions`); a bad option is one
     line and exit 2."""
-    from notify_core.errors import NotifyError
+    from notify_core.values.errors import NotifyError
     from notify_pg.mail.smtp import SmtpConfig, SmtpSender
     from notify_pg.worker.build import MailOptions
 

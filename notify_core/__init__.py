@@ -5,18 +5,18 @@ Ground rules (G1-G5 of docs/rules.md), which every module here keeps:
 - no I/O whatsoever: no files, sockets, environment, clock or randomness; time comes in as an
   argument (``now``), randomness as an argument (``jitter``);
 - inputs and outputs are immutable values (frozen attrs classes), changed with ``attrs.evolve``;
-- invalid input raises one of the documented errors of `notify_core.errors`, each with a
+- invalid input raises one of the documented errors of `notify_core.values.errors`, each with a
   machine-readable ``code`` and, where a field is at fault, a JSON ``pointer``.
 """
 
-from notify_core.badge import (
+from notify_core.hints.badge import (
     ThreadBadgeFacts,
     badge_count,
     badge_sync_due,
     counts_for_badge,
     read_lowers_badge,
 )
-from notify_core.decide import (
+from notify_core.hints.decide import (
     Collect,
     Connection,
     Decision,
@@ -40,7 +40,7 @@ from notify_core.decide import (
     flush,
     release_delayed,
 )
-from notify_core.delivery import (
+from notify_core.hints.delivery import (
     Action,
     DisableReason,
     Notification,
@@ -53,7 +53,26 @@ from notify_core.delivery import (
     retry_at,
     retry_delay,
 )
-from notify_core.errors import (
+from notify_core.hints.levels import (
+    EffectiveLevel,
+    Level,
+    LevelFacts,
+    LevelSource,
+    Preference,
+    Target,
+    TargetKind,
+    preference_unchanged,
+    resolve_level,
+)
+from notify_core.hints.quiet import (
+    ALWAYS,
+    QuietRule,
+    in_quiet_hours,
+    parse_local_time,
+    quiet_until,
+    rule_unchanged,
+)
+from notify_core.values.errors import (
     InvalidDelivery,
     InvalidFacts,
     InvalidInput,
@@ -66,26 +85,7 @@ from notify_core.errors import (
     NotifyError,
     UsageError,
 )
-from notify_core.kinds import Kind, RunState, kind_code, kind_from_code, run_active
-from notify_core.levels import (
-    EffectiveLevel,
-    Level,
-    LevelFacts,
-    LevelSource,
-    Preference,
-    Target,
-    TargetKind,
-    preference_unchanged,
-    resolve_level,
-)
-from notify_core.quiet import (
-    ALWAYS,
-    QuietRule,
-    in_quiet_hours,
-    parse_local_time,
-    quiet_until,
-    rule_unchanged,
-)
+from notify_core.values.kinds import Kind, RunState, kind_code, kind_from_code, run_active
 
 __all__ = [
     "ALWAYS",

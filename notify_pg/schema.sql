@@ -368,11 +368,11 @@ CREATE INDEX event_log_read_state_idx ON {schema}.event_log (audience, (payload-
     WHERE type = 'read_state.updated';
 
 -- from 0007_consumer_partitions.sql
--- Recipient partitions (notify_core.partitions): a consumer of the event log may be split into
+-- Recipient partitions (notify_core.replay.partitions): a consumer of the event log may be split into
 -- `parts` partitions, each with its own cursor (consumer_cursors above). Every partition reads
 -- every event but decides only for the recipients it owns.
 
--- The partition of a recipient among `count` partitions, equal to notify_core.partitions.
+-- The partition of a recipient among `count` partitions, equal to notify_core.replay.partitions.
 -- partition_of: the first 28 bits of the MD5 digest of the key's UTF-8 bytes, modulo count (the
 -- database's encoding must be UTF-8, as md5 hashes the text's bytes in it). `count` must be at
 -- least 1. A plain SQL expression, IMMUTABLE, so the planner inlines it into the due-work reads.

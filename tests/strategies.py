@@ -6,10 +6,17 @@ from datetime import UTC, datetime, time, timedelta
 
 from hypothesis import strategies as st
 
-from notify_core.decide import Connection, Device, EventFacts, Policy, RecipientFacts, Switches
-from notify_core.kinds import Kind
-from notify_core.levels import Level, LevelFacts, Preference
-from notify_core.quiet import QuietRule
+from notify_core.hints.decide import (
+    Connection,
+    Device,
+    EventFacts,
+    Policy,
+    RecipientFacts,
+    Switches,
+)
+from notify_core.hints.levels import Level, LevelFacts, Preference
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.kinds import Kind
 
 #: Zones with unusual offsets and DST rules (half-hour DST, 45-minute offsets).
 ZONES = (

@@ -6,15 +6,15 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from hypothesis import strategies as st
 
-from notify_core.badge import ThreadBadgeFacts
-from notify_core.delivery import (
+from notify_core.hints.badge import ThreadBadgeFacts
+from notify_core.hints.delivery import (
     PROVIDER_DISABLE_REASONS,
     DisableReason,
     RegistrationState,
     ResultClass,
     SendResult,
 )
-from notify_core.levels import Level
+from notify_core.hints.levels import Level
 
 #: Fixed offsets and UTC: aware instants whose comparisons do not depend on a zone's rules.
 zones = st.sampled_from(

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies_delivery import badge_threads, durations, instants, seqs, thread_badge_facts
 
-from notify_core.badge import (
+from notify_core.hints.badge import (
     ThreadBadgeFacts,
     badge_count,
     badge_sync_due,
@@ -18,10 +18,10 @@ from notify_core.badge import (
     counts_values,
     read_lowers_badge,
 )
-from notify_core.errors import InvalidFacts, InvalidInput, InvalidLevel, NaiveDatetime
-from notify_core.levels import Level, LevelFacts
-from notify_core.pipeline_badge import counted_threads
-from notify_core.ports import ChannelInfo, ThreadInfo
+from notify_core.hints.levels import Level, LevelFacts
+from notify_core.hints.pipeline_badge import counted_threads
+from notify_core.hints.ports import ChannelInfo, ThreadInfo
+from notify_core.values.errors import InvalidFacts, InvalidInput, InvalidLevel, NaiveDatetime
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
 S = timedelta(seconds=1)

@@ -22,9 +22,10 @@ from reference_model import Reference, instant
 from strategies_world import seeded_small_world, small_world_logs
 
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.decide import Policy
-from notify_core.pipeline import Hint
-from notify_core.replay import Replay, dumps_line, hint_to_json
+from notify_core.hints.decide import Policy
+from notify_core.hints.pipeline import Hint
+from notify_core.replay.lines import dumps_line, hint_to_json
+from notify_core.replay.run import Replay
 
 
 class Checked:

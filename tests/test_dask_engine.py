@@ -15,7 +15,7 @@ from click.testing import CliRunner, Result
 
 from notify_cli.main import cli
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.partitioned import Group
+from notify_core.replay.partitioned import Group
 from tests.inbox_log import WikiLog
 
 TESTS = Path(__file__).parent
@@ -250,9 +250,9 @@ def test_a_task_with_owners_decides_for_them_and_for_the_others_by_their_partiti
     tmp_path: Path,
 ) -> None:
     from notify_cli.dask_engine import even_owners, replay_partition, unspool
-    from notify_core.decide import Policy
-    from notify_core.partitioned import merge_groups
-    from notify_core.partitions import partition_of
+    from notify_core.hints.decide import Policy
+    from notify_core.replay.partitioned import merge_groups
+    from notify_core.replay.partitions import partition_of
 
     log = tmp_path / "synth.jsonl"
     config = SynthConfig(events=3_000, users=60, seed=5)

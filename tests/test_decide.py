@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.decide import (
+from notify_core.hints.decide import (
     LEVEL_GATE,
     METRIC_REASONS,
     Collect,
@@ -32,10 +32,10 @@ from notify_core.decide import (
     gate,
     release_delayed,
 )
-from notify_core.errors import InvalidFacts, NaiveDatetime
-from notify_core.kinds import Kind
-from notify_core.levels import LevelFacts, Preference
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import LevelFacts, Preference
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.errors import InvalidFacts, NaiveDatetime
+from notify_core.values.kinds import Kind
 from tests import strategies as s
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)

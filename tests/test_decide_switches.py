@@ -9,7 +9,7 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from notify_core.decide import (
+from notify_core.hints.decide import (
     SWITCH_KINDS,
     Device,
     EventFacts,
@@ -21,9 +21,9 @@ from notify_core.decide import (
     decide_all,
     explain,
 )
-from notify_core.kinds import Kind
-from notify_core.levels import LevelFacts
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import LevelFacts
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.kinds import Kind
 from tests import strategies as s
 
 ALL_SWITCHES = st.builds(

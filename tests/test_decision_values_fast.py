@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.decision_values import (
+from notify_core.hints.decision_values import (
     Connection,
     Device,
     Platform,
@@ -16,9 +16,9 @@ from notify_core.decision_values import (
     Switches,
     new_recipient_facts,
 )
-from notify_core.errors import NotifyError
-from notify_core.levels import LevelFacts
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import LevelFacts
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.errors import NotifyError
 
 _DEVICES = st.lists(
     st.builds(

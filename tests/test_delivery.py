@@ -22,7 +22,7 @@ from strategies_delivery import (
     send_results,
 )
 
-from notify_core.delivery import (
+from notify_core.hints.delivery import (
     PROVIDER_DISABLE_REASONS,
     RESULT_TABLE,
     Action,
@@ -38,8 +38,8 @@ from notify_core.delivery import (
     retry_at,
     retry_delay,
 )
-from notify_core.errors import InvalidDelivery, InvalidKind, NaiveDatetime, UsageError
-from notify_core.kinds import THREAD_KINDS, Kind
+from notify_core.values.errors import InvalidDelivery, InvalidKind, NaiveDatetime, UsageError
+from notify_core.values.kinds import THREAD_KINDS, Kind
 
 NOW = datetime(2026, 10, 23, 12, 0, tzinfo=UTC)
 CREATED = datetime(2026, 10, 1, tzinfo=UTC)

@@ -86,7 +86,7 @@ def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:
             "api/",
             "API reference",
             [
-                "notify_core.decide.decide",
+                "notify_core.hints.decide.decide",
                 "notify_pg.db.migrate.migrate",
                 "notify_pg.stores.store.NotifyStore",
                 "notify_pg.stores.ports.PipelineHostPorts",

@@ -1,4 +1,4 @@
-"""The fan-out's shortcuts answer as the long way does (`notify_core.fan_out`).
+"""The fan-out's shortcuts answer as the long way does (`notify_core.hints.fan_out`).
 
 `gate_fan_out` against `gate` person by person, `MemoryWorld.allowed_many` and the readers'
 rights (`read_rights(..., from_readers=True)`) against `MemoryWorld.allowed`, `_without`
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from strategies_world import HUMANS, THREADS, seeded_small_world, small_world_logs
 
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.candidates import _without
-from notify_core.decide import EventFacts, Policy, Skip, Switches, gate
-from notify_core.events import EventError
-from notify_core.fan_out import (
+from notify_core.events.log import EventError
+from notify_core.hints.candidates import _without
+from notify_core.hints.decide import EventFacts, Policy, Skip, Switches, gate
+from notify_core.hints.fan_out import (
     NO_SWITCHES,
     Gated,
     GatedShared,
@@ -30,10 +30,11 @@ from notify_core.fan_out import (
     gate_shared,
     read_rights,
 )
-from notify_core.kinds import Kind
-from notify_core.levels import LevelFacts, Preference
-from notify_core.pipeline import Hint
-from notify_core.replay import Replay, dumps_line
+from notify_core.hints.levels import LevelFacts, Preference
+from notify_core.hints.pipeline import Hint
+from notify_core.replay.lines import dumps_line
+from notify_core.replay.run import Replay
+from notify_core.values.kinds import Kind
 
 NOW = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)
 LEVELS = (

@@ -10,7 +10,6 @@ import strategies_inbox as si
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidInput, UsageError
 from notify_core.inbox import (
     CATEGORIES,
     CATEGORY_BY_KEY,
@@ -36,6 +35,7 @@ from notify_core.inbox import (
     read,
 )
 from notify_core.inbox.fanout import EntryDecision, SkipDecision, firing
+from notify_core.values.errors import InvalidInput, UsageError
 
 READERS = Group(
     rules=(

@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from inbox_log import WikiLog
 from strategies_mail import mail_zones, people
 
-from notify_core.errors import InvalidInput
-from notify_core.events import EventError
+from notify_core.events.log import EventError
 from notify_core.inbox.admin import (
     MIN_DIGEST_RETENTION_DAYS,
     InstanceSettings,
@@ -28,7 +27,8 @@ from notify_core.inbox.admin import (
 from notify_core.inbox.categories import CATEGORIES, Section
 from notify_core.inbox.prefs import Delivery, InboxPrefs, InboxSettings
 from notify_core.mail import EmailSchedule, email_after_for
-from notify_core.replay import Replay
+from notify_core.replay.run import Replay
+from notify_core.values.errors import InvalidInput
 
 MAIL = InboxSettings(mail_configured=True)
 

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from inbox_log import WikiLog
 from test_inbox_replay import PAGES, PEOPLE, wiki_logs
 
-from notify_core.events import parse_event
-from notify_core.inbox.memory import EntryMemory, WikiMemory
+from notify_core.events.log import parse_event
+from notify_core.inbox.memory.entries import EntryMemory
+from notify_core.inbox.memory.wiki import WikiMemory
 from notify_core.inbox.pipeline import InboxPipeline
 from notify_core.inbox.ports import WikiUser
 

@@ -13,12 +13,14 @@ from hypothesis import strategies as st
 from inbox_log import WikiLog
 
 from notify_cli.main import cli
-from notify_core.events import EventError
+from notify_core.events.log import EventError
 from notify_core.inbox import CATEGORY_BY_KEY, EmailState, holds
-from notify_core.inbox.memory import EntryMemory, WikiMemory
+from notify_core.inbox.memory.entries import EntryMemory
+from notify_core.inbox.memory.wiki import WikiMemory
 from notify_core.inbox.pipeline import InboxLine
 from notify_core.inbox.ports import CommentInfo
-from notify_core.replay import Replay, dumps_item
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import Replay
 
 HERE = Path(__file__).parent / "inbox"
 
@@ -497,7 +499,7 @@ def test_n8_nobody_without_access_gets_an_entry(log: WikiLog) -> None:
 @given(wiki_logs())
 def test_replaying_an_event_twice_changes_nothing(log: WikiLog) -> None:
     """N10: the same event applied twice (a retried fan-out) leaves every entry as it was."""
-    from notify_core.events import parse_event
+    from notify_core.events.log import parse_event
 
     run = Replay()
     for text in log.lines():

@@ -13,8 +13,9 @@ import json
 
 from inbox_log import WikiLog
 
-from notify_core.events import EventError
-from notify_core.replay import Replay, dumps_item
+from notify_core.events.log import EventError
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import Replay
 
 
 def review_log() -> WikiLog:

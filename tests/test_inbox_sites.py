@@ -16,17 +16,18 @@ from hypothesis import strategies as st
 from inbox_log import WikiLog
 
 from notify_cli.main import cli
-from notify_core.events import EventError
+from notify_core.events.log import EventError
 from notify_core.inbox.access import Group, Match, PageFacts, Rule
 from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.coalesce import EmailState, EntryState
 from notify_core.inbox.drain import DrainAccess, MailSkip, plan_mails
 from notify_core.inbox.fanout import PersonFacts
-from notify_core.inbox.memory import EntryMemory
+from notify_core.inbox.memory.entries import EntryMemory
 from notify_core.inbox.ports import Entry, EntryTarget
 from notify_core.inbox.prefs import Delivery, InboxPrefs, InboxSettings
 from notify_core.inbox.view import UNREAD_CAP, inbox_list, inbox_summary
-from notify_core.replay import Replay, dumps_item
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import Replay
 
 T0 = datetime(2026, 11, 30, 10, tzinfo=UTC)
 HERE = Path(__file__).parent / "inbox"

@@ -21,9 +21,10 @@ from inbox_log import WikiLog
 from test_inbox_replay import HEAVY, wiki_logs
 from test_inbox_replay import PEOPLE as REPLAY_PEOPLE
 
-from notify_core.events import parse_event
+from notify_core.events.log import parse_event
 from notify_core.inbox import EmailState, EntryState
-from notify_core.inbox.memory import EntryMemory, WikiMemory
+from notify_core.inbox.memory.entries import EntryMemory
+from notify_core.inbox.memory.wiki import WikiMemory
 from notify_core.inbox.pipeline import InboxPipeline
 from notify_core.inbox.ports import (
     Entry,

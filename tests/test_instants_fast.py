@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core import instants
-from notify_core.errors import NotifyError
-from notify_core.instants import _parse_instant, format_instant, parse_instant
+from notify_core.values import instants
+from notify_core.values.errors import NotifyError
+from notify_core.values.instants import _parse_instant, format_instant, parse_instant
 
 
 def _either(text: object) -> tuple[str, object]:

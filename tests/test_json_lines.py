@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
-from notify_core.tables import Case, parse_cases, split_lines
+from notify_core.replay.tables import Case, parse_cases, split_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC_LOG = ROOT / "examples" / "spec-example.jsonl"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from notify_cli import fastjson
 from notify_cli.main import cli
-from notify_core.events import MAX_EVENT_DEPTH, Event, EventError, EventLogReader
+from notify_core.events.log import MAX_EVENT_DEPTH, Event, EventError, EventLogReader
 
 LINE = (
     '{"seq":%s,"type":"settings.updated","occurred_at":"2026-10-23T08:00:00Z",'

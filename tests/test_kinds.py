@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidKind
-from notify_core.kinds import (
+from notify_core.values.errors import InvalidKind
+from notify_core.values.kinds import (
     KIND_CODES,
     THREAD_KINDS,
     URGENT_KINDS,

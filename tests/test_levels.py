@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidLevel, NaiveDatetime
-from notify_core.levels import (
+from notify_core.hints.levels import (
     Level,
     LevelFacts,
     LevelSource,
@@ -21,6 +20,7 @@ from notify_core.levels import (
     preference_unchanged,
     resolve_level,
 )
+from notify_core.values.errors import InvalidLevel, NaiveDatetime
 from tests import strategies as s
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)

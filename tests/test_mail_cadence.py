@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidInput, InvalidSchedule, NaiveDatetime, UsageError
 from notify_core.mail import (
     DEFAULT_EMAIL_DELAY,
     EmailSchedule,
@@ -21,6 +20,7 @@ from notify_core.mail import (
     reschedule,
     slot_offset,
 )
+from notify_core.values.errors import InvalidInput, InvalidSchedule, NaiveDatetime, UsageError
 from tests.strategies_mail import (
     DIGEST,
     delays,

@@ -20,8 +20,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64, SHORT_RSA_KEY
 
-from notify_core.errors import InvalidInput
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
+from notify_core.values.errors import InvalidInput
 from notify_pg.mail import smtp
 from notify_pg.mail.smtp import DkimKey, mail_message
 

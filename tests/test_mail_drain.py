@@ -233,7 +233,8 @@ def test_e4_at_most_50_rendered_whatever_the_count(n: int) -> None:
 def test_e4_the_drain_touches_no_entry_that_is_not_due(
     rows: list[tuple[int, EmailState, str]], at_s: int
 ) -> None:
-    from notify_core.inbox.memory import EntryMemory, WikiMemory
+    from notify_core.inbox.memory.entries import EntryMemory
+    from notify_core.inbox.memory.wiki import WikiMemory
     from notify_core.inbox.pipeline import InboxPipeline
 
     store = EntryMemory()

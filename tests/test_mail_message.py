@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidInput, UsageError
 from notify_core.inbox.categories import CATEGORIES, EDIT_VARIANTS, event_variant
 from notify_core.mail import (
     Mail,
@@ -25,6 +24,7 @@ from notify_core.mail import (
     unsubscribe_token,
 )
 from notify_core.mail.catalogues import CATALOGUES
+from notify_core.values.errors import InvalidInput, UsageError
 from tests.strategies_mail import SECRET
 
 SITE = MailSite(name="Ops Wiki", host="wiki.example", primary_locale="en")

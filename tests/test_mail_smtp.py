@@ -21,8 +21,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64
 
-from notify_core.errors import InvalidInput
 from notify_core.mail import MailEntry, MailSite, compose_mail, unsubscribe_token
+from notify_core.values.errors import InvalidInput
 from notify_pg.mail.smtp import (
     DkimKey,
     MailSendError,

@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from notify_cli.main import cli
-from notify_core.tables import FUNCTIONS, answer
+from notify_core.replay.tables import FUNCTIONS, answer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "mail-table.jsonl"
 

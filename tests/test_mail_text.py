@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 from inbox_log import WikiLog
 from wiki_mail_logs import person_ids, wiki_mail_log
 
-from notify_core.errors import InvalidInput
-from notify_core.events import EventError
+from notify_core.events.log import EventError
 from notify_core.inbox.mailing import LineMail, line_mail
 from notify_core.inbox.pipeline import MailLine
-from notify_core.links import (
+from notify_core.mail import Mail
+from notify_core.replay.run import Replay
+from notify_core.values.errors import InvalidInput
+from notify_core.values.links import (
     DEFAULT_LINKS,
     LinkTemplates,
     expand_link,
@@ -23,8 +25,6 @@ from notify_core.links import (
     link_templates,
     links_error,
 )
-from notify_core.mail import Mail
-from notify_core.replay import Replay
 
 
 def mails(lines: list[str]) -> list[LineMail]:

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidUnsubscribe, UsageError
 from notify_core.mail import (
     MIN_SECRET_BYTES,
     Unsubscribe,
@@ -20,6 +19,7 @@ from notify_core.mail import (
     unsubscribe_token,
     verify_unsubscribe_token,
 )
+from notify_core.values.errors import InvalidUnsubscribe, UsageError
 from tests.strategies_mail import KNOWN, SECRET, category_sets, people
 
 ZERO = bytes(32)

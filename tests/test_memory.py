@@ -15,12 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.fan_out import level_facts
-from notify_core.instants import parse_instant
-from notify_core.levels import Level, LevelFacts, Preference
-from notify_core.memory import MemoryStore
-from notify_core.ports import ChannelInfo, ThreadInfo
-from notify_core.replay import Replay
+from notify_core.hints.fan_out import level_facts
+from notify_core.hints.levels import Level, LevelFacts, Preference
+from notify_core.hints.memory import MemoryStore
+from notify_core.hints.ports import ChannelInfo, ThreadInfo
+from notify_core.replay.run import Replay
+from notify_core.values.instants import parse_instant
 
 PEOPLE = [f"u{i}" for i in range(8)]
 LEVELS = [level.value for level in Level]
@@ -200,7 +200,7 @@ def test_kept_level_facts_follow_every_change(
     are the person's facts now, after any rows were written, deleted or followed between
     fan-outs; so are those of the one-person path (`MemoryPreferences.level_facts_of`)."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("notify_core.memory.preferences._BUILT_CAP", cap)
+        patch.setattr("notify_core.hints.memory.preferences._BUILT_CAP", cap)
         store = two_threads_store(default, rows, personal)
         for step in [("follow", "u0", "t1"), *steps]:
             if step[0] == "row":

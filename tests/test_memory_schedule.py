@@ -15,9 +15,9 @@ import attrs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from notify_core.kinds import Kind
-from notify_core.memory import MemorySchedule
-from notify_core.ports import Due, Window
+from notify_core.hints.memory import MemorySchedule
+from notify_core.hints.ports import Due, Window
+from notify_core.values.kinds import Kind
 
 _START = datetime(2026, 1, 1, tzinfo=UTC)
 _WINDOW = timedelta(seconds=30)

@@ -16,13 +16,19 @@ from hypothesis import strategies as st
 
 from notify_cli import fastjson
 from notify_cli.options import open_out
-from notify_core.decide import Collect, Send, Skip, SkipReason, Via
-from notify_core.decision_values import Route
-from notify_core.instants import format_instant
-from notify_core.kinds import Kind
-from notify_core.lines import decision_to_json, dumps_item, dumps_json, hint_to_json, item_to_json
-from notify_core.pipeline import Hint, Trigger
-from notify_core.replay import Counts, Summary
+from notify_core.hints.decide import Collect, Send, Skip, SkipReason, Via
+from notify_core.hints.decision_values import Route
+from notify_core.hints.pipeline import Hint, Trigger
+from notify_core.replay.lines import (
+    decision_to_json,
+    dumps_item,
+    dumps_json,
+    hint_to_json,
+    item_to_json,
+)
+from notify_core.replay.run import Counts, Summary
+from notify_core.values.instants import format_instant
+from notify_core.values.kinds import Kind
 
 _instants = st.datetimes(
     min_value=datetime(1990, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)

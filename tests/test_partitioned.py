@@ -1,6 +1,6 @@
 """A replay split by recipient partition merges back into the single replay, byte for byte.
 
-notify_core.partitioned: the sort keys place every line where the single replay writes it
+notify_core.replay.partitioned: the sort keys place every line where the single replay writes it
 (formats.md section 3: per event the other kinds, then message, by recipient; due work by due
 time and recipient; entry lines by recipient and category; mail lines by drain instant), and
 the summaries merge exactly (S5, D6-D9 and B2 hold per recipient).
@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.events import EventError
-from notify_core.partitioned import merge_groups, merge_summaries, run_partition
-from notify_core.partitions import Partition
-from notify_core.replay import Replay, dumps_item, policy_from_mapping
+from notify_core.events.log import EventError
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.partitioned import merge_groups, merge_summaries, run_partition
+from notify_core.replay.partitions import Partition
+from notify_core.replay.run import Replay, policy_from_mapping
 from tests.inbox_log import WikiLog
 
 TESTS = Path(__file__).parent

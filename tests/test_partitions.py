@@ -1,4 +1,4 @@
-"""Recipient partitions (notify_core.partitions): several consumers share one log.
+"""Recipient partitions (notify_core.replay.partitions): several consumers share one log.
 
 Each partition decides for its own recipients only; together they must give exactly the hints
 of one consumer (S1-S5, D6-D9, B2 hold per recipient), which is what lets a second PostgreSQL
@@ -17,10 +17,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.errors import UsageError
-from notify_core.events import EventError
-from notify_core.partitions import Partition, Partitions, partition_of
-from notify_core.replay import Replay, dumps_hint, policy_from_mapping
+from notify_core.events.log import EventError
+from notify_core.replay.lines import dumps_hint
+from notify_core.replay.partitions import Partition, Partitions, partition_of
+from notify_core.replay.run import Replay, policy_from_mapping
+from notify_core.values.errors import UsageError
 
 HERE = Path(__file__).parent / "replay"
 GOLDENS = sorted(p for p in HERE.glob("*.jsonl") if not p.name.endswith(".expected.jsonl"))

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from notify_cli.synth_logs import SynthConfig, synth_events
-from notify_core.errors import InvalidFacts
-from notify_core.levels import Level, LevelFacts
-from notify_core.pipeline_badge import read_lowers, read_lowers_checked
-from notify_core.ports import ChannelInfo, ThreadInfo
-from notify_core.replay import Replay
+from notify_core.hints.levels import Level, LevelFacts
+from notify_core.hints.pipeline_badge import read_lowers, read_lowers_checked
+from notify_core.hints.ports import ChannelInfo, ThreadInfo
+from notify_core.replay.run import Replay
+from notify_core.values.errors import InvalidFacts
 
 _NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
 

@@ -9,8 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from notify_core.errors import InvalidRule, NaiveDatetime
-from notify_core.quiet import (
+from notify_core.hints.quiet import (
     ALWAYS,
     QuietRule,
     in_quiet_hours,
@@ -19,8 +18,9 @@ from notify_core.quiet import (
     rule_from_json,
     rule_to_json,
     rule_unchanged,
-    validate_time_zone,
 )
+from notify_core.values.errors import InvalidRule, NaiveDatetime
+from notify_core.values.zones import validate_time_zone
 from tests import strategies as s
 
 FRIDAY = 1 << 4

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core import events
-from notify_core.errors import NotifyError
-from notify_core.events import PAYLOADS, EventError, EventLogReader, parse_event
-from notify_core.instants import parse_instant
-from notify_core.replay import Replay, dumps_item
+from notify_core.events import log as events
+from notify_core.events.log import PAYLOADS, EventError, EventLogReader, parse_event
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import Replay
+from notify_core.values.errors import NotifyError
+from notify_core.values.instants import parse_instant
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

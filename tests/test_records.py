@@ -13,7 +13,6 @@ from datetime import UTC, datetime, timedelta, timezone
 import attrs
 import pytest
 
-from notify_core.errors import NaiveDatetime, NotifyError, UsageError
 from notify_core.records import (
     CheckFailure,
     DegenerateChannelSet,
@@ -31,6 +30,7 @@ from notify_core.records import (
     freeze_opaque,
     supersession_gaps,
 )
+from notify_core.values.errors import NaiveDatetime, NotifyError, UsageError
 
 DECLARED = ["email", "sms", "push", "in-app"]
 T1 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

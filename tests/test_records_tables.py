@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from notify_core.errors import NotifyError
 from notify_core.records import PreferenceStore
-from notify_core.records_tables import (
+from notify_core.records.tables import (
     RECORD_FUNCTIONS,
     record_from_json,
     record_to_json,
     records_lifecycle,
 )
+from notify_core.values.errors import NotifyError
 
 TABLE = Path(__file__).parent / "tables" / "records.jsonl"
 

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from notify_cli import fastjson
 from notify_cli.main import cli
-from notify_core.decide import Policy
-from notify_core.events import EventError
-from notify_core.replay import Replay, dumps_hint, dumps_item, policy_from_mapping
+from notify_core.events.log import EventError
+from notify_core.hints.decide import Policy
+from notify_core.replay.lines import dumps_hint, dumps_item
+from notify_core.replay.run import Replay, policy_from_mapping
 
 sys.path.insert(0, str(Path(__file__).parent / "replay"))
 from build import Log

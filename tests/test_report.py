@@ -16,8 +16,8 @@ from click.testing import CliRunner
 
 from notify_cli.main import cli
 from notify_cli.report import chart_specs, render_report, skip_table
-from notify_core.replay import Summary, compare
-from notify_core.report import report_data
+from notify_core.replay.report import report_data
+from notify_core.replay.run import Summary, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 WEEK = ROOT / "examples" / "team-week.jsonl"

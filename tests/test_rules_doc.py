@@ -111,7 +111,7 @@ def test_each_rule_gets_its_code_and_test_links(anchors: list[str]) -> None:
     [
         ("L3 and D1-D3, K2a", {"L3", "D1", "D2", "D3", "K2a"}),
         ("Q4-7 (D11)", {"Q4", "Q5", "Q6", "Q7", "D11"}),
-        ("UTF8 D12x aL3 L3b 2D5 B1-like", {"B1"}),
+        ("UTF8 D12x aL3 L3c 2D5 B1-like", {"B1"}),
         ("the records of section 8", {"records"}),
         ("    def test_g3_values_are_frozen(self) -> None:", {"G3"}),
         ("def test_levels_l2_and_L4(self) -> None:", {"L2", "L4"}),

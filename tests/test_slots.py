@@ -1,4 +1,4 @@
-"""`notify_core.slots.positional` builds the value the keyword ``__init__`` builds."""
+"""`notify_core.hints.slots.positional` builds the value the keyword ``__init__`` builds."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from notify_core.decide import Collect, Skip, SkipReason
-from notify_core.kinds import Kind
-from notify_core.pipeline import Candidate, Hint, Trigger
-from notify_core.ports import Due, Window
-from notify_core.slots import positional
+from notify_core.hints.decide import Collect, Skip, SkipReason
+from notify_core.hints.pipeline import Candidate, Hint, Trigger
+from notify_core.hints.ports import Due, Window
+from notify_core.hints.slots import positional
+from notify_core.values.kinds import Kind
 
 _AT = st.datetimes(timezones=st.just(UTC))
 _ID = st.text(max_size=4)

@@ -9,9 +9,10 @@ from click.testing import CliRunner
 
 from notify_cli.main import cli
 from notify_cli.synth_logs import Chance, SynthConfig, synth_events
-from notify_core.events import EventError
-from notify_core.instants import parse_instant
-from notify_core.replay import Replay, dumps_line
+from notify_core.events.log import EventError
+from notify_core.replay.lines import dumps_line
+from notify_core.replay.run import Replay
+from notify_core.values.instants import parse_instant
 
 SMALL = SynthConfig(events=6_000, users=300, seed=3, max_fanout=120)
 

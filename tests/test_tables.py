@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
-from notify_core.tables import FUNCTIONS, Case, CaseError, diff, parse_cases, run_case
+from notify_core.replay.tables import FUNCTIONS, Case, CaseError, diff, parse_cases, run_case
 
 TABLES = sorted((Path(__file__).parent / "tables").glob("*.jsonl"))
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

@@ -9,8 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from notify_cli.main import cli
-from notify_core.events import PAYLOADS
-from notify_core.replay import KNOWN, REFERENCES, Replay, dumps_item
+from notify_core.events.log import PAYLOADS
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import KNOWN, REFERENCES, Replay
 
 SPEC_LOG = Path(__file__).resolve().parents[1] / "examples" / "spec-example.jsonl"
 BASE = SPEC_LOG.read_text().splitlines()

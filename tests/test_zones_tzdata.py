@@ -19,8 +19,9 @@ from click.testing import CliRunner
 from inbox_log import WikiLog
 
 from notify_cli.main import cli
-from notify_core.quiet import TZDATA_VERSION, _known_zones, load_zone
-from notify_core.replay import Replay, dumps_item
+from notify_core.replay.lines import dumps_item
+from notify_core.replay.run import Replay
+from notify_core.values.zones import TZDATA_VERSION, _known_zones, load_zone
 
 HAVANA = "America/Havana"
 #: After Cuba's clocks would have gone back (1 November 2026).
@@ -87,8 +88,8 @@ def test_g1_a_name_only_the_host_knows_is_no_zone(disagreeing_host: Path) -> Non
     (disagreeing_host / "Mars").mkdir()
     shutil.copyfile(disagreeing_host / "America" / "Havana", disagreeing_host / "Mars" / "Base")
     assert "Mars/Base" in zoneinfo.available_timezones()
-    from notify_core.errors import InvalidRule
-    from notify_core.quiet import validate_time_zone
+    from notify_core.values.errors import InvalidRule
+    from notify_core.values.zones import validate_time_zone
 
     with pytest.raises(InvalidRule):
         validate_time_zone("Mars/Base")

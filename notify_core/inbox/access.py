@@ -12,8 +12,8 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import Permission
+from notify_core.values.errors import InvalidInput
 
 __all__ = ["AccessCache", "Group", "Match", "PageFacts", "Rule", "holds"]
 

@@ -27,11 +27,11 @@ from typing import Any, Final
 
 import attrs
 
-from notify_core.errors import InvalidInput, InvalidSchedule
 from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Section
 from notify_core.inbox.prefs import CHANNELS, Delivery, InboxPrefs, InboxSettings
-from notify_core.instants import MAX_DURATION
 from notify_core.mail.cadence import EmailSchedule, Schedule
+from notify_core.values.errors import InvalidInput, InvalidSchedule
+from notify_core.values.instants import MAX_DURATION
 
 __all__ = [
     "DEFAULT_MAIL_BATCH_SIZE",

@@ -15,7 +15,7 @@ from typing import Final
 
 import attrs
 
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_core.inbox.categories import CATEGORIES, Category
 from notify_core.inbox.coalesce import EmailState
 from notify_core.inbox.ports import EntryStore, SiteInfo, WikiFacts, WikiUser

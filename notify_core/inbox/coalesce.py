@@ -17,8 +17,8 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import UsageError
-from notify_core.instants import require_instant
+from notify_core.values.errors import UsageError
+from notify_core.values.instants import require_instant
 
 __all__ = ["OPEN_EMAIL", "EmailState", "EntryState", "coalesce", "mail_done", "read", "transition"]
 

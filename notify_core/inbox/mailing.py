@@ -16,10 +16,10 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import UsageError
 from notify_core.inbox.pipeline import MailLine
 from notify_core.inbox.ports import Entry, SiteInfo, WikiFacts
 from notify_core.mail import Mail, MailEntry, MailSite, compose_mail, unsubscribe_token
+from notify_core.values.errors import UsageError
 
 __all__ = [
     "REPLAY_SECRET",

@@ -1,11 +1,54 @@
-"""The wiki events' payload members: moved to `notify_core.wiki_payloads`, re-exported here.
-
-The event log checks these payloads and the inbox depends on the event log, so the tables
-live beside the event log; this module keeps the old import path working.
+"""The wiki events' payloads read as inbox values: string sets, access rules, a page after an
+event. Both twins of the inbox's host facts read payloads through these (the in-memory
+`notify_core.inbox.memory.wiki` and PostgreSQL's ``notify_pg.inbox``), so they agree by
+construction.
 """
 
 from __future__ import annotations
 
-from notify_core.wiki_payloads import USER_MEMBERS, USER_UNSET, WIKI_PAYLOADS, WIKI_PERSONAL
+from collections.abc import Mapping
 
-__all__ = ["USER_MEMBERS", "USER_UNSET", "WIKI_PAYLOADS", "WIKI_PERSONAL"]
+import attrs
+
+from notify_core.events.log import Event
+from notify_core.inbox.access import Match, Rule
+from notify_core.inbox.categories import Permission
+from notify_core.inbox.ports import PageInfo
+
+__all__ = ["page_after", "rule_from_payload", "strings"]
+
+
+def strings(value: object) -> frozenset[str]:
+    """Return the strings of a JSON list (a checked payload member) as a set."""
+    return frozenset(str(item) for item in value) if isinstance(value, list) else frozenset()
+
+
+def rule_from_payload(raw: Mapping[str, object]) -> Rule:
+    """Return the access rule a payload's ``rules`` member describes (already checked)."""
+    value = raw.get("value")
+    return Rule(
+        permission=Permission(str(raw["permission"])),
+        match=Match(str(raw["match"])),
+        value=None if value is None else str(value),
+        deny=raw.get("deny") is True,
+    )
+
+
+def page_after(page: PageInfo, event: Event) -> PageInfo:
+    """Return a page as an edit, rename, deletion or restore leaves it."""
+    p = event.payload
+    if event.type == "page.edited":
+        changes: dict[str, object] = {}
+        if "title" in p:
+            changes["title"] = str(p["title"])
+        if "tags" in p:
+            changes["tags"] = strings(p["tags"])
+        return attrs.evolve(page, **changes)  # type: ignore[arg-type]
+    if event.type == "page.renamed":
+        locale = str(p["locale"]) if "locale" in p else page.locale
+        return attrs.evolve(page, path=str(p["path"]), locale=locale)
+    if event.type == "page.deleted":
+        return attrs.evolve(page, deleted=True)
+    if event.type == "page.restored":
+        return attrs.evolve(page, deleted=False)
+    return page

@@ -22,11 +22,11 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import ClassVar, Final
 
 import attrs
 
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_core.inbox.cadence import (
     EmailAfter,
     due_is_shared,
@@ -57,7 +57,9 @@ from notify_core.inbox.fanout import (
     fan_out,
     firing,
 )
-from notify_core.inbox.memory import EntryMemory, WikiMemory, page_after, strings
+from notify_core.inbox.memory.entries import EntryMemory
+from notify_core.inbox.memory.wiki import WikiMemory
+from notify_core.inbox.payloads import page_after, strings
 from notify_core.inbox.ports import (
     Entry,
     EntryStore,
@@ -73,13 +75,7 @@ from notify_core.inbox.ports import (
 )
 from notify_core.inbox.reads import READ_TYPES, apply_read
 from notify_core.inbox.sending import MailLine, drain_mails
-from notify_core.instants import require_instant
-
-if TYPE_CHECKING:
-    # Moved to `notify_core.lines` (one module shapes every output line); still importable
-    # from here through the module's ``__getattr__``, without an import cycle at run time.
-    from notify_core.lines import inbox_line_to_json as inbox_line_to_json
-    from notify_core.lines import mail_line_to_json as mail_line_to_json
+from notify_core.values.instants import require_instant
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -92,13 +88,9 @@ __all__ = [
     "due_is_shared",
     "email_schedule",
     "immediate_email_after",
-    "inbox_line_to_json",
-    "mail_line_to_json",
     "scheduled_email_after",
 ]
 
-#: The names `__getattr__` finds in `notify_core.lines`.
-_MOVED_TO_LINES: Final = frozenset({"inbox_line_to_json", "mail_line_to_json"})
 #: Events that may give entries.
 ACTIVITY_TYPES: Final = frozenset(
     {
@@ -589,13 +581,3 @@ _LINE_ORDER: Final = operator.itemgetter(2, 3)
 _BY_RECIPIENT: Final = operator.itemgetter(2)
 #: A decision's recipient, by position.
 _RECIPIENT: Final = operator.itemgetter(0)
-
-
-def __getattr__(name: str) -> object:
-    """Give the JSON shapes of the lines, which moved to `notify_core.lines`, under their old
-    names (imported on first use: `notify_core.lines` imports this module)."""
-    if name in _MOVED_TO_LINES:
-        from notify_core import lines
-
-        return getattr(lines, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

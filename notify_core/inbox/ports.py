@@ -12,12 +12,12 @@ from typing import NamedTuple, Protocol
 
 import attrs
 
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_core.inbox.access import Group, PageFacts
 from notify_core.inbox.coalesce import EntryState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.prefs import InboxSettings
-from notify_core.links import LinkTemplates
+from notify_core.values.links import LinkTemplates
 
 __all__ = [
     "CommentInfo",

@@ -14,8 +14,8 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, Category, Channels, Section
+from notify_core.values.errors import InvalidInput
 
 __all__ = [
     "CHANNELS",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_core.inbox.coalesce import read
 from notify_core.inbox.ports import EntryStore
 

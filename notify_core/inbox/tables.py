@@ -8,17 +8,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from notify_core.errors import InvalidInput, NotifyError
 from notify_core.inbox.access import Group, Match, PageFacts, Rule
 from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, Permission, Section
 from notify_core.inbox.coalesce import EmailState, EntryState, coalesce
 from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out
 from notify_core.inbox.prefs import Delivery, InboxPrefs, InboxSettings
-from notify_core.instants import format_instant, parse_instant
-from notify_core.json_members import as_bool as _bool
-from notify_core.json_members import as_object as _object
-from notify_core.json_members import as_str as _str
-from notify_core.json_members import member as _member
+from notify_core.values.errors import InvalidInput, NotifyError
+from notify_core.values.instants import format_instant, parse_instant
+from notify_core.values.json_members import as_bool as _bool
+from notify_core.values.json_members import as_object as _object
+from notify_core.values.json_members import as_str as _str
+from notify_core.values.json_members import member as _member
 
 __all__ = ["INBOX_FUNCTIONS", "entry_state_to_json"]
 

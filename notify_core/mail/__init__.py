@@ -15,7 +15,6 @@ category keys) are arguments too, so this subpackage depends on no registry.
   catalogues of `notify_core.mail.catalogues`.
 """
 
-from notify_core.errors import InvalidSchedule, InvalidUnsubscribe
 from notify_core.mail.cadence import (
     DEFAULT_EMAIL_DELAY,
     EmailSchedule,
@@ -45,6 +44,7 @@ from notify_core.mail.tokens import (
     unsubscribe_token,
     verify_unsubscribe_token,
 )
+from notify_core.values.errors import InvalidSchedule, InvalidUnsubscribe
 
 __all__ = [
     "DEFAULT_EMAIL_DELAY",

@@ -17,9 +17,9 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidInput, InvalidRule, InvalidSchedule, UsageError
-from notify_core.instants import require_instant
-from notify_core.quiet import load_zone
+from notify_core.values.errors import InvalidInput, InvalidRule, InvalidSchedule, UsageError
+from notify_core.values.instants import require_instant
+from notify_core.values.zones import load_zone
 
 __all__ = [
     "DEFAULT_EMAIL_DELAY",

@@ -10,7 +10,7 @@ name (a neutral word for a person without one, "via storage sync" for an event w
 actor; never an id), a page created unpublished as a draft, for a comment its excerpt, one
 link to the target, and a footer with "manage notifications" and "unsubscribe". Never page
 content: a `MailEntry` has no member that could carry it. Every link comes from the site's
-link templates (`notify_core.links`): the page, a comment on the talk tab, a review, the
+link templates (`notify_core.values.links`): the page, a comment on the talk tab, a review, the
 inbox, the settings and the one-click unsubscribe URL.
 """
 
@@ -23,9 +23,9 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidInput, UsageError
-from notify_core.links import LinkTemplates, expand_link
 from notify_core.mail.catalogues import CATALOGUES, FALLBACK_LOCALE
+from notify_core.values.errors import InvalidInput, UsageError
+from notify_core.values.links import LinkTemplates, expand_link
 
 __all__ = [
     "INBOX_PATH",
@@ -73,7 +73,7 @@ class MailSite:
     links: LinkTemplates = attrs.field(factory=LinkTemplates)
 
     def link(self, name: str, **values: str) -> str:
-        """Return one of the site's links (`notify_core.links.expand_link`)."""
+        """Return one of the site's links (`notify_core.values.links.expand_link`)."""
         return expand_link(self.links, name, host=self.host, https=self.https, **values)
 
     @property

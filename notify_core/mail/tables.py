@@ -18,14 +18,14 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from notify_core.errors import InvalidInput, InvalidUnsubscribe
-from notify_core.instants import format_instant, parse_instant, seconds
 from notify_core.mail.cadence import EmailSchedule, email_after_for
 from notify_core.mail.tokens import (
     MIN_SECRET_BYTES,
     unsubscribe_token,
     verify_unsubscribe_token,
 )
+from notify_core.values.errors import InvalidInput, InvalidUnsubscribe
+from notify_core.values.instants import format_instant, parse_instant, seconds
 
 __all__ = ["mail_functions"]
 
@@ -127,7 +127,7 @@ def mail_functions(digest: Mapping[str, bool]) -> dict[str, TableFunction]:
     """Return the table functions of this subpackage for a category registry.
 
     Args:
-        digest: every known category key with its ``digest`` flag; `notify_core.tables`
+        digest: every known category key with its ``digest`` flag; `notify_core.replay.tables`
             passes the inbox registry's, so this subpackage imports no sibling.
     """
     flags = dict(digest)

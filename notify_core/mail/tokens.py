@@ -20,7 +20,7 @@ from typing import Final
 
 import attrs
 
-from notify_core.errors import InvalidUnsubscribe, UsageError
+from notify_core.values.errors import InvalidUnsubscribe, UsageError
 
 __all__ = [
     "MIN_SECRET_BYTES",

@@ -26,7 +26,6 @@ guard reads ``now`` (Clock dependence 1-2), it is only stamped. Preference field
 are opaque JSON values, stored deeply frozen (tuples and `FrozenMap`) and never interpreted.
 """
 
-from notify_core.opaque import FrozenMap, Opaque, freeze_opaque, json_pointer_token
 from notify_core.records.checks import (
     CheckFailure,
     GapReading,
@@ -42,6 +41,7 @@ from notify_core.records.values import (
     Refusal,
     Status,
 )
+from notify_core.values.opaque import FrozenMap, Opaque, freeze_opaque, json_pointer_token
 
 __all__ = [
     "CheckFailure",

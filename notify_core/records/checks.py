@@ -14,8 +14,8 @@ from datetime import timedelta
 
 import attrs
 
-from notify_core.errors import UsageError
 from notify_core.records.values import PreferenceRecord
+from notify_core.values.errors import UsageError
 
 __all__ = ["CheckFailure", "GapReading", "SupersessionGap", "check_failures", "supersession_gaps"]
 

@@ -12,9 +12,6 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from notify_core.errors import UsageError
-from notify_core.instants import require_instant
-from notify_core.opaque import FrozenMap, json_pointer_token
 from notify_core.records.values import (
     DegenerateChannelSet,
     InvalidPreferenceId,
@@ -26,6 +23,9 @@ from notify_core.records.values import (
     _optional_opaque,
     _require_text,
 )
+from notify_core.values.errors import UsageError
+from notify_core.values.instants import require_instant
+from notify_core.values.opaque import FrozenMap, json_pointer_token
 
 __all__ = ["Ok", "Outcome", "PreferenceStore", "Refused"]
 

@@ -12,9 +12,9 @@ from datetime import datetime
 
 import attrs
 
-from notify_core.errors import InvalidInput, NotifyError, UsageError
-from notify_core.instants import require_instant
-from notify_core.opaque import FrozenMap, Opaque, freeze_opaque
+from notify_core.values.errors import InvalidInput, NotifyError, UsageError
+from notify_core.values.instants import require_instant
+from notify_core.values.opaque import FrozenMap, Opaque, freeze_opaque
 
 __all__ = [
     "DegenerateChannelSet",

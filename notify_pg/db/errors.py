@@ -1,6 +1,7 @@
 """Errors of the PostgreSQL adapter, and the one place that translates psycopg's errors.
 
-Every error is a `notify_core.errors.NotifyError` with a machine-readable ``code``, so a host's
+Every error is a `notify_core.values.errors.NotifyError` with a machine-readable ``code``, so a
+host's
 HTTP layer maps adapter errors the same way it maps core errors:
 
 =====================  ================================  ====================================
@@ -32,7 +33,7 @@ from __future__ import annotations
 import psycopg
 from psycopg import errors as pg_errors
 
-from notify_core.errors import InvalidInput, NotifyError
+from notify_core.values.errors import InvalidInput, NotifyError
 
 __all__ = [
     "Conflict",

@@ -24,7 +24,7 @@ import json
 from datetime import datetime
 from typing import Final
 
-from notify_core.errors import InvalidInput
+from notify_core.values.errors import InvalidInput
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn

@@ -43,10 +43,10 @@ from typing import Any, Final
 
 import attrs
 
-from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import CATEGORY_BY_KEY
-from notify_core.instants import format_instant
 from notify_core.mail import UNSUBSCRIBE_PATH, verify_unsubscribe_token
+from notify_core.values.errors import InvalidInput
+from notify_core.values.instants import format_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.reads import InboxReads, ListedEntry

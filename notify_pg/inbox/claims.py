@@ -21,7 +21,7 @@ from typing import Any
 
 import attrs
 
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_pg.db.seam import Conn, Seam
 
 __all__ = ["Claimed", "OutboxClaims", "claimed_row"]

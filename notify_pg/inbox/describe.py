@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from notify_core.inbox.categories import Origin, event_variant
 from notify_core.inbox.fanout import InboxEvent
-from notify_core.inbox.memory import page_after, strings
+from notify_core.inbox.payloads import page_after, strings
 from notify_core.inbox.ports import CommentInfo, PageInfo
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.claims import Claimed

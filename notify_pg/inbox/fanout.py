@@ -38,11 +38,11 @@ from typing import Any, Final, Protocol, runtime_checkable
 import attrs
 import psycopg
 
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_core.inbox.access import AccessCache, Group
 from notify_core.inbox.categories import Candidates, Category
 from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out, firing
-from notify_core.inbox.memory import strings
+from notify_core.inbox.payloads import strings
 from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser, created_as_draft
 from notify_core.inbox.prefs import InboxPrefs, InboxSettings

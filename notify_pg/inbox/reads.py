@@ -23,10 +23,10 @@ import attrs
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, categories_for
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.inbox.ports import PageInfo
+from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 

@@ -45,7 +45,6 @@ from typing import Any, Final
 
 import attrs
 
-from notify_core.errors import NotifyError
 from notify_core.inbox.access import PageFacts
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.drain import DrainAccess, MailPlan, plan_mails
@@ -54,6 +53,7 @@ from notify_core.inbox.mailing import actors_of, mail_entries, mail_site
 from notify_core.inbox.ports import Entry, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs
 from notify_core.mail import compose_mail, unsubscribe_token
+from notify_core.values.errors import NotifyError
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array

@@ -106,7 +106,7 @@ class AuditRow:
 
     def as_json(self) -> dict[str, Any]:
         """The row as ``notify records inbox-audit --json`` prints it (instants RFC 3339)."""
-        from notify_core.instants import format_instant
+        from notify_core.values.instants import format_instant
 
         return {
             "id": self.id,

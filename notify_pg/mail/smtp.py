@@ -42,8 +42,8 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from dkim.canonicalization import CanonicalizationPolicy
 
-from notify_core.errors import InvalidInput, NotifyError
 from notify_core.mail import Mail
+from notify_core.values.errors import InvalidInput, NotifyError
 
 __all__ = [
     "DKIM_SIGNED_HEADERS",

@@ -1,4 +1,4 @@
--- Recipient partitions (notify_core.partitions): a consumer of the event log may be split into
+-- Recipient partitions (notify_core.replay.partitions): a consumer of the event log may be split into
 -- `parts` partitions, each with its own cursor. Every partition reads every event but decides
 -- only for the recipients it owns, so consumer rounds of different partitions run side by side
 -- on several workers and together give exactly the hints of one consumer. A cursor of before
@@ -16,7 +16,7 @@ ALTER TABLE {schema}.consumer_cursors
     ALTER COLUMN part DROP DEFAULT,
     ALTER COLUMN parts DROP DEFAULT;
 
--- The partition of a recipient among `count` partitions, equal to notify_core.partitions.
+-- The partition of a recipient among `count` partitions, equal to notify_core.replay.partitions.
 -- partition_of: the first 28 bits of the MD5 digest of the key's UTF-8 bytes, modulo count (the
 -- database's encoding must be UTF-8, as md5 hashes the text's bytes in it). `count` must be at
 -- least 1. A plain SQL expression, IMMUTABLE, so the planner inlines it into the due-work reads.

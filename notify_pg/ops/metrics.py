@@ -40,9 +40,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.resources import Resource
 from prometheus_client import CollectorRegistry, generate_latest, start_http_server
 
-from notify_core.decide import METRIC_REASONS, Collect, Send, Skip
-from notify_core.kinds import kind_from_code
-from notify_core.pipeline import Hint
+from notify_core.hints.decide import METRIC_REASONS, Collect, Send, Skip
+from notify_core.hints.pipeline import Hint
+from notify_core.values.kinds import kind_from_code
 from notify_pg.db.seam import Conn, Seam
 
 __all__ = ["DatabaseGauges", "HttpMetrics", "Metrics", "OtelRecorder"]

@@ -11,8 +11,8 @@ from typing import Any, Final
 
 import psycopg
 
-from notify_core.errors import NotifyError
-from notify_core.instants import format_instant
+from notify_core.values.errors import NotifyError
+from notify_core.values.instants import format_instant
 from notify_pg.db.errors import translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam

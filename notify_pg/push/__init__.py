@@ -1,7 +1,8 @@
 """The push path of notify_pg: the pipeline on PostgreSQL and the sending of hints.
 
 - `notify_pg.push.session`, `world`, `preferences`, `schedule`: the ports of
-  `notify_core.ports` for one transaction (`Session`, `PgWorld`, `PgPreferences`, `PgSchedule`);
+  `notify_core.hints.ports` for one transaction (`Session`, `PgWorld`, `PgPreferences`,
+  `PgSchedule`);
 - `notify_pg.push.prefetch`: the world's batched reads (`WorldPrefetch`);
 - `notify_pg.push.consume`, `due`, `send`: the push path's rounds (consumer, due work, push
   sends with the results held over an outage), sharing `notify_pg.push.context.PushContext`;

@@ -6,12 +6,12 @@ whatever the number of workers) and the cursors of the other free partitions at 
 position, up to the worker's share of the partitions (all of them for a lone worker: one
 round decides for everybody), reads the next events after it in ``seq`` order (a round of k
 of P partitions up to P/k pages: about the work of a round for everybody), runs each
-through `notify_core.pipeline.Pipeline.handle` deciding for the partition's recipients only
+through `notify_core.hints.pipeline.Pipeline.handle` deciding for the partition's recipients only
 (due work of those recipients at or before the event first), carries out the hints (push
 sends, the host's sink), moves the cursor and commits. A crash anywhere in the round rolls
 all of it back: no hint is doubled or lost. With N partitions, N
 rounds (on up to N workers) run side by side and together give exactly the hints of one
-consumer (`notify_core.partitions`). `ConsumeRound.prepare` creates or re-partitions the
+consumer (`notify_core.replay.partitions`). `ConsumeRound.prepare` creates or re-partitions the
 cursors.
 """
 
@@ -23,10 +23,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from notify_core.events import Event, EventError, parse_event
-from notify_core.instants import format_instant
-from notify_core.partitions import Partition, Partitions
-from notify_core.pipeline import Hint
+from notify_core.events.log import Event, EventError, parse_event
+from notify_core.hints.pipeline import Hint
+from notify_core.replay.partitions import Partition, Partitions
+from notify_core.values.instants import format_instant
 from notify_pg.db.errors import PartitionError
 from notify_pg.db.seam import Conn
 from notify_pg.push.context import PushContext, StagedPush

@@ -18,12 +18,12 @@ from typing import NamedTuple, Protocol
 
 import attrs
 
-from notify_core.decide import METRIC_REASONS, Collect, Policy, Send, Skip, Via
-from notify_core.errors import UsageError
-from notify_core.events import Event
-from notify_core.kinds import Kind, kind_code
-from notify_core.partitions import Partition, Partitions
-from notify_core.pipeline import Hint, Pipeline
+from notify_core.events.log import Event
+from notify_core.hints.decide import METRIC_REASONS, Collect, Policy, Send, Skip, Via
+from notify_core.hints.pipeline import Hint, Pipeline
+from notify_core.replay.partitions import Partition, Partitions
+from notify_core.values.errors import UsageError
+from notify_core.values.kinds import Kind, kind_code
 from notify_pg.db.ids import new_id
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.push.preferences import PgPreferences
@@ -84,7 +84,8 @@ class WorkerConfig:
     Args:
         consumer: the name of the consumer's cursors.
         partitions: how many recipient partitions the consumer is split into, each with its
-            own cursor (`notify_core.partitions`); consumer rounds of different partitions run
+            own cursor (`notify_core.replay.partitions`); consumer rounds of different partitions
+            run
             side by side on several workers. Every worker of a consumer must use the same
             count; changing it is allowed only while all cursors stand at one position
             (`Worker.prepare`). The default 2 lets a second worker run consumer rounds too;

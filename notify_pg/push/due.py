@@ -1,6 +1,6 @@
 """The due-work round: windows, delayed releases and badge syncs that have come due.
 
-`DueRound.run_due` runs `notify_core.pipeline.Pipeline.advance` up to now, claiming windows,
+`DueRound.run_due` runs `notify_core.hints.pipeline.Pipeline.advance` up to now, claiming windows,
 delayed releases and badge syncs with ``FOR UPDATE SKIP LOCKED`` (several workers drain
 them), never past the first event some partition of the consumer has not handled yet (so due
 work never runs ahead of an earlier event, as in a replay), at most ``due_batch`` items per
@@ -14,7 +14,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from notify_core.pipeline import Hint
+from notify_core.hints.pipeline import Hint
 from notify_pg.push.context import PushContext
 from notify_pg.push.session import Session
 

@@ -1,4 +1,4 @@
-"""`PgPreferences`: `notify_core.ports.PreferenceFacts` on the library's tables.
+"""`PgPreferences`: `notify_core.hints.ports.PreferenceFacts` on the library's tables.
 
 `notify_pg.stores.facts.FactsReader` answers levels and quiet rules, the host's settings the
 switches, and following (S5) is an insert-if-absent that appends one
@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 
 import attrs
 
-from notify_core.decide import Switches
-from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
-from notify_core.quiet import QuietRule
+from notify_core.hints.decide import Switches
+from notify_core.hints.levels import Level, LevelFacts, Preference, Target, TargetKind
+from notify_core.hints.quiet import QuietRule
 from notify_pg.db.errors import NotFound
 from notify_pg.push.session import (
     ADMIN_ENABLED_KEY,
@@ -32,7 +32,7 @@ _log = logging.getLogger("notify_pg")
 
 
 class PgPreferences:
-    """`notify_core.ports.PreferenceFacts` on the library's tables and the host's settings.
+    """`notify_core.hints.ports.PreferenceFacts` on the library's tables and the host's settings.
 
     Args:
         session: the transaction's session.

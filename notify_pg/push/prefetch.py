@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from notify_core.ports import Due, Window
+from notify_core.hints.ports import Due, Window
 from notify_pg.db.seam import Seam
 from notify_pg.push.preferences import PgPreferences
 from notify_pg.push.session import ADMIN_ENABLED_KEY, INPUT_NEEDED_KEY, Session, as_utc

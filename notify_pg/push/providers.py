@@ -1,7 +1,7 @@
 """Push providers (R1, R3): the port, the process-wide request limit and a fake.
 
-A provider sends one `notify_core.delivery.Notification` to one `Registration` and sorts the
-answer into a `notify_core.delivery.SendResult`. Real providers (APNs, FCM ...) live outside
+A provider sends one `notify_core.hints.delivery.Notification` to one `Registration` and sorts the
+answer into a `notify_core.hints.delivery.SendResult`. Real providers (APNs, FCM ...) live outside
 this package; `FakeProvider` is the test double: programmable results per registration and a
 record of every call. A notification carries only IDs, the kind, flags, a count and the badge
 (R3), so nothing a provider receives is text of a message.
@@ -16,7 +16,7 @@ from typing import ClassVar, Protocol
 
 import attrs
 
-from notify_core.delivery import Notification, ResultClass, SendResult
+from notify_core.hints.delivery import Notification, ResultClass, SendResult
 from notify_pg.stores.registrations import Registration
 
 __all__ = ["FakeCall", "FakeProvider", "ProviderGate", "PushProvider"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from notify_core.pipeline import Hint
+from notify_core.hints.pipeline import Hint
 
 __all__ = ["NullRecorder", "Recorder"]
 

@@ -1,4 +1,4 @@
-"""`PgSchedule`: `notify_core.ports.Schedule` on the due-work tables.
+"""`PgSchedule`: `notify_core.hints.ports.Schedule` on the due-work tables.
 
 ``windows``, ``delayed_releases`` and ``badge_syncs`` are claimed with ``FOR UPDATE SKIP
 LOCKED`` by due-work rounds and with ``FOR UPDATE`` (waiting) by consumer rounds, so due work at
@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from notify_core.kinds import Kind
-from notify_core.partitions import Partition, Partitions
-from notify_core.ports import Due, Window
+from notify_core.hints.ports import Due, Window
+from notify_core.replay.partitions import Partition, Partitions
+from notify_core.values.kinds import Kind
 from notify_pg.db.seam import Seam
 from notify_pg.push.session import (
     DUE_PAGE,
@@ -26,7 +26,7 @@ __all__ = ["PgSchedule"]
 
 
 class PgSchedule:
-    """`notify_core.ports.Schedule` on the due-work tables.
+    """`notify_core.hints.ports.Schedule` on the due-work tables.
 
     Args:
         session: the transaction's session.

@@ -4,7 +4,8 @@
 lease and checks each (registration, age, access with the rights of now, provider) and computes
 the badge; step 2 calls the providers outside any transaction under the process-wide
 `notify_pg.push.providers.ProviderGate`; step 3 applies each result to the registration row
-locked ``FOR UPDATE`` (`notify_core.delivery.apply_result`) and schedules a retry (`retry_delay`
+locked ``FOR UPDATE`` (`notify_core.hints.delivery.apply_result`) and schedules a retry
+(`retry_delay`
 with jitter, `retry_at`). A crash between steps 2 and 3 lets the lease expire and the push goes
 again with the same notification id: at least once.
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import attrs
 
-from notify_core.delivery import (
+from notify_core.hints.delivery import (
     Action,
     Notification,
     RegistrationState,
@@ -40,8 +41,8 @@ from notify_core.delivery import (
     retry_at,
     retry_delay,
 )
-from notify_core.kinds import THREAD_KINDS, Kind, kind_from_code
-from notify_core.pipeline import Pipeline
+from notify_core.hints.pipeline import Pipeline
+from notify_core.values.kinds import THREAD_KINDS, Kind, kind_from_code
 from notify_pg.push.context import PushContext
 from notify_pg.push.providers import PushProvider
 from notify_pg.push.session import Session

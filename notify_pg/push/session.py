@@ -1,6 +1,6 @@
 """One transaction of a worker (`Session`) and what the pipeline's ports share of it.
 
-The ports of `notify_core.ports` on PostgreSQL (`PgWorld`, `PgPreferences`, `PgSchedule`)
+The ports of `notify_core.hints.ports` on PostgreSQL (`PgWorld`, `PgPreferences`, `PgSchedule`)
 answer from the caches of one `Session`: the facts of the candidates of one fan-out, or of one
 page of due work, loaded at once so that a fan-out costs a constant number of queries.
 """
@@ -12,10 +12,10 @@ from typing import Final
 
 import attrs
 
-from notify_core.decide import Connection, Device, Switches
-from notify_core.levels import LevelFacts, TargetKind
-from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo, Window
-from notify_core.quiet import QuietRule
+from notify_core.hints.decide import Connection, Device, Switches
+from notify_core.hints.levels import LevelFacts, TargetKind
+from notify_core.hints.ports import ChannelInfo, ThreadInfo, UserInfo, Window
+from notify_core.hints.quiet import QuietRule
 from notify_pg.db.seam import Conn
 from notify_pg.stores.events import NewEvent
 from notify_pg.stores.ports import NotificationPath

@@ -5,10 +5,10 @@ transaction, or, for pushes, three), with the API hosts and tests use:
 
 - **consumer round** (`Worker.consume`, `notify_pg.push.consume.ConsumeRound`): the next
   events of one partition (or of the worker's share of the free partitions) through
-  `notify_core.pipeline.Pipeline.handle`, the hints carried out, the cursor moved, all in
+  `notify_core.hints.pipeline.Pipeline.handle`, the hints carried out, the cursor moved, all in
   one transaction, so every hint arises exactly once. With ``WorkerConfig.partitions`` = N, N rounds
   (on up to N workers) run side by side and together give exactly the hints of one
-  consumer (`notify_core.partitions`).
+  consumer (`notify_core.replay.partitions`).
 - **due-work round** (`Worker.run_due`, `notify_pg.push.due.DueRound`): `Pipeline.advance`
   up to now, never past the first event some partition has not handled yet.
 - **push round** (`Worker.send_pushes`, `notify_pg.push.send.SendRound`):
@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Generic, TypeVar
 
-from notify_core.decide import Policy
-from notify_core.events import Event
+from notify_core.events.log import Event
+from notify_core.hints.decide import Policy
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.push.consume import ConsumeRound

@@ -1,4 +1,4 @@
-"""`PgWorld`: `notify_core.ports.WorldFacts` on the host's facts and the event log.
+"""`PgWorld`: `notify_core.hints.ports.WorldFacts` on the host's facts and the event log.
 
 The host's facts come through `notify_pg.stores.ports.PipelineHostPorts`; agent runs (S2, S3)
 and, while an event is handled, read positions (B2) from ``event_log`` by log order, as of just
@@ -11,11 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 
-from notify_core.decide import Connection, Device
-from notify_core.decision_values import MOBILE
-from notify_core.events import Event
-from notify_core.kinds import RunState, run_active
-from notify_core.ports import ChannelInfo, Due, ThreadInfo, UserInfo
+from notify_core.events.log import Event
+from notify_core.hints.decide import Connection, Device
+from notify_core.hints.decision_values import MOBILE
+from notify_core.hints.ports import ChannelInfo, Due, ThreadInfo, UserInfo
+from notify_core.values.kinds import RunState, run_active
 from notify_pg.db.seam import Seam
 from notify_pg.push.preferences import PgPreferences
 from notify_pg.push.prefetch import WorldPrefetch
@@ -32,7 +32,7 @@ _log = logging.getLogger("notify_pg")
 
 
 class PgWorld:
-    """`notify_core.ports.WorldFacts` on the host ports and the event log.
+    """`notify_core.hints.ports.WorldFacts` on the host ports and the event log.
 
     Args:
         session: the transaction's session.

@@ -1,4 +1,4 @@
--- The schedule of the pipeline (notify_core.ports.Schedule) and the consumer cursors.
+-- The schedule of the pipeline (notify_core.hints.ports.Schedule) and the consumer cursors.
 
 -- name: get_window
 -- A person's window on a thread.

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from notify_core.decide import Connection, Device
-from notify_core.levels import Target, TargetKind
-from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo
+from notify_core.hints.decide import Connection, Device
+from notify_core.hints.levels import Target, TargetKind
+from notify_core.hints.ports import ChannelInfo, ThreadInfo, UserInfo
 from notify_pg.db.migrate import migrate
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.reference_host.writes import HostWrites

@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from notify_core.errors import InvalidInput
-from notify_core.events import Event
+from notify_core.events.log import Event
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
-from notify_core.instants import format_instant, parse_instant
+from notify_core.values.errors import InvalidInput
+from notify_core.values.instants import format_instant, parse_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut

@@ -21,8 +21,8 @@ from notify_core.inbox.categories import Permission, Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
-from notify_core.links import link_templates
 from notify_core.mail.cadence import EmailSchedule
+from notify_core.values.links import link_templates
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]

@@ -19,11 +19,11 @@ from typing import Any, Final
 
 from psycopg.types.json import Jsonb
 
-from notify_core.errors import InvalidInput
-from notify_core.events import Event, EventError
+from notify_core.events.log import Event, EventError
 from notify_core.inbox.admin import check_retention
-from notify_core.inbox.memory import strings
+from notify_core.inbox.payloads import strings
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
+from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut, Written

@@ -1,6 +1,6 @@
 """Apply the world events of a log to the reference host (tests, the benchmark, the demo).
 
-A replay learns its world from the log (`notify_core.memory.MemoryStore.record`). To run the
+A replay learns its world from the log (`notify_core.hints.memory.MemoryStore.record`). To run the
 same log on PostgreSQL, `apply_world_event` writes what each world event of formats.md
 section 2 changes: the reference host's tables (people, places, rights, devices, presence,
 read positions, also moved by a person's own message (B3), mentions, thread positions,
@@ -19,10 +19,10 @@ from typing import Any, Final
 
 from psycopg.types.json import Jsonb
 
-from notify_core.events import Event, EventError
-from notify_core.instants import parse_instant
-from notify_core.levels import parse_level
-from notify_core.quiet import rule_from_json
+from notify_core.events.log import Event, EventError
+from notify_core.hints.levels import parse_level
+from notify_core.hints.quiet import rule_from_json
+from notify_core.values.instants import parse_instant
 from notify_pg.db.ids import new_id
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam

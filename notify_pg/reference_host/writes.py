@@ -12,7 +12,7 @@ from datetime import datetime
 import attrs
 from psycopg.types.json import Jsonb
 
-from notify_core.levels import Level, Target, TargetKind
+from notify_core.hints.levels import Level, Target, TargetKind
 from notify_pg.db.errors import NotFound
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.stores.events import EventLog, device_pending

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
-from notify_core.errors import NotifyError
+from notify_core.values.errors import NotifyError
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Seam

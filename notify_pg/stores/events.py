@@ -21,8 +21,8 @@ from typing import Any
 import attrs
 from psycopg.types.json import Jsonb
 
-from notify_core.errors import UsageError
-from notify_core.instants import format_instant, require_instant
+from notify_core.values.errors import UsageError
+from notify_core.values.instants import format_instant, require_instant
 from notify_pg.db.errors import LimitReached
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam

@@ -4,7 +4,7 @@
 with a constant number of queries whatever the number of candidates (L3): the
 thread's path (one host call), the own rows of all candidates on the thread, its channel and
 its space (one query), and their personal defaults (one host call). It never resolves the
-level: `notify_core.levels.resolve_level` does, at the instant the caller passes.
+level: `notify_core.hints.levels.resolve_level` does, at the instant the caller passes.
 
 `FactsReader.quiet_rules` reads the enabled rules of many people in one query and their zones
 in one host call; each distinct zone name is checked once per call, and a stored name that no
@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from notify_core.errors import InvalidRule
-from notify_core.levels import Level, LevelFacts, Preference, Target, TargetKind
-from notify_core.quiet import QuietRule, validate_time_zone
+from notify_core.hints.levels import Level, LevelFacts, Preference, Target, TargetKind
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.errors import InvalidRule
+from notify_core.values.zones import validate_time_zone
 from notify_pg.db.errors import NotFound
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.stores.ports import DirectoryPort, NotificationPath, SettingsPort, StructurePort

@@ -16,9 +16,9 @@ from typing import Protocol, runtime_checkable
 
 import attrs
 
-from notify_core.decide import Connection, Device
-from notify_core.levels import Level, Target, TargetKind, parse_level
-from notify_core.ports import ChannelInfo, ThreadInfo, UserInfo
+from notify_core.hints.decide import Connection, Device
+from notify_core.hints.levels import Level, Target, TargetKind, parse_level
+from notify_core.hints.ports import ChannelInfo, ThreadInfo, UserInfo
 from notify_pg.db.seam import Conn
 
 __all__ = [
@@ -149,7 +149,7 @@ class HostPorts(StructurePort, AccessPort, DirectoryPort, SettingsPort, PeoplePo
 
 # --- the facts of the pipeline (part 2: docs/postgresql.md) ---------------------------------
 #
-# `notify_pg.push` implements the ports of `notify_core.ports` on these. Every method
+# `notify_pg.push` implements the ports of `notify_core.hints.ports` on these. Every method
 # answers many people or targets with one query; none authorizes anything: the pipeline asks
 # about the candidates it selected, and `PlacesPort.thread_readers` is the exact read check.
 

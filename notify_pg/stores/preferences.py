@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 import attrs
 
-from notify_core.errors import UsageError
-from notify_core.levels import Level, Preference, Target, TargetKind
+from notify_core.hints.levels import Level, Preference, Target, TargetKind
+from notify_core.values.errors import UsageError
 from notify_pg.db.errors import Conflict, NotFound
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.stores.events import NOTIFICATION_PREF_UPDATED, EventLog, NewEvent

@@ -18,8 +18,9 @@ from typing import TypedDict
 
 import attrs
 
-from notify_core.errors import UsageError
-from notify_core.quiet import QuietRule, validate_time_zone
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.errors import UsageError
+from notify_core.values.zones import validate_time_zone
 from notify_pg.db.errors import Conflict, NotFound
 from notify_pg.db.ids import new_id
 from notify_pg.db.seam import Conn, Seam

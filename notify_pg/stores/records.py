@@ -52,7 +52,7 @@ from notify_core.records import (
     Refusal,
     Refused,
 )
-from notify_core.records_tables import opaque_to_json
+from notify_core.records.tables import opaque_to_json
 from notify_pg.db.errors import Conflict, StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Row, Seam

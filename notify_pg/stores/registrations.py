@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from notify_core.delivery import RegistrationState
+from notify_core.hints.delivery import RegistrationState
 from notify_pg.db.seam import Conn, Seam
 
 __all__ = ["PushRegistration", "Registration", "RegistrationRepository", "token_ref"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from notify_core.levels import LevelFacts, Target
+from notify_core.hints.levels import LevelFacts, Target
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.stores.events import EventLog

@@ -6,9 +6,9 @@ from datetime import datetime, time
 
 import attrs
 
-from notify_core.instants import format_instant
-from notify_core.levels import Level, Preference, Target, parse_level
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import Level, Preference, Target, parse_level
+from notify_core.hints.quiet import QuietRule
+from notify_core.values.instants import format_instant
 
 __all__ = [
     "PutResult",

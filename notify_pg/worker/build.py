@@ -15,8 +15,8 @@ from datetime import timedelta
 
 import attrs
 
-from notify_core.decide import Policy
-from notify_core.errors import UsageError
+from notify_core.hints.decide import Policy
+from notify_core.values.errors import UsageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.fanout import InboxFanOut, InboxHostPorts

@@ -13,7 +13,7 @@ import psycopg
 from aiosmtpd.controller import Controller
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.events import Event, parse_event
+from notify_core.events.log import Event, parse_event
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
 from notify_pg.mail.smtp import DkimKey, SmtpConfig, SmtpSender

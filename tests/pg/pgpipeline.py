@@ -20,11 +20,11 @@ from typing import Any
 import psycopg
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.decide import Policy, Skip, SkipReason
-from notify_core.events import Event, parse_event
-from notify_core.partitions import partition_of
-from notify_core.pipeline import Hint, Trigger
-from notify_core.replay import hint_to_json
+from notify_core.events.log import Event, parse_event
+from notify_core.hints.decide import Policy, Skip, SkipReason
+from notify_core.hints.pipeline import Hint, Trigger
+from notify_core.replay.lines import hint_to_json
+from notify_core.replay.partitions import partition_of
 from notify_pg import EventLog
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.push.providers import PushProvider
@@ -58,7 +58,8 @@ def lines_of(log: Log) -> list[str]:
 
 
 def assert_same_hints(got: Sequence[str], expected: Sequence[str], parts: int) -> None:
-    """Partitioned consumers give exactly the hints of one consumer (`notify_core.partitions`).
+    """Partitioned consumers give exactly the hints of one consumer
+    (`notify_core.replay.partitions`).
 
     One partition: the same lines in the same order. Several: the same lines, and for each
     partition its recipients' lines in the replay's order (the rounds of different partitions

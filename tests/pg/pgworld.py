@@ -6,7 +6,7 @@ from typing import Any
 
 import psycopg
 
-from notify_core.levels import Target, TargetKind
+from notify_core.hints.levels import Target, TargetKind
 from notify_pg import read_event_log
 
 SCHEMA = "notify"

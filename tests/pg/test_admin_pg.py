@@ -15,9 +15,9 @@ import psycopg
 import pytest
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.errors import InvalidInput
 from notify_core.inbox.categories import CATEGORIES
 from notify_core.mail import unsubscribe_token
+from notify_core.values.errors import InvalidInput
 from notify_pg import forget_person, forgotten
 from notify_pg import http as h
 from notify_pg.inbox.fanout import InboxFanOut
@@ -422,7 +422,7 @@ def test_h2a_the_loader_on_postgresql_refuses_what_a_replay_refuses(conn: Conn) 
     hourly schedule is the replay's bad line, and changes nothing."""
     from inbox_log import WikiLog
 
-    from notify_core.events import EventError, parse_event
+    from notify_core.events.log import EventError, parse_event
     from notify_pg.reference_host.wiki_load import WikiLoader
 
     wiki = ReferenceWiki(HOST_SCHEMA)

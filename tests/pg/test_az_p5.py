@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pgpipeline import POLICY, PgRun
 
-from notify_core.kinds import THREAD_KINDS, Kind
-from notify_core.replay import policy_from_mapping
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.kinds import THREAD_KINDS, Kind
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import WorkerConfig
 

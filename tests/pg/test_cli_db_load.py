@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from pgworld import SCHEMA
 
 from notify_cli.main import cli
-from notify_core.instants import parse_instant
+from notify_core.values.instants import parse_instant
 from notify_pg.reference_host.load import shift_to_end_now
 
 ROOT = Path(__file__).resolve().parents[2]

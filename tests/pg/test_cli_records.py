@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from pgworld import SCHEMA
 
 from notify_cli.main import cli
-from notify_core.instants import format_instant, parse_instant
+from notify_core.values.instants import format_instant, parse_instant
 from notify_pg.stores.records import SUPERSESSION_GAP_BOUND, PreferenceRecordRepository
 
 Conn = psycopg.Connection[Any]

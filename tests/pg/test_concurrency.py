@@ -17,8 +17,8 @@ import psycopg
 import pytest
 from pgworld import ALEX, OWNER, SAM, SCHEMA, SUPPORT, T, channel, events, last_seq, thread
 
-from notify_core.levels import Preference
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import Preference
+from notify_core.hints.quiet import QuietRule
 from notify_pg import Conflict, NotifyStore, PutResult
 from notify_pg.reference_host import ReferenceHost
 

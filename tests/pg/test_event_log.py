@@ -9,9 +9,9 @@ import psycopg
 import pytest
 from pgworld import ALEX, SCHEMA, T, thread
 
-from notify_core.errors import UsageError
-from notify_core.instants import parse_instant
-from notify_core.levels import Preference
+from notify_core.hints.levels import Preference
+from notify_core.values.errors import UsageError
+from notify_core.values.instants import parse_instant
 from notify_pg import LimitReached, NewEvent, NotifyStore, read_event_log
 
 Conn = psycopg.Connection[Any]

@@ -23,7 +23,7 @@ from pgworld import (
     thread,
 )
 
-from notify_core.levels import LevelFacts, Preference, resolve_level
+from notify_core.hints.levels import LevelFacts, Preference, resolve_level
 from notify_pg import DEFAULT_LEVEL_KEY, NotFound, NotifyStore
 from notify_pg.reference_host import ReferenceHost
 

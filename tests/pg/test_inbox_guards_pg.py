@@ -17,7 +17,7 @@ from mailpg import Clock, Recorder, Run, drain, smtp_server
 from pgworld import HOST_SCHEMA, SCHEMA
 from test_inbox_reviewers import review_lines, review_log
 
-from notify_core.events import Event, parse_event
+from notify_core.events.log import Event, parse_event
 from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxReads
 from notify_pg.reference_host.wiki import ReferenceWiki

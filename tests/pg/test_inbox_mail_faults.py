@@ -38,7 +38,7 @@ from mailpg import SECRET, SENDER, Clock, Recorder, drain, free_port, smtp_serve
 from pgpipeline import POLICY, Log, PgRun, lines_of
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.replay import policy_from_mapping
+from notify_core.replay.run import policy_from_mapping
 from notify_pg import StorageError, migrate
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import emit

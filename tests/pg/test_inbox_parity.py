@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
-from notify_core.events import parse_event
+from notify_core.events.log import parse_event
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.reference_host.wiki import ReferenceWiki
 from notify_pg.reference_host.wiki_load import WikiLoader
@@ -200,7 +200,7 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
     from notify_cli.replay import _file_part
     from notify_core.inbox.drain import MailPlan
     from notify_core.inbox.mailing import REPLAY_SECRET
-    from notify_core.instants import format_instant
+    from notify_core.values.instants import format_instant
     from notify_pg.mail.drain import MailRound
     from notify_pg.mail.smtp import Outgoing
 
@@ -327,9 +327,10 @@ def same_inboxes(
 ) -> None:
     """H1 on both stores: the inbox of every site, of every person with entries (all and
     unread only), and its unread count, as the replay's twin and PostgreSQL answer them."""
-    from notify_core.inbox.memory import EntryMemory, WikiMemory
+    from notify_core.inbox.memory.entries import EntryMemory
+    from notify_core.inbox.memory.wiki import WikiMemory
     from notify_core.inbox.view import inbox_list, inbox_summary
-    from notify_core.replay import Replay
+    from notify_core.replay.run import Replay
     from notify_pg.inbox.reads import InboxReads
 
     run = Replay()

@@ -18,12 +18,12 @@ import pytest
 from mailpg import Clock, Recorder, Run, drain, smtp_server
 from wiki_mail_logs import person_ids, wiki_mail_log
 
-from notify_core.events import EventError, parse_event
+from notify_core.events.log import EventError, parse_event
 from notify_core.inbox.drain import MailPlan
 from notify_core.inbox.mailing import REPLAY_SECRET, line_mail
 from notify_core.inbox.pipeline import MailLine
-from notify_core.instants import format_instant
-from notify_core.replay import Replay
+from notify_core.replay.run import Replay
+from notify_core.values.instants import format_instant
 from notify_pg.mail.smtp import Outgoing, mail_message
 
 Rendered = tuple[str, str, str, str]

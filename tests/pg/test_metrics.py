@@ -27,9 +27,9 @@ from pgworld import SCHEMA
 from scrape import Samples, by, scrape
 
 from notify_cli.main import cli
-from notify_core.decide import METRIC_REASONS, SkipReason
-from notify_core.delivery import SendResult
-from notify_core.replay import policy_from_mapping
+from notify_core.hints.decide import METRIC_REASONS, SkipReason
+from notify_core.hints.delivery import SendResult
+from notify_core.replay.run import policy_from_mapping
 from notify_pg.ops.metrics import Metrics
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import WorkerConfig

@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from pgworld import ALEX, SAM, SCHEMA, T, channel, events, thread
 
-from notify_core.levels import Preference
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import Preference
+from notify_core.hints.quiet import QuietRule
 from notify_pg import MigrationError, NotifyStore, forget_person, migrate, migrations
 from notify_pg.db.migrate import render
 from notify_pg.db.seam import load_queries, parse_queries

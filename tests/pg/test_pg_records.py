@@ -31,8 +31,7 @@ from strategies_records import (
     set_requests,
 )
 
-import notify_core.records_tables as records_tables
-from notify_core.errors import NotifyError, UsageError
+import notify_core.records.tables as records_tables
 from notify_core.records import (
     DegenerateChannelSet,
     InvalidPreferenceId,
@@ -43,7 +42,8 @@ from notify_core.records import (
     Refused,
     Status,
 )
-from notify_core.records_tables import record_to_json, records_lifecycle
+from notify_core.records.tables import record_to_json, records_lifecycle
+from notify_core.values.errors import NotifyError, UsageError
 from notify_pg import migrate, migrations
 from notify_pg.db.migrate import render
 from notify_pg.db.seam import parse_queries

@@ -19,8 +19,9 @@ import pytest
 from pgpipeline import PgRun, assert_same_hints
 from pgworld import SCHEMA
 
-from notify_core.events import Event, parse_event
-from notify_core.replay import Replay, dumps_hint, policy_from_mapping
+from notify_core.events.log import Event, parse_event
+from notify_core.replay.lines import dumps_hint
+from notify_core.replay.run import Replay, policy_from_mapping
 from notify_pg import NewEvent
 from notify_pg.db.errors import StorageError
 from notify_pg.push.worker import Worker, WorkerConfig

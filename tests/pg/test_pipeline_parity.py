@@ -17,10 +17,10 @@ from pgpipeline import PgRun, another_worker, assert_same_hints
 from pgworld import SCHEMA
 
 from notify_cli.main import cli
-from notify_core.decide import Policy
-from notify_core.events import parse_event
-from notify_core.partitions import partition_of
-from notify_core.replay import policy_from_mapping
+from notify_core.events.log import parse_event
+from notify_core.hints.decide import Policy
+from notify_core.replay.partitions import partition_of
+from notify_core.replay.run import policy_from_mapping
 from notify_pg import NewEvent
 from notify_pg.push.worker import WorkerConfig
 

@@ -1,4 +1,4 @@
-"""Recipient partitions on PostgreSQL (`notify_core.partitions`, migration 0007): the SQL
+"""Recipient partitions on PostgreSQL (`notify_core.replay.partitions`, migration 0007): the SQL
 partition function equals the Python one, a consumer's cursors per partition, the rules for
 changing the count, due work that stays with its partition, and rounds of different
 partitions that run side by side."""
@@ -21,10 +21,10 @@ from pgworld import SCHEMA
 from test_pipeline_crash import _policy, append_burst, replayed
 
 from notify_cli.main import cli
-from notify_core.errors import UsageError
-from notify_core.events import Event, parse_event
-from notify_core.partitions import Partition, partition_of
-from notify_core.replay import policy_from_mapping
+from notify_core.events.log import Event, parse_event
+from notify_core.replay.partitions import Partition, partition_of
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.errors import UsageError
 from notify_pg import migrate, migrations
 from notify_pg.db.errors import PartitionError
 from notify_pg.db.seam import Seam
@@ -74,7 +74,7 @@ def random_keys(count: int, seed: int) -> list[str]:
 
 
 def test_sql_partition_of_equals_python(conn: psycopg.Connection[Any]) -> None:
-    """`{schema}.partition_of(key, count)` gives the number `notify_core.partitions.
+    """`{schema}.partition_of(key, count)` gives the number `notify_core.replay.partitions.
     partition_of` gives, on unicode keys, the empty string and long keys, for many counts:
     a due-work filter in SQL and a pipeline in Python must agree on every recipient."""
     keys = ["", " ", "u1", "u-alex", "alex", "ü-ber", "e\u0301", "日本語", "😀", "a" * 5000]

@@ -17,8 +17,8 @@ import pytest
 from pgpipeline import START, PgRun
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.kinds import Kind
-from notify_core.replay import policy_from_mapping
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.kinds import Kind
 from notify_pg.push.providers import FakeCall, FakeProvider
 
 ROOT = Path(__file__).resolve().parents[2]

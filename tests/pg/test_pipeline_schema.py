@@ -176,7 +176,7 @@ def test_insert_if_absent_never_overwrites_and_appends_only_when_inserted(
     when inserted; a deferred event is handed to the caller instead of the log."""
     from pgworld import T_ESK, T, events, thread
 
-    from notify_core.levels import Preference
+    from notify_core.hints.levels import Preference
     from notify_pg import EventLog, PreferenceRepository
     from notify_pg.reference_host import ReferenceHost
 

@@ -19,8 +19,8 @@ from pgpipeline import FAR, Log, PgRun, lines_of
 from pgworld import SCHEMA
 from test_pipeline_crash import _policy, append_burst, replayed
 
-from notify_core.events import parse_event
-from notify_core.replay import policy_from_mapping
+from notify_core.events.log import parse_event
+from notify_core.replay.run import policy_from_mapping
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import Worker, WorkerConfig
 

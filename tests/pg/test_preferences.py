@@ -30,7 +30,7 @@ from pgworld import (
     thread,
 )
 
-from notify_core.levels import Preference, Target
+from notify_core.hints.levels import Preference, Target
 from notify_pg import Conflict, NotFound, NotifyStore
 from notify_pg.reference_host import ReferenceHost
 

@@ -19,10 +19,10 @@ import pytest
 from pgpipeline import POLICY, START, Log, PgRun, lines_of
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.delivery import Notification, SendResult
-from notify_core.kinds import Kind
-from notify_core.levels import Target, TargetKind
-from notify_core.replay import policy_from_mapping
+from notify_core.hints.delivery import Notification, SendResult
+from notify_core.hints.levels import Target, TargetKind
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.kinds import Kind
 from notify_pg.push.providers import FakeProvider, ProviderGate, PushProvider
 from notify_pg.push.worker import WorkerConfig
 from notify_pg.stores.registrations import Registration, RegistrationRepository

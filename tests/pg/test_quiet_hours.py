@@ -13,8 +13,9 @@ import psycopg
 import pytest
 from pgworld import ALEX, ROBIN, SAM, SCHEMA, events, last_seq
 
-from notify_core.errors import InvalidRule, UsageError
-from notify_core.quiet import QuietRule, in_quiet_hours, validate_time_zone
+from notify_core.hints.quiet import QuietRule, in_quiet_hours
+from notify_core.values.errors import InvalidRule, UsageError
+from notify_core.values.zones import validate_time_zone
 from notify_pg import Conflict, LimitReached, NotFound, NotifyStore, StoreConfig, payload_size
 from notify_pg.reference_host import ReferenceHost
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from pgworld import SCHEMA
 
 from notify_cli.main import cli
-from notify_core.instants import parse_instant
+from notify_core.values.instants import parse_instant
 from notify_pg import EventLog, NewEvent
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pgworld import ALEX
 
-from notify_core.levels import Preference, Target
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import Preference, Target
+from notify_core.hints.quiet import QuietRule
 from notify_pg import Conflict, NotifyStore, StorageError
 from notify_pg.db.errors import translate
 from notify_pg.db.ids import new_id

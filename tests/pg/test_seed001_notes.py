@@ -14,9 +14,9 @@ import pytest
 from pgpipeline import POLICY, START, Log, PgRun, lines_of
 from pgworld import HOST_SCHEMA, SCHEMA
 
-from notify_core.errors import NotifyError
-from notify_core.kinds import Kind
-from notify_core.replay import policy_from_mapping
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.errors import NotifyError
+from notify_core.values.kinds import Kind
 from notify_pg import EventLog
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import WorkerConfig

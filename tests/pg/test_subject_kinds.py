@@ -11,8 +11,8 @@ import psycopg
 import pytest
 from pgworld import ALEX, SCHEMA, SUPPORT, T, events, last_seq, space, thread
 
-from notify_core.levels import Preference
-from notify_core.quiet import QuietRule
+from notify_core.hints.levels import Preference
+from notify_core.hints.quiet import QuietRule
 from notify_pg import Forbidden, NotifyStore
 from notify_pg.reference_host import ReferenceHost
 

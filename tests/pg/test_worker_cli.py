@@ -18,7 +18,7 @@ from pgpipeline import Log
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
-from notify_core.events import parse_event
+from notify_core.events.log import parse_event
 from notify_pg import EventLog, NewEvent
 from notify_pg.push.worker import Worker, WorkerConfig
 from notify_pg.reference_host import ReferenceHost

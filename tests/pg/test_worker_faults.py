@@ -25,9 +25,9 @@ from pgpipeline import POLICY, Log, PgRun, lines_of
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
-from notify_core.delivery import Notification, SendResult
-from notify_core.kinds import Kind, kind_code
-from notify_core.replay import policy_from_mapping
+from notify_core.hints.delivery import Notification, SendResult
+from notify_core.replay.run import policy_from_mapping
+from notify_core.values.kinds import Kind, kind_code
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import Worker, WorkerConfig
 from notify_pg.reference_host import ReferenceHost
