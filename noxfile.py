@@ -2,7 +2,7 @@
 
 Each session builds its own virtualenv under ``.nox/`` with the standard ``venv`` module and
 Python 3.11, installs what it needs from pyproject.toml, and runs one job. Arguments after
-``--`` go to the tool, e.g. ``nox -s tests -- -x -q tests/test_tables.py``.
+``--`` go to the tool, e.g. ``nox -s tests -- -x -q tests/core/replay/test_tables.py``.
 """
 
 from __future__ import annotations
@@ -39,10 +39,10 @@ def lint(session: nox.Session) -> None:
 
 
 #: What the types session installs: every extra the packages import (mypy reads their
-#: types), as the dev extras hold them. tests/test_nox.py checks it against pyproject.toml.
+#: types), as the dev extras hold them. tests/project/test_nox.py checks it against pyproject.toml.
 TYPES_EXTRAS = ".[pg,server,serve,report,dask,metrics]"
 #: What the docs session installs: mkdocs, its theme and plugins of mkdocs.yml, and the
-#: packages with every extra (mkdocstrings imports them). tests/test_nox.py checks it.
+#: packages with every extra (mkdocstrings imports them). tests/project/test_nox.py checks it.
 DOCS_TOOLS_INSTALL = [".[dev]", "mkdocs>=1.6", "mkdocstrings[python]>=0.25", "mkdocs-material>=9.5"]
 #: The edit-test loop: the tests of the pure core and the command line, no PostgreSQL.
 QUICK_TESTS = ["-x", "-q", "--ignore=tests/pg", "tests"]

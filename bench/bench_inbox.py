@@ -19,7 +19,7 @@ CPU time (``time.process_time``: on a shared machine, wall time measures the nei
 The world: 10,000 watchers of one page in six group sets (two without access), a tenth of
 them with stored choices, a twentieth without a verified address. Goal: ``fan_out``,
 ``pipeline_new`` and ``pipeline_coalesce`` >= 300,000 entry decisions/s. Nothing here
-asserts a speed (tests/test_bench_inbox.py only runs the functions on a small world).
+asserts a speed (tests/bench/test_bench_inbox.py only runs the functions on a small world).
 
 ``--baseline-src DIR`` compares two source trees of the library on the same workload: this
 script runs ``--rounds`` times as a child process on each tree in turn (``PYTHONPATH``: DIR,

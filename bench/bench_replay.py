@@ -28,7 +28,7 @@ Stages, each reported in the JSON object:
   library's output is byte-identical to ``json.dumps(..., ensure_ascii=False,
   separators=(",", ":"))`` on the sample and on hard strings.
 
-Figures depend on the machine; nothing here asserts a speed (tests/test_bench_replay.py only
+Figures depend on the machine; nothing here asserts a speed (tests/bench/test_bench_replay.py only
 runs the functions on a small log).
 """
 

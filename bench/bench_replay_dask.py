@@ -37,7 +37,7 @@ Stages, each reported in the JSON object:
   when its cluster is up, its tasks are in and its merge is written), so that a long run (the
   1,000,000-event log: ``--rounds 1``) shows where it is; the report goes to standard output.
 
-Figures depend on the machine; nothing here asserts a speed (tests/test_bench_replay_dask.py
+Figures depend on the machine; nothing here asserts a speed (tests/bench/test_bench_replay_dask.py
 only runs the functions on a small log).
 """
 

@@ -27,7 +27,7 @@ to the instruction, where CPU times cannot. Timing the same stages against those
 shows what the counts miss: on the development machine the tasks' CPU summed 1.3x the single
 replay's where their instructions summed 1.17x (docs/replay.md).
 
-Figures depend on the machine; nothing asserts a speed (tests/test_bench_replay_split.py
+Figures depend on the machine; nothing asserts a speed (tests/bench/test_bench_replay_split.py
 only runs the stages on a small log).
 """
 

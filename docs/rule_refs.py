@@ -2,12 +2,12 @@
 
 As a mkdocs hook (mkdocs.yml ``hooks``) it searches the packages and the tests for each rule
 id of rules.md at build time, adds under each rule a line "Code: ... Tests: ..." with links to
-those files (or "Not built yet." for an id of ``NOT_BUILT`` in tests/test_rule_ids.py), and
+those files (or "Not built yet." for an id of ``NOT_BUILT`` in tests/docs/test_rule_ids.py), and
 adds each linked file to the site as a page of its own (``source/<path>/``), highlighted, with
 an anchor per line; the links point at the first line that cites the id. A search, not a
 hand-kept list, so the links stay true as code moves (docs/decisions.md).
 
-tests/test_rules_doc.py loads this file too: the same search decides which ids are cited.
+tests/docs/test_rules_doc.py loads this file too: the same search decides which ids are cited.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ SOURCE_DIR = "source"
 CODE_DIRS = ("notify_core", "notify_pg", "notify_cli")
 CODE_SUFFIXES = (".py", ".sql")
 TEST_SUFFIXES = (".py", ".jsonl")
-# tests/test_rule_ids.py names every id to check the others: it cites none.
-NOT_CITING = frozenset({"tests/test_rule_ids.py", "tests/test_rules_doc.py"})
+# tests/docs/test_rule_ids.py names every id to check the others: it cites none.
+NOT_CITING = frozenset({"tests/docs/test_rule_ids.py", "tests/docs/test_rules_doc.py"})
 
 LETTERS = "GLQKDSRBMNEUH"
 # "AZ-M48" names a scenario of seed 001's test plan and "ticket M3-20" one of its tickets, not
@@ -118,7 +118,7 @@ class Citations:
 
 
 def not_built() -> frozenset[str]:
-    """Return ``NOT_BUILT`` of tests/test_rule_ids.py (the one list of ids not built yet)."""
+    """Return ``NOT_BUILT`` of tests/docs/test_rule_ids.py (the one list of ids not built yet)."""
     spec = importlib.util.spec_from_file_location("_rule_ids", ROOT / "tests" / "test_rule_ids.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

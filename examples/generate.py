@@ -3,7 +3,7 @@
     python examples/generate.py          # rewrites team-week.jsonl beside this script
 
 Deterministic: a fixed seed, no clock, no randomness but ``random.Random(SEED)``; the
-committed log equals what this script writes (tests/test_examples.py checks it). Replay it:
+committed log equals what this script writes (tests/cli/test_examples.py checks it). Replay it:
 
     notify replay examples/team-week.jsonl
     notify explain examples/team-week.jsonl --seq N --recipient u-ben

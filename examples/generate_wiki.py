@@ -4,7 +4,7 @@
 
 Deterministic like examples/generate.py: a fixed seed, no clock, no randomness but
 ``random.Random(SEED)``; the committed log equals what this script writes
-(tests/test_examples_wiki.py checks it). Replay it:
+(tests/cli/test_examples_wiki.py checks it). Replay it:
 
     notify replay examples/wiki-week.jsonl --include-skips
 

@@ -11,17 +11,17 @@ A block is one of:
 - ``output``: the output of the runnable block before it on the page (the line before the
   fence reads ``Output:`` or is ``<!-- output -->``), compared when that block runs;
 - ``help``: a ``notify ... --help`` text of docs/cli.md (``Usage: notify``), which
-  tests/test_cli_reference.py checks against click;
+  tests/cli/test_cli_reference.py checks against click;
 - ``python``: a ```` ```python ```` block, run in a fresh interpreter; with
   ``<!-- postgresql -->`` before it, against a throwaway database named by ``NOTIFY_DSN``
-  (tests/pg/test_doc_blocks_pg.py);
+  (tests/pg/docs/test_doc_blocks_pg.py);
 - ``continued``: a ```` ```python ```` block after ``<!-- continued -->``, run after the
   python blocks before it on the page (their names stay defined);
 - ``console``: a block whose lines start with ``$ `` (commands) followed by their output;
 - ``sh``: a ```` ```sh ```` block of commands without prompts (the README's);
 - ``data``: a ```` ```json ```` or ```` ```yaml ```` block, which must parse.
 
-Anything else is ``unmarked``, which tests/test_doc_blocks.py refuses.
+Anything else is ``unmarked``, which tests/docs/test_doc_blocks.py refuses.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Written from the spec alone: it imports nothing of ``notify_core`` and keeps its own world from
 the events of a log (formats.md section 2), so a test can hold the replay and the PostgreSQL
-pipeline to it (tests/test_badge_reference.py, tests/pg/test_az_p5.py).
+pipeline to it (tests/core/hints/test_badge_reference.py, tests/pg/push/test_send_rights_pg.py).
 """
 
 from __future__ import annotations

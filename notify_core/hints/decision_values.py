@@ -106,7 +106,7 @@ LEVEL_GATE: Final[Mapping[Kind, frozenset[Level]]] = {
 
 #: The kinds whose decision reads a person's `Switches`: ``admin`` (D3's admin switch) and
 #: ``input_needed`` (D7's exemption). Another kind decides the same whatever the switches
-#: are, so a fan-out of it need not read them (tests/test_decide_switches.py).
+#: are, so a fan-out of it need not read them (tests/core/hints/test_decide_switches.py).
 SWITCH_KINDS: Final = frozenset({Kind.ADMIN, Kind.INPUT_NEEDED})
 
 
@@ -256,7 +256,7 @@ def _new_send(routes: tuple[Route, ...], quiet: bool, opens: datetime | None) ->
 
     attrs' keyword ``__init__`` of a frozen class costs about 1 us, a quarter of a whole
     decision; Send has no converter nor validator, so setting its slots directly is the same
-    value (tests/test_decide.py checks the two agree field by field).
+    value (tests/core/hints/test_decide.py checks the two agree field by field).
     """
     send: Send = _new_object(Send)
     _send_routes(send, routes)
@@ -326,7 +326,7 @@ class EventFacts:
         A caller that hands in a `Kind` other than ``sync`` and an aware ``now`` (the
         pipeline: its candidates and clock are built that way) gets the same value without the
         converter, the validators and the keyword ``__init__``: every fan-out builds one, and
-        both tasks of a partitioned replay build one for the same event (tests/test_decide.py
+        both tasks of a partitioned replay build one for the same event (tests/core/hints/test_decide.py
         checks the two agree field by field).
 
         Raises:
@@ -460,7 +460,7 @@ def new_recipient_facts(
     A pipeline builds one for each person who passes D1-D3, and due work one per flush and
     release: attrs' keyword ``__init__`` of a frozen class sets each slot through
     ``object.__setattr__`` by name. The converters and the validator run as there (the
-    same value: tests/test_decision_values_fast.py).
+    same value: tests/core/hints/test_decision_values_fast.py).
     """
     facts: RecipientFacts = _new_object(RecipientFacts)
     if window_end is not None:

@@ -9,7 +9,7 @@ as lists, without a decision value per person), the unread entry, the due time.
 entries and lines from them in one pass each, with the new states worked out once per distinct
 (old state, channels, due time), so the interpreter runs a few steps per distinct value
 rather than per person. Its result is the same as the pipeline's loop (a hypothesis property
-in tests/test_inbox_columns.py holds the two together).
+in tests/core/inbox/test_inbox_columns.py holds the two together).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A host's own inbox ports for ``notify worker --inbox-host`` (tests/pg/test_inbox_host.py).
+"""A host's own inbox ports for ``notify worker --inbox-host`` (tests/pg/worker/test_inbox_host.py).
 
 `quiet_cy` is the reference wiki with one change a host might make: Cy's watches are not
 read (as if a host kept a "mute" flag the reference tables lack).

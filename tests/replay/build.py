@@ -2,7 +2,7 @@
 
 Run ``python tests/replay/build.py`` to (re)write the ``*.jsonl`` logs; the expected hints
 beside them (``*.expected.jsonl``) are checked by hand and by the assertions of
-tests/test_replay.py, never regenerated blindly.
+tests/core/replay/test_replay.py, never regenerated blindly.
 """
 
 from __future__ import annotations

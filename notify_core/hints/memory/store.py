@@ -233,7 +233,7 @@ class MemoryStore:
         return self.prefs.follow(user, thread)
 
     def _set_row(self, key: tuple[str, str, str], row: Preference | None) -> None:
-        # Kept for tests/test_memory.py, which writes rows as events would.
+        # Kept for tests/core/hints/test_memory.py, which writes rows as events would.
         self.prefs.set_row(key, row)
 
     # --- Schedule (`MemorySchedule`) --------------------------------------------------------

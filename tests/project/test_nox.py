@@ -1,0 +1,110 @@
+"""The nox sessions work on a fresh clone (issue 27, point 4): what each session installs
+covers what its tool needs, checked against pyproject.toml and mkdocs.yml, so a session that
+would break says so here; nox lists the sessions README.md documents, and the lint session
+runs here as nox runs it, with this virtualenv's tools (``--no-venv --no-install``: the suite
+never creates a virtualenv); and .ci/run runs exactly the README's test command."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache  # once: nox registers each session as the file runs
+def noxfile() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("noxfile", ROOT / "noxfile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def extras_of(requirement: str) -> set[str]:
+    match = re.search(r"\[([^\]]*)\]", requirement)
+    return {e.strip() for e in match.group(1).split(",")} if match else set()
+
+
+def test_the_types_session_installs_every_extra_the_packages_import() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    dev = project["optional-dependencies"]["dev"]
+    imported = extras_of(next(r for r in dev if r.startswith("notify-engine[")))
+    assert imported <= extras_of(noxfile().TYPES_EXTRAS)
+
+
+def test_the_docs_session_installs_the_theme_and_plugins_of_mkdocs_yml() -> None:
+    text = (ROOT / "mkdocs.yml").read_text()
+    theme = re.search(r"^theme:\s*\n\s+name:\s*(\S+)", text, re.MULTILINE)
+    assert theme is not None
+    installed = " ".join(noxfile().DOCS_TOOLS_INSTALL)
+    assert f"mkdocs-{theme.group(1)}" in installed
+    assert "mkdocstrings[python]" in installed and ".[dev]" in installed
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"```sh\n\s*(python3.11 -m venv .venv && [^\n]*pytest)\n", readme)
+    assert command is not None
+    assert command.group(1) in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_the_quick_subset_is_documented() -> None:
+    assert "nox -s quick" in (ROOT / "README.md").read_text()
+
+
+def nox(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run this environment's nox on noxfile.py; ``--no-venv --no-install`` runs a session's
+    commands here, with the tools of this virtualenv, and creates no virtualenv."""
+    bin_dir = str(Path(sys.executable).parent)
+    return subprocess.run(
+        [sys.executable, "-m", "nox", "--noxfile", str(ROOT / "noxfile.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")},
+    )
+
+
+def readme_sessions() -> list[str]:
+    """The sessions of README.md's table under "Development", in its order."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| session | runs |", 1)[1].split("\n\n", 1)[0]
+    return re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)
+
+
+def test_nox_lists_every_session_the_readme_documents() -> None:
+    # nox itself reads the file: an error in it, or a session renamed, lost or undocumented
+    # fails here and not first on a newcomer's machine. (`--list --json` leaves out the
+    # sessions `nox` alone skips, so the text is read: "* name -> ..." runs, "- name" not.)
+    result = nox("--list")
+    assert result.returncode == 0, result.stdout + result.stderr
+    listed = re.findall(r"^([*-]) (\w+) -> \S", result.stdout, re.MULTILINE)
+    assert sorted(name for _, name in listed) == sorted(readme_sessions())
+    selected = [name for mark, name in listed if mark == "*"]
+    # `nox` alone runs the sessions README names for it.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert sorted(selected) == sorted(noxfile().nox.options.sessions)
+    default = noxfile().nox.options.sessions
+    assert f"`.venv/bin/nox` alone runs {', '.join(default[:-1])} and {default[-1]}" in readme
+
+
+def test_the_lint_session_passes_in_this_environment() -> None:
+    # Its commands as nox runs them (about a second): the paths it names exist and are clean.
+    result = nox("--session", "lint", "--no-venv", "--no-install")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_quick_subset_names_paths_that_exist() -> None:
+    for arg in noxfile().QUICK_TESTS:
+        path = arg.split("=", 1)[-1]
+        if not path.startswith("-"):
+            assert (ROOT / path).is_dir(), arg
