@@ -326,7 +326,8 @@ class EventFacts:
         A caller that hands in a `Kind` other than ``sync`` and an aware ``now`` (the
         pipeline: its candidates and clock are built that way) gets the same value without the
         converter, the validators and the keyword ``__init__``: every fan-out builds one, and
-        both tasks of a partitioned replay build one for the same event (tests/core/hints/test_decide.py
+        both tasks of a partitioned replay build one for the same event
+        (tests/core/hints/test_decide.py
         checks the two agree field by field).
 
         Raises:

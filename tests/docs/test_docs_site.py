@@ -95,7 +95,8 @@ def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:
                 "notify_pg.db.errors.StorageError",
             ],
         ),
-        # Every rule's anchor (no id written here: tests/docs/test_rule_ids.py would read it as cited).
+        # Every rule's anchor (no id written here: tests/docs/test_rule_ids.py would read it as
+        # cited).
         ("rules/", "Rules", refs.rule_anchors((ROOT / "docs" / "rules.md").read_text("utf-8"))),
     ],
     ids=["index", "api", "rules"],

@@ -1,5 +1,6 @@
 """Built but unguarded until issue 25, on PostgreSQL: reviewers per seed 004 section 4.3 (the
-replay's own test: tests/core/inbox/test_inbox_reviewers.py), a comment's excerpt dropped from entries
+replay's own test: tests/core/inbox/test_inbox_reviewers.py), a comment's excerpt dropped from
+entries
 and mails once the comment is deleted (N11), access removed between an event and its fan-out
 (N7, N8: the fan-out checks access at its own time), and `forget_person` removing the
 person's entries."""
