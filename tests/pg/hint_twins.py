@@ -128,7 +128,9 @@ class PgTwin:
     def prefs(self) -> PreferenceFacts:
         """A `PgPreferences` on a new session."""
         repository = PreferenceRepository(self.host, EventLog(SCHEMA), SCHEMA)
-        return PgPreferences(Session(self.conn), self.host, self.facts, repository, INSTANCE_DEFAULT)
+        return PgPreferences(
+            Session(self.conn), self.host, self.facts, repository, INSTANCE_DEFAULT
+        )
 
     def schedule(self) -> Schedule:
         """A `PgSchedule` on a new session, after the previous one wrote what it holds."""

@@ -22,7 +22,9 @@ def hints_contract_dsn(pg_server: str, pg_template: str) -> Iterator[str]:
     """One clone of the template for every contract test of the push path's ports."""
     name = f"notify_hints_contracts_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(pg_server, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}" STRATEGY FILE_COPY'.encode())
+        admin.execute(
+            f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}" STRATEGY FILE_COPY'.encode()
+        )
     try:
         yield make_conninfo(pg_server, dbname=name)
     finally:

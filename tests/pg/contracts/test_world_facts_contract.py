@@ -160,9 +160,9 @@ def test_d2_an_archived_channel_or_space_is_read_by_nobody(world_twin: Twin) -> 
     world_twin.feed(log.events)
     world = world_twin.world()
     for thread in ("t1", "t3", "td"):
-        assert not any(
-            world.allowed(p, thread) for p in ("alex", "sam", "owner", "dora", "eli")
-        ), thread
+        assert not any(world.allowed(p, thread) for p in ("alex", "sam", "owner", "dora", "eli")), (
+            thread
+        )
     assert world.allowed("alex", "t2") and world.allowed("owner", "t2")
 
 
