@@ -17,7 +17,7 @@ that their answers compare as they are.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
@@ -260,5 +260,3 @@ def twin_fixture(request: pytest.FixtureRequest) -> Iterator[InboxTwin]:
 
 #: The twins a contract runs over (the ``twin`` fixture's params).
 TWINS = ["memory", "postgresql"]
-
-Drain = Callable[[datetime], list[Mail]]

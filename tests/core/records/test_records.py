@@ -1,9 +1,11 @@
-"""Example tests of the preference store (rules.md#records, section 8, seed 002).
+"""Tests of the preference store as a value (rules.md#records, section 8, seed 002).
 
-One test per row of the seed's case table (Set, Suspend, Delete, either write, Current For,
-Read), the worked examples (onboarding, vacation suspend, account closure, rejection paths,
-the regulator audit and the disputed delivery), and the faults that raise instead of answering
-(degenerate channel set, host id faults, caller mistakes).
+The seed's case table row by row, its worked examples and the faults shared with the
+PostgreSQL repository are the records contract, run on both twins
+(tests/pg/contracts/test_records_contract.py). Here: what only the pure value has (its
+refusal reserved for the adapter, frozen opaque values, stamps of a backward clock read as
+given, wrong types, `from_records`, the record's own checks, supersession gaps and
+`check_failures`).
 """
 
 from __future__ import annotations
