@@ -125,28 +125,6 @@ def test_h4_emit_writes_one_outbox_row_and_never_fails_the_host(
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
 
 
-def test_n10_coalescing_and_n7_actor_skipped(
-    conn: psycopg.Connection[Any], wiki: ReferenceWiki
-) -> None:
-    """N10: edits coalesce into one unread entry per person and key; the actor gets none."""
-    for n in range(3):
-        edit(conn, n)
-    worker = fanout(wiki)
-    assert worker.drain(conn) == 3
-    rows = entries(conn)
-    assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
-        ("ana", "watched_page", "watched_page:p1", 3, ["edited"]),
-        ("cy", "watched_page", "watched_page:p1", 3, ["edited"]),
-    ]
-    # N10: read gives up the key, the next event starts a new entry.
-    reads = InboxReads(SCHEMA)
-    reads.read(conn, "ana")
-    edit(conn, 10)
-    worker.drain(conn)
-    ana = [r for r in entries(conn) if r[0] == "ana"]
-    assert [(r[3], r[7] is None) for r in ana] == [(3, False), (1, True)]
-
-
 def test_n10_the_same_event_twice_changes_nothing(
     conn: psycopg.Connection[Any], wiki: ReferenceWiki
 ) -> None:
@@ -402,25 +380,6 @@ def test_n7_skipped_candidates_are_counted_by_reason_as_a_replay_counts_them(
     assert [r[0] for r in entries(conn)] == ["ana", "cy"]
     assert worker.stats.skips == {"actor": 1, "no_access": 1, "inactive": 1}
     assert worker.stats.dropped == {}
-
-
-def test_n12_email_pending_with_mail_configured(
-    conn: psycopg.Connection[Any], wiki: ReferenceWiki
-) -> None:
-    """E1/N4: with mail configured and a verified address, a new entry's email is pending."""
-    wiki.set_settings(conn, mail_configured=True, email_delay_s=60)
-    edit(conn, 0)
-    fanout(wiki).drain(conn)
-    row = conn.execute(
-        "SELECT email_state, email_after FROM notify.inbox_entries WHERE user_id = 'ana'"
-    ).fetchone()
-    assert row == ("pending", T0 + timedelta(seconds=60))
-    # E1: reading before the email goes cancels it.
-    InboxReads(SCHEMA).read(conn, "ana")
-    row = conn.execute(
-        "SELECT email_state, email_after FROM notify.inbox_entries WHERE user_id = 'ana'"
-    ).fetchone()
-    assert row == ("skipped", None)
 
 
 def test_n2_opted_in_people_are_read_from_the_partial_index(

@@ -530,30 +530,6 @@ def test_e2_e5_a_daily_digest_across_the_spring_change_goes_once_at_the_local_ho
     assert [s[2] for s in states(conn)] == ["sent", "sent"]
 
 
-def test_e4_a_site_switched_off_skips_its_due_mail(
-    conn: psycopg.Connection[Any], server: tuple[Recorder, int]
-) -> None:
-    handler, port = server
-    log = events(
-        [
-            *world(["alice", "bob"]),
-            watch("alice"),
-            edit("2026-11-30T10:00:00Z"),
-            {
-                "type": "site.updated",
-                "occurred_at": "2026-11-30T10:01:00Z",
-                "payload": {"site": "s1", "notifications": False},
-            },
-        ]
-    )
-    run_loader(conn)(log)
-    mail = drain(port, Clock(at("2026-11-30T10:03:00Z")))
-    assert mail.round(conn) == 1
-    assert handler.received == []
-    assert [s[2] for s in states(conn)] == ["skipped"]
-    assert mail.stats.mails == Counter({"skip_site_off": 1})
-
-
 def test_e5_nothing_due_claims_nothing_and_the_round_sleeps_until_the_next_due(
     conn: psycopg.Connection[Any], server: tuple[Recorder, int]
 ) -> None:
