@@ -1,4 +1,4 @@
-"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002; style.md "PostgreSQL").
+"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002).
 
 The repository must answer what the pure core store answers: the decision tables of
 ``tests/tables/records.jsonl`` run unchanged through it, and random operation sequences run
@@ -145,7 +145,7 @@ def routines(conn: Conn, schema: str) -> dict[str, list[str]]:
 def test_schema_file_has_the_trigger_and_function_of_the_migrations(
     new_database: Callable[[str | None], str],
 ) -> None:
-    """style.md: schema.sql equals the migrations, also in what the catalog test skips."""
+    """schema.sql equals the migrations, also in what the catalog test skips."""
     with psycopg.connect(new_database(None), autocommit=True) as a:
         migrate(a, "notify")
         migrated = routines(a, "notify")
