@@ -148,6 +148,6 @@ def test_data_block_parses(where: str) -> None:
 
 
 def test_help_blocks_are_those_the_reference_test_checks() -> None:
-    reference = (ROOT / "tests" / "test_cli_reference.py").read_text(encoding="utf-8")
+    reference = (ROOT / "tests" / "cli" / "test_cli_reference.py").read_text(encoding="utf-8")
     assert "cli.md" in reference
     assert all(block.page.name == "cli.md" for block in distinct("help"))
