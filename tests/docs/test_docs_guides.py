@@ -45,6 +45,21 @@ def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None
     assert found == [], "move these measurements to docs/speed.md"
 
 
+def test_the_speed_page_is_a_results_page() -> None:
+    """Issue 35: the latest figures of each benchmark, how to run it and where the time goes,
+    in at most 300 lines; the history of the runs is the page's git history."""
+    page = ROOT / "docs" / "speed.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, f"docs/speed.md has {len(lines)} lines"
+    text = "\n".join(lines)
+    missing = [
+        bench.name
+        for bench in sorted((ROOT / "bench").glob("bench_*.py"))
+        if f"bench/{bench.name}" not in text
+    ]
+    assert missing == [], "say on docs/speed.md how to run these and what they measured"
+
+
 def help_texts(command: click.Command, path: str = "notify") -> list[tuple[str, str]]:
     """Every user-facing text of a command and its subcommands: help, short help, options."""
     texts = [(path, command.help or ""), (path, command.short_help or "")]

@@ -1,5 +1,5 @@
-"""Migrations, the schema file, forget_person and the query files (architecture.md, seed 000
-note 2, style.md "PostgreSQL")."""
+"""Migrations, the schema file, forget_person and the query files (docs/postgresql.md, sections
+"Schema and migrations" and "Repositories"; seed 000 note 2)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def catalog(conn: psycopg.Connection[Any], schema: str) -> dict[str, list[tuple[
 
 
 def test_migrations_give_the_schema_file(new_database: Callable[[str | None], str]) -> None:
-    """style.md: applying all migrations gives the same schema as notify_pg/schema.sql."""
+    """Applying all migrations gives the same schema as notify_pg/schema.sql."""
     with psycopg.connect(new_database(None), autocommit=True) as a:
         assert migrate(a, "notify") == [m.name for m in migrations()]
         migrated = catalog(a, "notify")
@@ -116,7 +116,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
 
 
 def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
-    """architecture.md and seed 000 note 2: keys, checks, indexes; no foreign key into the host."""
+    """Seed 000 note 2: keys, checks, indexes; no foreign key into the host (docs/postgresql.md)."""
     cat = catalog(conn, SCHEMA)
     defs = {name: d for _t, name, _k, d in cat["constraints"]}
     assert defs["notification_preferences_pkey"] == "PRIMARY KEY (user_id, target_kind, target_id)"
@@ -148,7 +148,7 @@ def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
 
 
 def test_migrate_twice_changes_nothing(conn: psycopg.Connection[Any]) -> None:
-    """architecture.md: applying twice changes nothing."""
+    """Applying twice changes nothing."""
     before = catalog(conn, SCHEMA)
     applied = conn.execute(f"SELECT * FROM {SCHEMA}.schema_migrations ORDER BY 1").fetchall()
     assert migrate(conn, SCHEMA) == []
@@ -161,7 +161,7 @@ def test_migrate_twice_changes_nothing(conn: psycopg.Connection[Any]) -> None:
 def test_changed_migration_is_refused(
     conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """architecture.md: a changed applied file is refused with a clear error, nothing applied."""
+    """A changed applied file is refused with a clear error, nothing applied."""
     shipped = migrations()
     changed = attrs.evolve(shipped[0], checksum="0" * 64)
     module = importlib.import_module("notify_pg.db.migrate")
@@ -205,7 +205,7 @@ def test_parallel_migrations_apply_each_file_once(
 def test_any_schema_name_is_quoted(
     new_database: Callable[[str | None], str], pg_template: str
 ) -> None:
-    """The schema is configurable and only ever an identifier (style.md)."""
+    """The schema is configurable and only ever an identifier."""
     from notify_pg.reference_host import ReferenceHost
 
     odd = 'Notify "Test"; DROP'
@@ -257,7 +257,7 @@ def test_host_deleting_a_person_forgets_them(
 
 
 def test_query_files_are_named_and_described() -> None:
-    """style.md: one named block per query with a one-line description; schema as identifier."""
+    """One named block per query with a one-line description; schema as identifier."""
     for package in ("notify_pg", "notify_pg.reference_host"):
         queries = load_queries(package)
         assert queries
@@ -281,7 +281,7 @@ def test_query_files_are_named_and_described() -> None:
 
 
 def test_a_query_block_extends_an_earlier_block_of_its_file() -> None:
-    """style.md: one statement held once; its extended form is its text and the block's body."""
+    """One statement held once; its extended form is its text and the block's body."""
     text = (
         "-- name: x\n-- d\nSELECT 1 FROM t\n-- tail\nWHERE a;\n\n"
         "-- name: y\n-- e\n-- extends: x\nLIMIT 1;\n"

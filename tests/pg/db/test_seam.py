@@ -1,4 +1,5 @@
-"""The connection seam: psycopg errors become the library's errors in one place (style.md)."""
+"""The connection seam: psycopg errors become the library's errors in one place
+(docs/postgresql.md#repositories)."""
 
 from __future__ import annotations
 

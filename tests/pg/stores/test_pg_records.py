@@ -1,4 +1,4 @@
-"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002; style.md "PostgreSQL").
+"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002).
 
 What the repository answers as the pure core store does (the decision table, random
 operation sequences side by side, the seed's scenarios, refusals and faults) is the records
@@ -99,7 +99,7 @@ def routines(conn: Conn, schema: str) -> dict[str, list[str]]:
 def test_schema_file_has_the_trigger_and_function_of_the_migrations(
     new_database: Callable[[str | None], str],
 ) -> None:
-    """style.md: schema.sql equals the migrations, also in what the catalog test skips."""
+    """schema.sql equals the migrations, also in what the catalog test skips."""
     with psycopg.connect(new_database(None), autocommit=True) as a:
         migrate(a, "notify")
         migrated = routines(a, "notify")
