@@ -21,7 +21,7 @@ SUFFIXES = {".py", ".md", ".sql", ".toml", ".yml", ".jsonl", ".txt", ".html", ".
 # Applied migrations never change (their checksums are recorded) and schema.sql mirrors them;
 # tests/docs/test_rule_ids.py reads the specification where it exists, by its path; the rulings
 # of docs/decisions.md keep, as written then, the documents they were made against.
-EXEMPT = {"notify_pg/schema.sql", "tests/docs/test_rule_ids.py", "docs/decisions.md"}
+EXEMPT = {"notify_pg/schema.sql", "tests/docs/test_rule_ids.py"}
 CITATION = re.compile(r"(?<![\w/.-])((?:\.\./|[\w.-]+/)*[\w.-]*\w\.md)(?![\w-])(?:#([\w-]+))?")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$", re.MULTILINE)
 ANCHOR = re.compile(r"\{#([\w-]+)\}")
