@@ -119,7 +119,8 @@ class Citations:
 
 def not_built() -> frozenset[str]:
     """Return ``NOT_BUILT`` of tests/docs/test_rule_ids.py (the one list of ids not built yet)."""
-    spec = importlib.util.spec_from_file_location("_rule_ids", ROOT / "tests" / "docs" / "test_rule_ids.py")
+    path = ROOT / "tests" / "docs" / "test_rule_ids.py"
+    spec = importlib.util.spec_from_file_location("_rule_ids", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
