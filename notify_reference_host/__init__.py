@@ -4,8 +4,9 @@ Not part of the adapter. A host embedding notify keeps its own users, spaces, ch
 threads, rights and settings and implements `notify_pg.stores.ports.HostPorts` (and the inbox
 and mail ports) on its own tables; this package is one such host, kept as small as the tests,
 the quickstarts (``notify db migrate --reference-host``, ``notify db load``), the demo page
-(``notify serve --demo``) and ``notify worker --inbox-host`` need. It has its own schema (default
-``host``), its own numbered migrations (`migrate_reference_host`) and its own queries.
+(``notify serve --demo``) and ``notify worker`` (unless ``--inbox-host`` names a host's own
+ports) need. It has its own schema (default ``host``), its own numbered migrations
+(`migrate_reference_host`) and its own queries.
 
 It sits above `notify_pg` (``notify_cli -> notify_reference_host -> notify_pg -> notify_core``,
 an import-linter contract): it may import the adapter and the core; the adapter never imports
