@@ -21,7 +21,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = "rules.md"
 SOURCE_DIR = "source"
-CODE_DIRS = ("notify_core", "notify_pg", "notify_cli")
+CODE_DIRS = ("notify_core", "notify_pg", "notify_reference_host", "notify_cli")
 CODE_SUFFIXES = (".py", ".sql")
 TEST_SUFFIXES = (".py", ".jsonl")
 # tests/docs/test_rule_ids.py names every id to check the others: it cites none.

@@ -240,9 +240,9 @@ def worker(
         from notify_core.values.errors import NotifyError
         from notify_pg.push.providers import FakeProvider
         from notify_pg.push.worker import WorkerConfig
-        from notify_pg.reference_host import ReferenceHost
-        from notify_pg.reference_host.wiki import ReferenceWiki
         from notify_pg.worker.build import build_worker
+        from notify_reference_host import ReferenceHost
+        from notify_reference_host.wiki import ReferenceWiki
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(
             f"worker needs the pg extra (pip install 'notify-engine[pg]'): {exc}"

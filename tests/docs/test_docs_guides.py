@@ -1,6 +1,6 @@
 """The site reads as a start (issue 27, point 6): the guides say how things work and keep no
 measurement diaries (measured figures live on docs/speed.md), and no page, no ``--help`` text,
-no docstring and no comment of the three packages cites a seed note that no reader has (a rule
+no docstring and no comment of the packages cites a seed note that no reader has (a rule
 id of docs/rules.md or a page instead; docs/api.md renders the docstrings)."""
 
 from __future__ import annotations
@@ -28,10 +28,13 @@ SEED = re.compile(
     r"|\b(?:[Nn]otes? \d+|(?:Operation|Identity|Instance|State|Non-goal) \d+|Temporal property \d"
     r"|Capability requirement \d|Concurrency \d|AZ-[A-Z]+\d+)\b"
 )
-PACKAGES = ("notify_core", "notify_pg", "notify_cli")
-#: The named SQL of notify_pg: comments only (`--`). The migrations are not read: an applied
-#: migration is checksummed (`migration_changed`), so its text stays as it was applied.
-QUERIES = sorted((ROOT / "notify_pg" / "queries").glob("*.sql"))
+PACKAGES = ("notify_core", "notify_pg", "notify_reference_host", "notify_cli")
+#: The named SQL of the packages (notify_pg, the demo host): comments only (`--`). The
+#: migrations are not read: an applied migration is checksummed (`migration_changed`), so its
+#: text stays as it was applied.
+QUERIES = sorted(
+    path for package in PACKAGES for path in (ROOT / package / "queries").glob("*.sql")
+)
 
 
 def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None:

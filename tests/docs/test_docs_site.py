@@ -81,7 +81,7 @@ def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:
 @pytest.mark.parametrize(
     ("path", "title", "anchors"),
     [
-        ("", "notify", ["three-packages", "status"]),
+        ("", "notify", ["the-packages", "status"]),
         (
             "architecture/",
             "Architecture",

@@ -17,8 +17,8 @@ from notify_core.events.log import Event, parse_event
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
 from notify_pg.mail.smtp import DkimKey, SmtpConfig, SmtpSender
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
 
 SECRET = bytes(range(32))
 SENDER = "notifications@wiki.example.org"

@@ -39,8 +39,8 @@ from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import InboxReads
 from notify_pg.mail.drain import MailDrain, MailDrainConfig
 from notify_pg.mail.smtp import MailSendError, Outgoing
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
 
 #: The sites a contract's logs may create (``s1`` always, `inbox_log.WikiLog`).
 SITES = ("s1", "s2")

@@ -21,9 +21,9 @@ from test_inbox_reviewers import review_lines, review_log
 from notify_core.events.log import Event, parse_event
 from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxReads
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
 from notify_pg.stores.store import forget_person
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
 
 Conn = psycopg.Connection[Any]
 

@@ -45,8 +45,8 @@ from notify_pg.inbox.reads import emit
 from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
 from notify_pg.mail.smtp import Outgoing, SmtpConfig, SmtpSender
 from notify_pg.push.worker import Worker, WorkerConfig
-from notify_pg.reference_host import ReferenceHost, migrate_reference_host
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host import ReferenceHost, migrate_reference_host
+from notify_reference_host.wiki import ReferenceWiki
 
 READ_ALL = [
     {"permission": "read_pages", "match": "all"},
@@ -463,7 +463,7 @@ def test_a_killed_fan_out_workers_claims_are_taken_at_once_not_after_the_timeout
         "import os, signal, sys, psycopg\n"
         f"sys.path[:0] = [{str(HERE)!r}, {str(HERE.parent)!r}]\n"
         "from notify_pg.inbox.fanout import InboxFanOut\n"
-        "from notify_pg.reference_host.wiki import ReferenceWiki\n"
+        "from notify_reference_host.wiki import ReferenceWiki\n"
         f"fanout = InboxFanOut(ReferenceWiki({HOST_SCHEMA!r}), schema={SCHEMA!r},\n"
         "    on_batch=lambda _e: os.kill(os.getpid(), signal.SIGKILL))\n"
         f"fanout.round(psycopg.connect({db_dsn!r}, autocommit=True))\n"

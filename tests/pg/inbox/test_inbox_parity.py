@@ -27,8 +27,8 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from notify_cli.main import cli
 from notify_core.events.log import parse_event
 from notify_pg.inbox.fanout import InboxFanOut
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
 
 ROOT = Path(__file__).resolve().parents[3]
 LOG = ROOT / "examples" / "wiki-week.jsonl"

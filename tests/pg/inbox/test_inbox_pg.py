@@ -21,7 +21,7 @@ from notify_core.inbox.ports import WikiUser
 from notify_pg.db.seam import Conn, array_element, load_queries, text_array
 from notify_pg.inbox.fanout import InboxFanOut, InboxRound, Written
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, emit, purge
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from notify_cli.main import cli
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import InboxReads, emit
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 
 @pytest.fixture

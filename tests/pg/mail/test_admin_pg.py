@@ -25,7 +25,7 @@ from notify_pg.inbox.reads import InboxPreferences, emit, purge
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.mail.settings import audit_log, change_preferences, change_settings
 from notify_pg.mail.unsubscribe import audited_unsubscribes
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -423,7 +423,7 @@ def test_h2a_the_loader_on_postgresql_refuses_what_a_replay_refuses(conn: Conn) 
     from inbox_log import WikiLog
 
     from notify_core.events.log import EventError, parse_event
-    from notify_pg.reference_host.wiki_load import WikiLoader
+    from notify_reference_host.wiki_load import WikiLoader
 
     wiki = ReferenceWiki(HOST_SCHEMA)
     loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)

@@ -44,7 +44,7 @@ from notify_core.mail import slot_offset, verify_unsubscribe_token
 from notify_pg.mail.drain import MailRound
 from notify_pg.mail.settings import change_settings
 from notify_pg.mail.smtp import DkimKey, Outgoing
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 KEY = DkimKey(selector="notify", domain="wiki.example.org", private_key=PRIVATE_KEY)
 READ_ALL = [
@@ -797,7 +797,7 @@ def test_e5_the_worker_sleeps_until_the_next_email_falls_due_not_its_poll_interv
 
     from notify_pg.mail.drain import MailRound
     from notify_pg.push.worker import Worker, WorkerConfig
-    from notify_pg.reference_host import ReferenceHost
+    from notify_reference_host import ReferenceHost
 
     handler, port = server
     log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])

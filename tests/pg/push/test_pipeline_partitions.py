@@ -126,7 +126,7 @@ def test_migration_0007_keeps_a_cursor_as_partition_0_of_1(
         monkeypatch.undo()
         assert migrate(conn, SCHEMA) == [m.name for m in shipped if m.version >= 7]
         assert cursors(conn) == [("push", 0, 1, 42)]
-        from notify_pg.reference_host import ReferenceHost
+        from notify_reference_host import ReferenceHost
 
         worker = Worker(
             lambda: psycopg.connect(dsn, autocommit=True),

@@ -27,7 +27,7 @@ from pgworld import (
 
 from notify_core.hints.levels import LevelFacts, Preference, resolve_level
 from notify_pg import DEFAULT_LEVEL_KEY, NotFound, NotifyStore
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
 
