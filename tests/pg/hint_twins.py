@@ -26,12 +26,12 @@ from notify_core.hints.levels import Level
 from notify_core.hints.memory import MemoryStore
 from notify_core.hints.ports import PreferenceFacts, Schedule, WorldFacts
 from notify_pg.push import PgPreferences, PgSchedule, PgWorld, Session
-from notify_reference_host import ReferenceHost
-from notify_reference_host.load import LogLoader
 from notify_pg.stores.events import EventLog
 from notify_pg.stores.facts import FactsReader
 from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.values import StoreConfig
+from notify_reference_host import ReferenceHost
+from notify_reference_host.load import LogLoader
 
 __all__ = ["INSTANCE_DEFAULT", "MemoryTwin", "PgTwin", "Twin"]
 
