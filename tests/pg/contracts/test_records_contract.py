@@ -446,7 +446,7 @@ def test_regulator_audit_half_open_intervals(twin: Twin) -> None:
 
 def test_disputed_delivery_reconstruction(twin: Twin) -> None:
     """Seed 002 TCPA: the record in effect at an instant, its quiet hours, and its status then;
-    a suspended record still governs (M1 reads it so)."""
+    a suspended record is still the one in effect (`in_effect_at` answers it)."""
     quiet = {"start": "22:00", "end": "07:00", "timezone": "America/Los_Angeles"}
     put(twin, "user_w", "pref_300", T1, quiet_hours=quiet)
     twin.suspend("pref_300", now=T3)
