@@ -16,12 +16,10 @@ or ``notify db migrate``). Its wings, each importing only the ones below it:
 - `notify_pg.ops`: metrics and the status query;
 - `notify_pg.reference_host`: a small host schema with its adapter, for tests and the demo.
 
-The names below are the stable imports; the old flat module paths (``notify_pg.store`` ...)
-still import, with a `DeprecationWarning` (`notify_pg._moved`); ``notify_pg.worker`` is a
-package again and imports without one. See docs/postgresql.md.
+The names below are the stable imports; everything else is imported from the module that
+holds it. See docs/postgresql.md.
 """
 
-from notify_pg import _moved
 from notify_pg.db.errors import (
     Conflict,
     Forbidden,
@@ -125,5 +123,3 @@ __all__ = [
     "pipeline_status",
     "read_event_log",
 ]
-
-_moved.install()
