@@ -33,6 +33,7 @@ from notify_cli.options import (
     schema_option,
 )
 from notify_cli.signals import handling_stop_signals
+from notify_cli.startup import require_schemas
 from notify_cli.worker import _logging, _metrics
 
 
@@ -207,7 +208,6 @@ def serve(
     try:
         import psycopg
 
-        from notify_core.values.errors import NotifyError
         from notify_pg.http.app import build_app, check_page_url, open_pool
         from notify_pg.http.live import LiveHub
         from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
@@ -237,11 +237,9 @@ def serve(
     )
     _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.serve")
-    try:
-        # One connection first: a database that cannot be reached is one line and exit 2.
-        open_pool(dsn, size=1).close()
-    except NotifyError as exc:
-        raise BadInput(f"--dsn: {exc.message}") from None
+    # One connection first: a database that cannot be reached, or a schema not migrated, is
+    # one line and exit 2, before the port is bound.
+    require_schemas(dsn, schema, host_schema=host_schema, command="serve")
     try:
         sock = bind(host, port, backlog=backlog)
     except OSError as exc:
