@@ -146,7 +146,7 @@ def read_identity(
         raise BadInput(
             f"--host {host} is not a loopback address: anyone reaching it could name any "
             "person in X-Notify-User; give --proxy-secret-file or --jwt-key-file "
-            "(docs/production.md), or --insecure-identity-header"
+            "(docs/operators.md), or --insecure-identity-header"
         )
     return identity
 

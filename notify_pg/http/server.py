@@ -155,7 +155,8 @@ class AsgiApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         refused = _forged(scope)
         if refused is not None:
-            await _answer(send, refused.status, refused.body, *_encoded(refused), *_CLOSE)
+            length = (b"content-length", str(len(refused.body)).encode("ascii"))
+            await _answer(send, refused.status, refused.body, *_encoded(refused), length, *_CLOSE)
             return
         static = _STATIC.get(scope["path"]) if self.demo else None
         if static is not None and scope["method"] in ("GET", "HEAD"):
