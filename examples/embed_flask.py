@@ -21,7 +21,11 @@ SCHEMA = os.environ.get("NOTIFY_SCHEMA", "notify")
 
 
 def current_person() -> str | None:
-    """The host's authentication; this example trusts a header a proxy would set."""
+    """The host's authentication; this example trusts a header a proxy would set.
+
+    Only under a WSGI server that drops header names with ``_`` (Werkzeug's, gunicorn 22's
+    default): ``X-Notify_User`` is the same environ key (docs/embedding.md).
+    """
     return flask.request.headers.get("X-Notify-User") or None
 
 

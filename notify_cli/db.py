@@ -11,6 +11,7 @@ import attrs
 import click
 
 from notify_cli.options import BadInput, dsn_option, lines_of, read_policy, schema_option
+from notify_cli.startup import require_schemas
 from notify_core.events.log import parse_event
 
 if TYPE_CHECKING:
@@ -167,7 +168,8 @@ def load(
     JSON object, before --end-now) is recognised, counted and not written again, so a log
     loaded twice, or again after a failure, is written once. Every line is checked first: a
     bad line (also a NUL character, which PostgreSQL cannot store) is reported with file,
-    line and member, nothing is written and the exit code is 2. Progress goes to stderr, and
+    line and member, nothing is written and the exit code is 2; so is a schema or host
+    schema missing or not migrated (the line names the command to run). Progress goes to stderr, and
     a closing line says what was loaded, what was loaded already, and which event types the
     reference host does not know (appended to the event log only, as a consumer ignores
     them). `notify replay --from-pg DSN` then gives what `notify replay LOG` gives (with
@@ -211,6 +213,9 @@ def load(
             dsn, autocommit=True, connect_timeout=10, application_name="notify db load"
         )
 
+    # Before the first event: a schema not migrated is one line naming the command to run,
+    # not an error on the log's first line.
+    require_schemas(dsn, schema, host_schema=host_schema, command="db load")
     number = 0
     progress = _Progress(len(events))
     try:

@@ -3,9 +3,10 @@
 Serves the one-click unsubscribe routes, the inbox routes and the websocket of live updates
 on uvicorn (`notify_pg.http.server`) until SIGTERM or SIGINT. A reference for the demo and
 tests: the inbox's person is the ``X-Notify-User`` header, so a host puts its own
-authentication in front. Logs are JSON lines (or text) on stderr, one per request with its
+authentication in front, proven by a shared secret or a signed token (`notify_cli.serve_identity`,
+`notify_pg.http.identity`). Logs are JSON lines (or text) on stderr, one per request with its
 route's template, never with a path as sent, a query string (unsubscribe tokens), a person or
-the secret. ``--workers N`` forks N serving processes on one listening socket.
+the secrets. ``--workers N`` forks N serving processes on one listening socket.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ from notify_cli.options import (
     metrics_host_option,
     schema_option,
 )
+from notify_cli.serve_identity import identity_options, is_loopback, read_identity
 from notify_cli.signals import handling_stop_signals
+from notify_cli.startup import require_schemas
 from notify_cli.worker import _logging, _metrics
 
 
@@ -144,6 +147,7 @@ from notify_cli.worker import _logging, _metrics
     "preference grid with --host-schema); its "
     "websocket takes the person from ?user= as well as from X-Notify-User.",
 )
+@identity_options
 @click.option(
     "--metrics-port",
     type=click.IntRange(0, 65535),
@@ -171,6 +175,12 @@ def serve(
     keep_alive: int,
     pool_timeout: float,
     demo: bool,
+    proxy_secret_file: str | None,
+    jwt_key_file: str | None,
+    jwt_audience: str | None,
+    jwt_issuer: str | None,
+    jwt_algorithm: str,
+    insecure_identity_header: bool,
     metrics_port: int | None,
     metrics_host: str,
     log_level: str,
@@ -185,17 +195,23 @@ def serve(
     the token's categories. The inbox routes, one inbox per site (GET
     /sites/SITE/notifications?unread=1, GET .../summary, PUT .../read, PUT .../ID/read,
     DELETE .../ID under /sites/SITE/notifications) act for the person named by the
-    X-Notify-User header: put a proxy that authenticates in front;
+    X-Notify-User header: put a proxy that authenticates in front, and make it prove its
+    requests with --proxy-secret-file (the X-Notify-Proxy-Secret header) or send a signed
+    token with --jwt-key-file (X-Notify-Identity) instead; an address that is not loopback
+    is refused without one of them unless --insecure-identity-header. A header name with
+    "_" that reads as one of these (X-Notify_User) is answered 400, any other is dropped;
     with --host-schema the entries of the reference wiki's sites switched off are hidden, and
     one-click unsubscribe also answers on the paths of the sites' unsubscribe link templates
     (read at start, e.g. /_api/notifications/unsubscribe).
     With --host-schema also: GET and PATCH /notifications/preferences (the X-Notify-User
     person's preference grid and email schedule) and GET and PATCH
     /notifications/admin/settings (the instance's settings, for the administrator named by
-    the X-Notify-Admin header, which the proxy sets only for someone allowed to manage the
-    instance); every change is audited (notify records inbox-audit).
+    the X-Notify-Admin header behind the proxy secret, or by a token with "notify_admin":
+    true; without a secret or token key they answer 403); every change is audited (notify
+    records inbox-audit).
     The websocket /notifications/live (same header) is sent "refresh" whenever that person's
-    summary may have changed. The schema must be migrated (notify db migrate). Served by
+    summary may have changed. The schema (and --host-schema) must be migrated: if not, one
+    line names the notify db migrate to run and the exit code is 2. Served by
     uvicorn: bodies are read (--max-body, --body-timeout) before a database connection is
     taken; while the database is down requests get 503 with Retry-After within
     --pool-timeout. Each request logs one line (method, route template, status, duration).
@@ -207,7 +223,6 @@ def serve(
     try:
         import psycopg
 
-        from notify_core.values.errors import NotifyError
         from notify_pg.http.app import build_app, check_page_url, open_pool
         from notify_pg.http.live import LiveHub
         from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
@@ -224,6 +239,15 @@ def serve(
         raise BadInput(f"--unsubscribe-page: {exc}") from None
     if workers > 1 and metrics_port is not None:
         raise BadInput("--metrics-port serves one process: use it with --workers 1")
+    identity = read_identity(
+        host=host,
+        proxy_secret_file=proxy_secret_file,
+        jwt_key_file=jwt_key_file,
+        jwt_audience=jwt_audience,
+        jwt_issuer=jwt_issuer,
+        jwt_algorithm=jwt_algorithm,
+        insecure_identity_header=insecure_identity_header,
+    )
     wiki = None if host_schema is None else ReferenceWiki(host_schema)
     hidden = None if wiki is None else wiki.sites_off
     limits = ServeLimits(
@@ -237,17 +261,23 @@ def serve(
     )
     _logging(log_level, log_format)
     log = logging.getLogger("notify_pg.serve")
-    try:
-        # One connection first: a database that cannot be reached is one line and exit 2.
-        open_pool(dsn, size=1).close()
-    except NotifyError as exc:
-        raise BadInput(f"--dsn: {exc.message}") from None
+    # One connection first: a database that cannot be reached, or a schema not migrated, is
+    # one line and exit 2, before the port is bound.
+    require_schemas(dsn, schema, host_schema=host_schema, command="serve")
     try:
         sock = bind(host, port, backlog=backlog)
     except OSError as exc:
         raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
-    fields: dict[str, Any] = {"host": host, "port": sock.getsockname()[1], "schema": schema}
+    proofs = [n for n, on in (("proxy_secret", identity.proxy_secret), ("jwt", identity.jwt)) if on]
+    fields: dict[str, Any] = {
+        "host": host,
+        "port": sock.getsockname()[1],
+        "schema": schema,
+        "identity": "+".join(proofs) or "header",
+    }
+    if not proofs and not is_loopback(host):
+        log.warning("identity header trusted from any client", extra={"fields": {"host": host}})
 
     def announce() -> None:
         log.info("listening", extra={"fields": {**fields, "workers": workers}})
@@ -278,6 +308,7 @@ def serve(
                 on_request=on_request,
                 admin_host=wiki,
                 unsubscribe_paths=paths,
+                identity=identity,
             )
             asgi = AsgiApp(app, limits=limits, live=LiveHub(dsn, schema=schema), demo=demo)
             server = make_server(asgi)

@@ -34,6 +34,7 @@ from notify_cli.options import (
     schema_option,
 )
 from notify_cli.signals import handling_stop_signals
+from notify_cli.startup import require_schemas
 from notify_core.values.errors import InvalidInput
 
 #: The default of ``--partitions`` (`notify_pg.push.worker.WorkerConfig.partitions`, chosen by
@@ -231,7 +232,8 @@ def worker(
     sends one mail per person and site (signed with DKIM given --dkim-key), and marks them
     sent; a failed send is tried again 600 s later and given up after the third attempt. With
     --metrics-port the worker serves its metrics (docs/operators.md) for Prometheus. A
-    database that cannot be reached, a partition count that cannot be taken now, a bad mail
+    database that cannot be reached, a schema or host schema missing or not migrated (the
+    line names the command to run), a partition count that cannot be taken now, a bad mail
     option or a metrics port that cannot be bound: a message on stderr and exit code 2.
     """
     try:
@@ -276,6 +278,10 @@ def worker(
         )
     elif dkim_selector is not None or dkim_domain is not None:
         raise BadInput("--dkim-selector and --dkim-domain need --dkim-key and --smtp-url")
+    # Before the metrics port and any round: an unmigrated schema is one line and exit 2.
+    require_schemas(
+        dsn, schema, host_schema=host_schema, host_migrated=inbox_host is None, command="worker"
+    )
     metrics = _metrics(metrics_port, metrics_host) if metrics_port is not None else None
 
     def connect() -> psycopg.Connection[Any]:

@@ -22,13 +22,25 @@ from psycopg.conninfo import conninfo_to_dict
 from notify_pg.db.errors import MigrationError, translate
 from notify_pg.db.seam import Conn, Seam, trusted_sql
 
-__all__ = ["DEFAULT_SCHEMA", "Migration", "migrate", "migrations", "render"]
+__all__ = [
+    "DEFAULT_SCHEMA",
+    "Migration",
+    "SchemaGap",
+    "migrate",
+    "migrations",
+    "render",
+    "schema_gap",
+]
 
 #: The schema the library owns unless the host names another.
 DEFAULT_SCHEMA = "notify"
 
 _CONNECT_TIMEOUT_S = 10
 _FILE = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
+#: A table a migration creates (every shipped migration names it as ``{schema}.NAME``).
+_CREATED_TABLE = re.compile(
+    r"\bCREATE\s+(?:UNLOGGED\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\{schema\}\.(\w+)", re.IGNORECASE
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -156,3 +168,74 @@ def _migrate(conn: Conn, schema: str, package: str) -> list[str]:
             )
             applied_now.append(m.name)
     return applied_now
+
+
+@attrs.frozen(kw_only=True)
+class SchemaGap:
+    """What keeps a schema from being used as it stands (`schema_gap`).
+
+    Args:
+        schema: the schema checked.
+        kind: ``missing`` (no such schema), ``unmigrated`` (no migration applied),
+            ``behind`` (migrations the package ships are not applied), ``ahead`` (the
+            database has a migration the package does not ship: a newer version migrated
+            it), ``missing_table`` (a migration's table is gone).
+        detail: one phrase naming what is missing (migrations or tables), or empty.
+    """
+
+    schema: str
+    kind: str
+    detail: str = ""
+
+    @property
+    def message(self) -> str:
+        """One sentence naming the schema and what is wrong with it (no command)."""
+        name = f'schema "{self.schema}"'
+        return {
+            "missing": f"{name} does not exist",
+            "unmigrated": f"{name} is not migrated",
+            "behind": f"{name} lacks migrations {self.detail}",
+            "ahead": f"{name} has migrations this version does not ship ({self.detail})",
+            "missing_table": f"{name} lacks tables {self.detail}",
+        }[self.kind]
+
+
+def schema_gap(conn: Conn, schema: str, *, package: str = "notify_pg") -> SchemaGap | None:
+    """Return what keeps ``schema`` from serving ``package``'s queries, or ``None`` when ready.
+
+    Read only, in the caller's connection: the schema exists, every shipped migration is
+    applied (and no other), and every table a migration creates is there. A command checks
+    this at start, so that an unmigrated database is one line naming the schema and the
+    command to run, not a traceback or a ``503`` to every request.
+
+    Raises:
+        StorageError: PostgreSQL failed.
+    """
+    seam = Seam("notify_pg", schema)
+    row = seam.one(conn, "schema_exists", {"schema": schema})
+    if row is None or not row[0]:
+        return SchemaGap(schema=schema, kind="missing")
+    tables = {str(r[0]) for r in seam.all(conn, "schema_tables", {"schema": schema})}
+    if "schema_migrations" not in tables:
+        return SchemaGap(schema=schema, kind="unmigrated")
+    shipped = migrations(package)
+    applied = {int(r[0]): str(r[1]) for r in seam.all(conn, "applied_migrations")}
+    if not applied:
+        return SchemaGap(schema=schema, kind="unmigrated")
+    unknown = sorted(set(applied) - {m.version for m in shipped})
+    if unknown:
+        return SchemaGap(schema=schema, kind="ahead", detail=_names([applied[v] for v in unknown]))
+    lacking = [m.name for m in shipped if m.version not in applied]
+    if lacking:
+        return SchemaGap(schema=schema, kind="behind", detail=_names(lacking))
+    created = {t for m in shipped for t in _CREATED_TABLE.findall(m.text)}
+    gone = sorted(created - tables)
+    if gone:
+        return SchemaGap(schema=schema, kind="missing_table", detail=_names(gone))
+    return None
+
+
+def _names(names: list[str]) -> str:
+    """At most three names, then how many more: the line stays one line."""
+    shown = ", ".join(names[:3])
+    return shown if len(names) <= 3 else f"{shown} and {len(names) - 3} more"

@@ -2,9 +2,11 @@
 
 A WSGI app on Werkzeug with a `notify_pg.db.pool.FastPool` (the ``serve`` extra). It is a
 reference, for the demo and for tests that send real HTTP: a host mounts the handlers of
-`notify_pg.http.handlers` in its own framework behind its own authentication. Here the person of the
-inbox routes is whatever the ``X-Notify-User`` header says (`USER_HEADER`): put a proxy that
-authenticates and sets it in front, never expose these routes as they are.
+`notify_pg.http.handlers` in its own framework behind its own authentication. Here the person of
+the inbox routes is read by `notify_pg.http.identity.IdentityCheck` (``identity``): by default
+whatever the ``X-Notify-User`` header says (`USER_HEADER`), for loopback or behind a proxy
+that authenticates and sets it; a host proves its requests with a shared secret header or
+sends a signed token instead (``notify serve --proxy-secret-file``, ``--jwt-key-file``).
 
 Routes (`build_app` makes them; `ReferenceApp.route` adds more; handlers of
 `notify_pg.http.handlers` and ``notify_pg.http.admin``):
@@ -29,15 +31,13 @@ PATCH       /notifications/admin/settings              ``admin.settings_patch`` 
 
 The preference and settings routes exist only when the app is given the host's ports
 (``admin_host``, `notify_pg.mail.settings.AdminHostPorts`). The person of the preference
-routes is the ``X-Notify-User`` header, as for the inbox; the administrator of the settings
-routes is the ``X-Notify-Admin`` header (`ADMIN_HEADER`), which the host's proxy sets only
-for a person it authenticated and allowed to manage the instance (``manage:system``):
-without it, ``401``.
+routes is read as for the inbox; the administrator of the settings routes is the
+``X-Notify-Admin`` header (`ADMIN_HEADER`) behind the shared secret, or a token with the admin
+claim, and never a plain header: without a secret or token configured, ``403``.
 
 Failures are answers, never tracebacks: ``404`` and ``405`` for unknown routes and methods,
-``401`` for an inbox or preference route without its header (a settings route without
-``X-Notify-Admin``), ``503`` when PostgreSQL fails, ``500`` with no
-detail for a bug (logged with its type only).
+``401`` for an inbox or preference route without its person (or its proof), ``503`` when
+PostgreSQL fails, ``500`` with no detail for a bug (logged with its type only).
 
 Every request logs one line, ``request``, with its method, the route's template (``PUT
 /sites/<site>/notifications/<entry>/read``, ``unmatched`` for none), the status and the
@@ -72,6 +72,7 @@ from notify_pg.db.errors import StorageError, translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.pool import FastPool
 from notify_pg.db.seam import Conn
+from notify_pg.http.identity import ADMIN_HEADER, USER_HEADER, IdentityCheck
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.mail.settings import AdminHostPorts
 
@@ -95,13 +96,6 @@ __all__ = [
 #: Where the reference app mounts the inboxes: ``/sites/<site>/notifications`` (H1: one inbox
 #: per site, the site in the path as a wiki's ``/_api/sites/:siteId/notifications``).
 INBOX_PREFIX: Final = "/sites"
-#: The header the reference app takes the inbox's person from (the host's proxy sets it).
-USER_HEADER: Final = "X-Notify-User"
-
-#: The header the reference app takes the administrator of the settings routes from (the
-#: host's proxy sets it only for someone allowed to manage the instance).
-ADMIN_HEADER: Final = "X-Notify-Admin"
-
 #: A route's handler: the app, the request and the URL's variables in; a response out.
 Handler = Callable[["ReferenceApp", Request, dict[str, Any]], http.Response]
 
@@ -147,6 +141,8 @@ class ReferenceApp:
             duration in seconds (metrics); it must not raise.
         admin_host: the host's ports of the preference and settings routes (none: those
             routes are not served).
+        identity: how the person and the administrator are read (`IdentityCheck`: plain
+            headers by default, where the settings routes answer ``403``).
     """
 
     def __init__(
@@ -158,8 +154,10 @@ class ReferenceApp:
         hidden_sites: Callable[[Conn], Sequence[str]] | None = None,
         on_request: RequestHook | None = None,
         admin_host: AdminHostPorts | None = None,
+        identity: IdentityCheck | None = None,
     ) -> None:
         check_page_url(unsubscribe_page)
+        self.identity = identity or IdentityCheck()
         self.pool = pool
         self.admin_host = admin_host
         self.on_request = on_request
@@ -263,33 +261,6 @@ def _body(request: Request) -> bytes:
     return cached
 
 
-def person_of(header: str | None) -> str | None:
-    """The person a `USER_HEADER` value names, or ``None`` when it names nobody usable.
-
-    A NUL cannot be stored by PostgreSQL: such a person is a bad request, never a storage
-    failure.
-    """
-    return header if header and "\x00" not in header else None
-
-
-def _user(request: Request) -> str | None:
-    return person_of(request.headers.get(USER_HEADER))
-
-
-def _unauthorized(request: Request) -> http.Response:
-    if request.headers.get(USER_HEADER):  # present, but no person can be named so
-        return http.Response(
-            status=400,
-            headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
-            body=b'{"error":{"code":"invalid_user","pointer":"/headers/X-Notify-User"}}',
-        )
-    return http.Response(
-        status=401,
-        headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
-        body=b'{"error":{"code":"unauthenticated"}}',
-    )
-
-
 def _unsubscribe_post(
     app: ReferenceApp, request: Request, _values: dict[str, Any]
 ) -> http.Response:
@@ -321,16 +292,17 @@ def _unsubscribe_info(
 def _inbox(
     call: Callable[[ReferenceApp, Request, dict[str, Any], Conn, str], http.Response],
 ) -> Handler:
-    """Wrap an inbox handler: the person from the header (401 without), one connection.
+    """Wrap an inbox handler: the person from `ReferenceApp.identity` (its refusal without
+    one), one connection.
 
     A body is read before the connection is taken (`_body` caches it on the request), so
     that a client sending it slowly holds a thread at most, never a database connection.
     """
 
     def handler(app: ReferenceApp, request: Request, values: dict[str, Any]) -> http.Response:
-        user = _user(request)
-        if user is None:
-            return _unauthorized(request)
+        user = app.identity.person(request.headers.get)
+        if isinstance(user, http.Response):
+            return user
         if request.method in ("PUT", "POST"):
             _body(request)
         with app.pool.connection() as conn:
@@ -463,20 +435,11 @@ def _preferences_patch(
 
 
 def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> http.Response:
-    """The settings routes: the administrator from `ADMIN_HEADER` (401 without)."""
-    admin = person_of(request.headers.get(ADMIN_HEADER))
-    if admin is None:
-        if request.headers.get(ADMIN_HEADER):  # present, but no person can be named so
-            return http.Response(
-                status=400,
-                headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
-                body=b'{"error":{"code":"invalid_user","pointer":"/headers/X-Notify-Admin"}}',
-            )
-        return http.Response(
-            status=401,
-            headers=(("Content-Type", "application/json"), ("Cache-Control", "no-store")),
-            body=b'{"error":{"code":"unauthenticated"}}',
-        )
+    """The settings routes: the administrator from `ReferenceApp.identity`, which asks for
+    proof always (``403`` without a secret or token configured)."""
+    admin = app.identity.admin(request.headers.get)
+    if isinstance(admin, http.Response):
+        return admin
     assert app.admin_host is not None
     if request.method == "PATCH":
         _body(request)  # read before a connection is taken (a slow client holds no connection)
@@ -502,6 +465,7 @@ def build_app(
     on_request: RequestHook | None = None,
     admin_host: AdminHostPorts | None = None,
     unsubscribe_paths: Sequence[str] = (),
+    identity: IdentityCheck | None = None,
 ) -> ReferenceApp:
     """Return the reference app with its routes (see the module's table).
 
@@ -510,7 +474,7 @@ def build_app(
     the route elsewhere sets a template and writes no code); the default path always answers.
     More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
     app this returns; ``on_request`` is `ReferenceApp`'s hook. The preference and settings
-    routes are served only with ``admin_host``.
+    routes are served only with ``admin_host``; ``identity`` is `ReferenceApp`'s.
     """
     app = ReferenceApp(
         pool,
@@ -519,6 +483,7 @@ def build_app(
         hidden_sites=hidden_sites,
         on_request=on_request,
         admin_host=admin_host,
+        identity=identity,
     )
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)

@@ -11,8 +11,13 @@ server will do, see docs/embedding.md):
   of the pool's connections, and a short body is never acted on;
 - the handler runs on one of ``threads`` threads (the pool holds as many connections);
 - ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`):
-  the person from the ``X-Notify-User`` header, like the inbox routes (with ``demo``, also the
-  ``user`` query parameter, since a browser cannot set headers on a websocket);
+  the person read like the inbox routes' (`notify_pg.http.identity`; with ``demo`` and no
+  proof asked, also the ``user`` query parameter, since a browser cannot set headers on a
+  websocket);
+- a header whose name has ``_`` never reaches the app: one that reads as an identity header
+  once ``_`` is ``-`` (``X-Notify_User``), or an identity header given twice, is answered
+  ``400`` ``invalid_header`` naming it (a websocket is refused); any other is dropped, as
+  nginx drops them (in a WSGI environ ``A_B`` and ``A-B`` are one key);
 - with ``demo``, ``/demo`` serves the demo page of ``static/`` (plain HTML and JavaScript);
 - the ``Server`` header says ``notify``, never a version.
 
@@ -38,8 +43,9 @@ from urllib.parse import parse_qs
 import attrs
 import uvicorn
 
-from notify_pg.http.app import USER_HEADER, ReferenceApp, person_of
-from notify_pg.http.handlers import MAX_BODY_BYTES
+from notify_pg.http.app import ReferenceApp
+from notify_pg.http.handlers import MAX_BODY_BYTES, Response
+from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, person_of
 from notify_pg.http.live import LiveHub
 
 __all__ = [
@@ -147,6 +153,11 @@ class AsgiApp:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = _forged(scope)
+        if refused is not None:
+            length = (b"content-length", str(len(refused.body)).encode("ascii"))
+            await _answer(send, refused.status, refused.body, *_encoded(refused), length, *_CLOSE)
+            return
         static = _STATIC.get(scope["path"]) if self.demo else None
         if static is not None and scope["method"] in ("GET", "HEAD"):
             content = _static(static[0])
@@ -202,7 +213,7 @@ class AsgiApp:
         return body
 
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        person = self._person(scope)
+        person = None if _forged(scope) is not None else self._person(scope)
         await receive()  # websocket.connect
         if scope["path"] != LIVE_PATH or self.live is None or person is None:
             # Closing before accepting is a 403 to the client's handshake.
@@ -216,10 +227,17 @@ class AsgiApp:
         await self.live.serve_socket(person, text, receive)
 
     def _person(self, scope: Scope) -> str | None:
-        header = _header(scope, USER_HEADER.lower().encode("ascii"))
-        if header is not None:
-            return person_of(header)
-        if not self.demo:
+        identity: IdentityCheck = getattr(self.app, "identity", None) or IdentityCheck()
+
+        def header(name: str) -> str | None:
+            return _header(scope, name.lower().encode("ascii"))
+
+        person = identity.person(header)
+        if isinstance(person, str):
+            return person
+        # The demo's browser cannot set a header on a websocket: ?user= instead, but only
+        # where no proof is asked (the plain header's trust, on loopback).
+        if not self.demo or identity.proven or header(USER_HEADER) is not None:
             return None
         try:
             values = parse_qs(scope.get("query_string", b"").decode("utf-8"), errors="strict")
@@ -241,6 +259,15 @@ async def _answer(send: Send, status: int, body: bytes, *headers: tuple[bytes, b
         }
     )
     await send({"type": "http.response.body", "body": body})
+
+
+def _forged(scope: Scope) -> Response | None:
+    """The ``400`` of a request whose header names could forge an identity in the environ."""
+    return header_refusal([bytes(name).decode("latin-1") for name, _value in scope["headers"]])
+
+
+def _encoded(response: Response) -> list[tuple[bytes, bytes]]:
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in response.headers]
 
 
 def _static(name: str) -> bytes:
@@ -279,7 +306,11 @@ def _environ(scope: Scope, body: bytes) -> dict[str, Any]:
         "wsgi.run_once": False,
     }
     for raw_name, raw_value in scope["headers"]:
-        name = bytes(raw_name).decode("latin-1").upper().replace("-", "_")
+        name = bytes(raw_name).decode("latin-1").upper()
+        if "_" in name:
+            # Dropped, as nginx does: "A_B" and "A-B" would be one key of the environ.
+            continue
+        name = name.replace("-", "_")
         value = bytes(raw_value).decode("latin-1")
         if name in ("CONTENT_LENGTH", "TRANSFER_ENCODING"):
             continue  # the body is whole: its length is the one above

@@ -25,3 +25,14 @@ SELECT version, name, checksum FROM {schema}.schema_migrations ORDER BY version
 -- Remember one applied migration and its checksum.
 INSERT INTO {schema}.schema_migrations (version, name, checksum)
 VALUES (%(version)s, %(name)s, %(checksum)s)
+
+-- name: schema_exists
+-- Whether the schema exists (the readiness check, before any of its tables is read).
+SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = %(schema)s)
+
+-- name: schema_tables
+-- The names of the schema's tables (plain and partitioned), for the readiness check.
+SELECT c.relname
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %(schema)s AND c.relkind IN ('r', 'p')

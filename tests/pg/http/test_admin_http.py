@@ -1,6 +1,7 @@
 """Preferences and settings over real HTTP: the reference app of notify_pg.http.app with the
 reference wiki as its host (docs/rules.md H2, H2a): the person from X-Notify-User, the
-administrator from X-Notify-Admin, clean 400s naming the member, and every change audited."""
+administrator from X-Notify-Admin (behind the proxy secret the settings routes always ask
+for), clean 400s naming the member, and every change audited."""
 
 from __future__ import annotations
 
@@ -15,11 +16,14 @@ import pytest
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_pg.http.app import ADMIN_HEADER, USER_HEADER, build_app, make_http_server, open_pool
+from notify_pg.http.identity import PROXY_SECRET_HEADER, IdentityCheck
 from notify_pg.mail.settings import audit_log
 from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 JSON = {"Content-Type": "application/json"}
+SECRET = "s3cret-of-the-hosts-proxy-0123456789"
+PROOF = {PROXY_SECRET_HEADER: SECRET}
 
 
 def call(
@@ -28,11 +32,13 @@ def call(
     target: str,
     body: object = None,
     headers: Mapping[str, str] | None = None,
+    *,
+    proof: Mapping[str, str] = PROOF,
 ) -> tuple[int, Any]:
     conn = http.client.HTTPConnection(*base, timeout=30)
     try:
         raw = None if body is None else json.dumps(body).encode()
-        conn.request(method, target, body=raw, headers={**JSON, **(headers or {})})
+        conn.request(method, target, body=raw, headers={**JSON, **proof, **(headers or {})})
         response = conn.getresponse()
         data = response.read()
         kind = response.getheader("Content-Type") or ""
@@ -53,7 +59,8 @@ def wiki(conn: Conn) -> ReferenceWiki:
 @pytest.fixture
 def server(db_dsn: str, wiki: ReferenceWiki) -> Iterator[tuple[str, int]]:
     pool = open_pool(db_dsn)
-    app = build_app(pool, schema=SCHEMA, admin_host=wiki)
+    identity = IdentityCheck(proxy_secret=SECRET.encode())
+    app = build_app(pool, schema=SCHEMA, admin_host=wiki, identity=identity)
     httpd = make_http_server(app, "127.0.0.1", 0)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -116,7 +123,41 @@ def test_h2a_settings_over_http_for_the_administrator_only(
     user = {USER_HEADER: "ana"}
     assert call(server, "GET", "/notifications/admin/settings", headers=user)[0] == 401
     assert call(server, "PATCH", "/notifications/admin/settings", {}, headers=user)[0] == 401
+    # Without the proxy's secret, or with another, X-Notify-Admin names nobody.
+    for proof in ({}, {PROXY_SECRET_HEADER: SECRET[:-1] + "x"}):
+        status, error = call(
+            server,
+            "PATCH",
+            "/notifications/admin/settings",
+            {"mail_batch_size": 7},
+            headers=admin,
+            proof=proof,
+        )
+        assert (status, error["error"]["code"]) == (401, "invalid_proof")
     assert len(audit_log(conn, schema=SCHEMA)) == 1
+
+
+def test_h2a_settings_need_a_proof_even_on_loopback(db_dsn: str, wiki: ReferenceWiki) -> None:
+    """With plain headers (no secret, no token) the settings routes answer 403, whatever
+    X-Notify-Admin says; the preference routes still serve the X-Notify-User person."""
+    pool = open_pool(db_dsn)
+    httpd = make_http_server(build_app(pool, schema=SCHEMA, admin_host=wiki), "127.0.0.1", 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = ("127.0.0.1", httpd.server_port)
+        admin = {ADMIN_HEADER: "root"}
+        status, error = call(base, "GET", "/notifications/admin/settings", headers=admin)
+        assert (status, error["error"]["code"]) == (403, "admin_needs_proof")
+        status, _ = call(base, "PATCH", "/notifications/admin/settings", {}, headers=admin)
+        assert status == 403
+        status, _ = call(base, "GET", "/notifications/preferences", headers={USER_HEADER: "ana"})
+        assert status == 200
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
+        pool.close()
 
 
 def test_h2a_without_the_hosts_ports_the_routes_are_not_served(db_dsn: str) -> None:
