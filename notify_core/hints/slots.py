@@ -7,6 +7,13 @@ release. `positional` compiles a function that sets the slots through their own 
 instead: the same value, in about half the time. It serves only classes whose fields have
 neither converter nor validator nor ``init=False`` and that have no ``__attrs_post_init__``
 (it refuses the others), so there is nothing ``__init__`` would do that it does not.
+
+Measured (cachegrind instructions of ``notify replay`` on the 25,000-event synthetic log,
+``notify synth --events 25000 --users 2000 --seed 1``): the keyword ``__init__`` in place of
+every builder costs 3.5 % more (5,617 M -> 5,811 M); by use, the hints 1.8 %, the schedule's
+windows and flushes 0.85 %, a message's thread 0.44 %, the flush and release candidates and
+delayed pushes 0.31 %. The world's new people and threads (0.14 %, the run-to-run spread)
+are built by keyword.
 """
 
 from __future__ import annotations

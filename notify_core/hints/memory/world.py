@@ -21,14 +21,8 @@ from notify_core.hints.memory.learning import Handler, handlers_of
 from notify_core.hints.memory.messages import MemoryMessages
 from notify_core.hints.memory.preferences import MemoryPreferences
 from notify_core.hints.ports import ChannelInfo, ThreadInfo, UserInfo
-from notify_core.hints.slots import positional
 
 __all__ = ["MemoryWorld"]
-
-# Built once per person and thread created: through their slots (`positional`), the fields in
-# the order of the classes.
-_new_user_info = positional(UserInfo)
-_new_thread_info = positional(ThreadInfo)
 
 #: Who may read a thread: DM participants (or None), channel grantees, space grantees.
 _Access = tuple[Collection[str] | None, Collection[str], Collection[str]]
@@ -356,11 +350,11 @@ class MemoryWorld:
     def _on_user_created(self, event: Event, p: dict[str, object]) -> None:
         user = str(p["user"])
         old = self.users.get(user)
-        new = self.users[user] = _new_user_info(
-            user,
-            str(p.get("kind", old.kind if old else "human")),
-            bool(p.get("active", old.active if old else True)),
-            _time_zone(p, old),
+        new = self.users[user] = UserInfo(
+            id=user,
+            kind=str(p.get("kind", old.kind if old else "human")),
+            active=bool(p.get("active", old.active if old else True)),
+            time_zone=_time_zone(p, old),
         )
         if p.get("owner") is True:
             self.owners.add(user)
@@ -414,7 +408,7 @@ class MemoryWorld:
 
     def _on_thread_created(self, event: Event, p: dict[str, object]) -> None:
         thread, channel = str(p["thread"]), str(p["channel"])
-        self.threads[thread] = _new_thread_info(thread, channel, bool(p["main"]), 0, 0, None)
+        self.threads[thread] = ThreadInfo(id=thread, channel=channel, main=bool(p["main"]))
         self._position[thread] = len(self.threads_of_channel[channel])
         self.threads_of_channel[channel].append(thread)
 
