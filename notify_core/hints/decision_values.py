@@ -461,7 +461,9 @@ def new_recipient_facts(
     A pipeline builds one for each person who passes D1-D3, and due work one per flush and
     release: attrs' keyword ``__init__`` of a frozen class sets each slot through
     ``object.__setattr__`` by name. The converters and the validator run as there (the
-    same value: tests/core/hints/test_decision_values_fast.py).
+    same value: tests/core/hints/test_decision_values_fast.py). Measured: the keyword
+    ``__init__`` in its place costs a replay 2.1 % more instructions (cachegrind, the
+    25,000-event synthetic log: 5,845 M -> 5,965 M).
     """
     facts: RecipientFacts = _new_object(RecipientFacts)
     if window_end is not None:
