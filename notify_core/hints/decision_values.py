@@ -256,7 +256,10 @@ def _new_send(routes: tuple[Route, ...], quiet: bool, opens: datetime | None) ->
 
     attrs' keyword ``__init__`` of a frozen class costs about 1 us, a quarter of a whole
     decision; Send has no converter nor validator, so setting its slots directly is the same
-    value (tests/core/hints/test_decide.py checks the two agree field by field).
+    value (tests/core/hints/test_decide.py checks the two agree field by field). Measured
+    (cachegrind): with the keyword ``__init__`` here and in `decide_all`'s inlined copy, the
+    fan-out of bench/bench_core.py runs 19 % more instructions (450 M -> 537 M for 30,000
+    people), a replay 0.5 %.
     """
     send: Send = _new_object(Send)
     _send_routes(send, routes)
