@@ -369,10 +369,7 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
             and raw_scope.keys() <= _SCOPE_KEYS
         ):
             raise EventError("invalid_event", "scope must be {space?, channel?, thread?}", "/scope")
-        scope = _new_event(Scope)
-        _set_space(scope, space)
-        _set_channel(scope, channel)
-        _set_thread(scope, thread)
+        scope = Scope(space=space, channel=channel, thread=thread)
     else:
         scope = _NO_SCOPE
     payload = obj.get("payload", _NO_MEMBERS)
@@ -410,9 +407,6 @@ _set_seq, _set_type, _set_occurred_at, _set_actor, _set_audience, _set_scope, _s
     for name in ("seq", "type", "occurred_at", "actor", "audience", "scope", "payload")
 )
 _set_origin: Final = Event.__dict__["origin"].__set__
-_set_space, _set_channel, _set_thread = (
-    Scope.__dict__[name].__set__ for name in ("space", "channel", "thread")
-)
 if [field.name for field in attrs.fields(Event)] != [
     "seq", "type", "occurred_at", "actor", "audience", "scope", "payload", "origin"
 ] or any(field.converter or field.validator for field in attrs.fields(Event)):  # fmt: skip
