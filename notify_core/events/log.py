@@ -401,6 +401,8 @@ def _parse_event(obj: object, may_hold_null: bool) -> Event:
 # `Event(...)` for every line of every replay: its frozen __init__ looks each of its slots up
 # by name through `object.__setattr__`; the slots' own setters, taken once, cost half. The
 # values are those `Event` would hold (it has no converter, validator or default to run).
+# Measured (cachegrind, `notify replay` of the 25,000-event synthetic log): `Event(...)` by
+# keyword here costs 2.7 % more instructions (5,862 M -> 6,022 M).
 _new_event: Final = object.__new__
 _set_seq, _set_type, _set_occurred_at, _set_actor, _set_audience, _set_scope, _set_payload = (
     Event.__dict__[name].__set__
