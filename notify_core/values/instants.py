@@ -198,4 +198,6 @@ _MAX_SECONDS: Final = int(MAX_DURATION.total_seconds())
 
 #: `format_instant` with a memory of recent instants: the hints of one event, and the windows
 #: and delayed pushes they open, share their instants, and the output writes each many times.
+#: Measured (cachegrind, `notify replay` of the 25,000-event synthetic log): the replay's lines
+#: written with `format_instant` itself run 10.7 % more instructions (5,972 M -> 6,612 M).
 format_instant_cached = functools.lru_cache(maxsize=4096)(format_instant)
