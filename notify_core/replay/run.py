@@ -371,9 +371,7 @@ class Replay:
     reader: EventLogReader = attrs.field(factory=EventLogReader)
     owns: Callable[[str], bool] | None = None
     _known: dict[str, Container[str]] = attrs.field(init=False, factory=dict, repr=False)
-    _refs: dict[str, tuple[Callable[[Event], bool], tuple[_Ref, ...]]] = attrs.field(
-        init=False, factory=dict, repr=False
-    )
+    _refs: dict[str, tuple[_Ref, ...]] = attrs.field(init=False, factory=dict, repr=False)
 
     def __attrs_post_init__(self) -> None:
         self.store = MemoryStore(instance_default=self.policy.instance_default_level)
@@ -406,7 +404,7 @@ class Replay:
                     refs.append((source, kind, None, _pointer("target/id")))
                 elif (have := self._known.get(kind)) is not None:
                     refs.append((source, kind, have, _pointer(member)))
-            self._refs[event_type] = (_all_known(refs, self._known), tuple(refs))
+            self._refs[event_type] = tuple(refs)
 
     def feed(self, text: str | bytes, line: int) -> Iterator[Item]:
         """Read one line and return the hints and entry lines it causes (due work first).
@@ -442,8 +440,8 @@ class Replay:
         summary.add_event(event)
         refs = self._refs.get(event.type)
         unknown = None
-        if refs is not None and not refs[0](event):
-            unknown = self._unknown(event, refs[1])
+        if refs is not None:
+            unknown = self._unknown(event, refs)
         try:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
@@ -483,8 +481,7 @@ class Replay:
                 yield from unknown
 
     def _unknown(self, event: Event, refs: tuple[_Ref, ...]) -> list[UnknownReference] | None:
-        """The objects an event names that the log never created, in `REFERENCES` order
-        (`_all_known` answers first whether there are any)."""
+        """The objects an event names that the log never created, in `REFERENCES` order."""
         payload = event.payload
         out: list[UnknownReference] | None = None
         for member, kind, have, pointer in refs:
@@ -568,47 +565,6 @@ class Replay:
                 self.summary.bad_lines += 1
                 yield error
         yield from self.finish()
-
-
-def _all_known(
-    refs: tuple[_Ref, ...] | list[_Ref], known: Mapping[str, Container[str]]
-) -> Callable[[Event], bool]:
-    """Compile the `_Ref` of one event type into a function: whether every object an event of
-    it names is known (the usual answer).
-
-    `Replay._unknown` loops over the members, which cost more than the rest of what a
-    partitioned replay's tasks each do for most lines; the compiled function reads each member
-    once and tests it written out. It answers ``True`` only where `Replay._unknown` finds
-    nothing; on ``False`` that runs and says what is unknown.
-    """
-    env: dict[str, object] = {"known": known, "_target_known": _target_known}
-    body = ["def check(event):", "    p = event.payload"]
-    for index, (member, _kind, have, _where) in enumerate(refs):
-        body.append("    v = event.audience" if member is None else f"    v = p.get({member!r})")
-        if have is None:
-            test = "_target_known(v, known)"
-        else:
-            env[f"h{index}"] = have
-            # A list's items all known: one C-level pass (a hashable item the parse checked).
-            test = (
-                f"(v in h{index} if type(v) is str else"
-                f" type(v) is list and all(map(h{index}.__contains__, v)))"
-            )
-        body.append(f"    if v is not None and not {test}: return False")
-    body.append("    return True")
-    exec("\n".join(body), env)  # the source is the table's member names (as literals)
-    return env["check"]  # type: ignore[return-value]
-
-
-def _target_known(value: object, known: Mapping[str, Container[str]]) -> bool:
-    """Whether a ``{kind, id}`` target names a known object (or a type not built here)."""
-    if type(value) is not dict:
-        return False
-    kind, id_ = value.get("kind"), value.get("id")
-    if type(kind) is not str or type(id_) is not str:
-        return False
-    have = known.get(kind)
-    return have is None or id_ in have
 
 
 def _pointer(member: str) -> str:
