@@ -130,3 +130,23 @@ def test_h2a_without_the_hosts_ports_the_routes_are_not_served(db_dsn: str) -> N
         assert "/notifications/admin/settings" not in rules
     finally:
         pool.close()
+
+
+def test_h2a_a_pair_that_lets_the_purge_come_first_is_a_400_over_http(
+    server: tuple[str, int], conn: Conn, wiki: ReferenceWiki
+) -> None:
+    """H2a (issue 38): the PATCH ``{"retention_days": 2, "email_delay_s": 259200}`` would purge
+    pending entries before their mail goes: 400 naming the member, nothing written."""
+    admin = {ADMIN_HEADER: "root"}
+    change = {"retention_days": 2, "email_delay_s": 259_200}
+    status, error = call(server, "PATCH", "/notifications/admin/settings", change, headers=admin)
+    assert (status, error["error"]["code"], error["error"]["pointer"]) == (
+        400,
+        "invalid_retention",
+        "/retention_days",
+    )
+    late = {"email_delay_s": 5_097_600}  # 59 days, beside a retention of 60
+    status, error = call(server, "PATCH", "/notifications/admin/settings", late, headers=admin)
+    assert (status, error["error"]["pointer"]) == (400, "/email_delay_s")
+    assert wiki.inbox_retention_days(conn) == 60
+    assert audit_log(conn, schema=SCHEMA) == []
