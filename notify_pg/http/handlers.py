@@ -25,10 +25,10 @@ whose inbox is asked, and answers for that site's entries and those with no site
   on the last page); ``?unread=1`` lists only the unread ones.
 - `inbox_summary`: ``{"unread", "badge", "latest_at"?}`` with an ``ETag``; ``304`` when the
   poll's ``If-None-Match`` names it.
-
-No answer holds ``null`` (G5): an absent value is an omitted member.
 - `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
   None of them reaches an email-only entry (H2: only a page view does).
+
+No answer holds ``null`` (G5): an absent value is an omitted member.
 """
 
 from __future__ import annotations
