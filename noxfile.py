@@ -18,7 +18,7 @@ nox.options.error_on_missing_interpreters = True
 nox.options.sessions = ["lint", "types", "tests", "docs"]
 
 PYTHON = "3.11"
-PACKAGES = ["notify_core", "notify_pg", "notify_cli"]
+PACKAGES = ["notify_core", "notify_pg", "notify_reference_host", "notify_cli"]
 DOCS_TOOLS = ["docs/griffe_extensions.py", "docs/cli_help.py", "docs/rule_refs.py"]
 LINT_PATHS = [*PACKAGES, "tests", "bench", *DOCS_TOOLS, "noxfile.py"]
 
@@ -58,7 +58,7 @@ def quick(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def types(session: nox.Session) -> None:
-    """Type-check the three packages with mypy --strict."""
+    """Type-check the packages with mypy --strict."""
     session.install(TYPES_EXTRAS, "mypy>=1.10")
     session.run("mypy", "--strict", *PACKAGES)
 

@@ -27,7 +27,7 @@ from scratch_pg import database, server
 from notify_core.hints.levels import LevelFacts, Preference, Target, TargetKind
 from notify_pg import DEFAULT_LEVEL_KEY, NotifyStore
 from notify_pg.db.seam import Seam
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 THREAD, CHANNEL, SPACE = "t-bench", "c-bench", "s-bench"
 

@@ -54,7 +54,7 @@ from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import emit
 from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailSender
 from notify_pg.mail.smtp import DkimKey, Outgoing, SmtpConfig, SmtpSender
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 SCHEMA, HOST = "notify", "host"
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

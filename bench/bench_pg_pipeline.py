@@ -75,8 +75,8 @@ from notify_pg import EventLog, NewEvent
 from notify_pg.db.seam import Seam
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import Worker, WorkerConfig
-from notify_pg.reference_host import ReferenceHost
-from notify_pg.reference_host.world import WorldLoader
+from notify_reference_host import ReferenceHost
+from notify_reference_host.world import WorldLoader
 
 SCHEMA, HOST = "notify", "host"
 POLICY = Policy(
@@ -239,7 +239,7 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
     decide = importlib.import_module("notify_core.hints.decide")
     worker = importlib.import_module("notify_pg.push.worker")
     push = importlib.import_module("notify_pg.push.providers")
-    host = importlib.import_module("notify_pg.reference_host")
+    host = importlib.import_module("notify_reference_host")
     seam = importlib.import_module("notify_pg.db.seam")
     assert worker.__file__ is not None and worker.__file__.startswith(os.path.abspath(src))
     policy = decide.Policy(**attrs.asdict(POLICY, recurse=False))
@@ -261,7 +261,9 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
 
 
 def _backend_pid(worker: Any) -> int | None:
-    conn = getattr(worker, "_conn", None)
+    # A baseline tree from before the loop (issue 24) holds its connection as ``_conn``.
+    connection = getattr(worker, "connection", None)
+    conn = connection.conn if connection is not None else getattr(worker, "_conn", None)
     if conn is None or conn.closed:
         return None
     return int(conn.info.backend_pid)

@@ -44,7 +44,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.live import live_channel
 from notify_pg.inbox.reads import emit
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 SCHEMA, HOST = "notify", "host"
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -19,7 +19,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 
 from notify_pg import migrate
-from notify_pg.reference_host import migrate_reference_host
+from notify_reference_host import migrate_reference_host
 
 
 @contextmanager

@@ -41,7 +41,7 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
     try:
         from notify_core.values.errors import NotifyError
         from notify_pg import migrate as apply
-        from notify_pg.reference_host import migrate_reference_host
+        from notify_reference_host import migrate_reference_host
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
     if not schema:
@@ -178,8 +178,8 @@ def load(
 
         from notify_core.values.errors import NotifyError
         from notify_pg.push.worker import Worker, WorkerConfig
-        from notify_pg.reference_host import ReferenceHost
-        from notify_pg.reference_host.load import (
+        from notify_reference_host import ReferenceHost
+        from notify_reference_host.load import (
             LogLoader,
             SettableClock,
             event_digest,
@@ -515,7 +515,7 @@ def down(directory: str, delete: bool) -> None:
 def _mail_configured(host_schema: str) -> Any:
     """Read whether mail is configured from the reference host (``None`` without its tables)."""
     from notify_core.values.errors import NotifyError
-    from notify_pg.reference_host.wiki import ReferenceWiki
+    from notify_reference_host.wiki import ReferenceWiki
 
     wiki = ReferenceWiki(host_schema)
 
@@ -532,7 +532,7 @@ def _plain_http(host_schema: str) -> Any:
     """Read the reference host's sites served over plain http (``None`` without its tables)."""
     from notify_core.values.errors import NotifyError
     from notify_pg.ops.status import plain_http_sites
-    from notify_pg.reference_host.wiki import ReferenceWiki
+    from notify_reference_host.wiki import ReferenceWiki
 
     wiki = ReferenceWiki(host_schema)
 

@@ -211,7 +211,7 @@ def serve(
         from notify_pg.http.app import build_app, check_page_url, open_pool
         from notify_pg.http.live import LiveHub
         from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
-        from notify_pg.reference_host.wiki import ReferenceWiki
+        from notify_reference_host.wiki import ReferenceWiki
     except ImportError as exc:  # werkzeug or uvicorn missing: no serve extra
         raise BadInput(
             f"serve needs the serve extra (pip install 'notify-engine[serve]'): {exc}"

@@ -142,7 +142,7 @@ def _logging(level: str, log_format: str = "json") -> None:
     type=click.IntRange(1, 1000),
     default=None,
     metavar="N",
-    help="People whose due mails one drain round claims (1 to 1000; default: the instance's "
+    help="People whose due mails one pass of the drain claims (1 to 1000; default: the instance's "
     "mail batch size, which an administrator changes over HTTP, else 100).",
 )
 @click.option(
@@ -240,9 +240,9 @@ def worker(
         from notify_core.values.errors import NotifyError
         from notify_pg.push.providers import FakeProvider
         from notify_pg.push.worker import WorkerConfig
-        from notify_pg.reference_host import ReferenceHost
-        from notify_pg.reference_host.wiki import ReferenceWiki
         from notify_pg.worker.build import build_worker
+        from notify_reference_host import ReferenceHost
+        from notify_reference_host.wiki import ReferenceWiki
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
         raise BadInput(
             f"worker needs the pg extra (pip install 'notify-engine[pg]'): {exc}"

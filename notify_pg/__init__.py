@@ -13,15 +13,15 @@ or ``notify db migrate``). Its wings, each importing only the ones below it:
 - `notify_pg.mail`: mail (the drain, SMTP with DKIM, the secret, unsubscribe);
 - `notify_pg.http`: framework-neutral HTTP handlers and the reference app;
 - `notify_pg.worker`: a worker process's loop built from options (`build_worker`);
-- `notify_pg.ops`: metrics and the status query;
-- `notify_pg.reference_host`: a small host schema with its adapter, for tests and the demo.
+- `notify_pg.ops`: metrics and the status query.
 
-The names below are the stable imports; the old flat module paths (``notify_pg.store`` ...)
-still import, with a `DeprecationWarning` (`notify_pg._moved`); ``notify_pg.worker`` is a
-package again and imports without one. See docs/postgresql.md.
+The demo host's schema and its adapter (`notify_reference_host`) are a package of their own
+above this one: the adapter never imports them.
+
+The names below are the stable imports; everything else is imported from the module that
+holds it. See docs/postgresql.md.
 """
 
-from notify_pg import _moved
 from notify_pg.db.errors import (
     Conflict,
     Forbidden,
@@ -125,5 +125,3 @@ __all__ = [
     "pipeline_status",
     "read_event_log",
 ]
-
-_moved.install()

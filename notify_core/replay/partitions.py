@@ -1,4 +1,4 @@
-"""Recipient partitions: how several consumers share one event log (architecture.md).
+"""Recipient partitions: how several consumers share one event log (docs/concepts.md).
 
 Every decision, window, delayed release and badge sync belongs to one recipient, and the
 facts it reads are the recipient's own or the host's. So a log can be consumed by ``count``

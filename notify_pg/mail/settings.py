@@ -69,7 +69,7 @@ class AdminHostPorts(MailHostPorts, Protocol):
     mail drain's ports (`MailHostPorts`: sites, people with their addresses, sections and
     whether mail is configured, schedules) and the methods below.
 
-    `notify_pg.reference_host.wiki.ReferenceWiki` implements it on its tables; every method
+    `notify_reference_host.wiki.ReferenceWiki` implements it on its tables; every method
     gets the connection of the change's transaction.
     """
 

@@ -102,7 +102,7 @@ def plain_http_warning(sites: Sequence[str]) -> str | None:
 
 def plain_http_sites(conn: Conn, host: object) -> list[str] | None:
     """The host's sites served over plain http, when the host tells (its optional method
-    ``inbox_plain_http_sites(conn)``, as `notify_pg.reference_host.wiki.ReferenceWiki` has);
+    ``inbox_plain_http_sites(conn)``, as `notify_reference_host.wiki.ReferenceWiki` has);
     ``None`` when it cannot."""
     read = getattr(host, "inbox_plain_http_sites", None)
     if read is None:

@@ -43,8 +43,8 @@ class PgWorld:
             that, live routes fail closed: nobody's connections are read, so no device counts
             as live, nobody as active in a thread (D4), and every active device gets ``push``
             (D5), as with no gateway at all.
-        owns: the recipients of a partitioned consumer round (the pipeline's ``owns``):
-            `readers` answers only those, so a round of one partition does not load the
+        owns: the recipients of a partitioned consumer's batch (the pipeline's ``owns``):
+            `readers` answers only those, so a batch of one partition does not load the
             people of the others (the pipeline would drop them from the fan-out anyway).
     """
 
@@ -287,16 +287,16 @@ class PgWorld:
         return bool(run_agent == agent and run_active(RunState(state)))
 
     def last_agent_message(self, run: str) -> tuple[str, int] | None:
-        """S3: the run agent's newest message in the run's thread before the event, if it lies
-        after the run's anchor."""
+        """S3: the run agent's newest message in the anchor's thread before the event, if it
+        lies after the run's anchor; none for a run without an anchor message (even if its
+        agent wrote in the thread before)."""
         before = self.before()
         row = self._seam.one(self._s.conn, "run_facts", {"run": run, "before": before})
         if row is None:
             return None
-        anchor_thread, anchor_seq, agent, first_thread = row
-        thread = anchor_thread if anchor_thread is not None else first_thread
+        thread, anchor_seq, agent = row
         if thread is None or agent is None:
-            return None
+            return None  # S3: a run without an anchor message points at its thread only
         found = self._seam.one(
             self._s.conn,
             "newest_agent_message",

@@ -41,7 +41,7 @@ JOIN LATERAL (
 WHERE a.run IS NOT NULL
 
 -- name: run_facts
--- S3: a run's newest anchor (thread, position), its agent by its last state change and its first state change's thread, before a log position.
+-- S3: a run's newest anchor (thread, position) and its agent by its last state change, before a log position.
 SELECT
     (SELECT payload->>'thread' FROM {schema}.event_log
      WHERE type = 'message.created' AND payload->>'kind' = 'run'
@@ -53,10 +53,7 @@ SELECT
      ORDER BY seq DESC LIMIT 1),
     (SELECT payload->>'agent' FROM {schema}.event_log
      WHERE type = 'run.state_changed' AND payload->>'run' = %(run)s AND seq < %(before)s
-     ORDER BY seq DESC LIMIT 1),
-    (SELECT payload->>'thread' FROM {schema}.event_log
-     WHERE type = 'run.state_changed' AND payload->>'run' = %(run)s AND seq < %(before)s
-     ORDER BY seq LIMIT 1)
+     ORDER BY seq DESC LIMIT 1)
 
 -- name: newest_agent_message
 -- S3: an agent's newest message (text, voice or card) in a thread before a log position.

@@ -1,4 +1,4 @@
--- Loading notify's own rows from a logged world (notify_pg.reference_host.world): the state a
+-- Loading notify's own rows from a logged world (notify_reference_host.world): the state a
 -- logged notification_pref.updated or quiet_hours.updated left, written without a new event.
 
 -- name: load_preference

@@ -2,7 +2,7 @@
 
 Users, spaces, channels, threads, read rights, time zones and personal settings belong to the
 host: the adapter never reads a host table itself. A host implements these ports on its own
-tables (`notify_pg.reference_host` shows one way) and hands them to `notify_pg.NotifyStore`.
+tables (`notify_reference_host` shows one way) and hands them to `notify_pg.NotifyStore`.
 
 Every method receives the connection of the ambient transaction, so that the locks it takes and
 the rows it reads belong to the caller's transaction. No method authorizes anything: the adapter

@@ -20,6 +20,7 @@ import click
 import notify_cli
 import notify_core
 import notify_pg
+import notify_reference_host
 from notify_cli.main import cli
 from tests.docs.test_rule_ids import NOT_BUILT
 from tests.docs.test_rules_doc import refs
@@ -27,11 +28,11 @@ from tests.docs.test_rules_doc import refs
 ROOT = Path(__file__).resolve().parents[2]
 INDEX = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-PACKAGES = (notify_core, notify_pg, notify_cli)
+PACKAGES = (notify_core, notify_pg, notify_reference_host, notify_cli)
 
 
 def modules() -> set[str]:
-    """The modules and subpackages directly inside the three packages."""
+    """The modules and subpackages directly inside the packages."""
     return {
         f"{package.__name__}.{info.name}"
         for package in PACKAGES
@@ -49,7 +50,7 @@ def status_rows() -> list[list[str]]:
 
 def test_index_lists_the_commands_of_the_cli() -> None:
     block = re.search(r"^notify_cli +commands: (.*)$", INDEX, re.MULTILINE)
-    assert block is not None, "docs/index.md: the notify_cli line of 'Three packages' is gone"
+    assert block is not None, "docs/index.md: the notify_cli line of 'The packages' is gone"
     listed = [name.strip() for name in block.group(1).split(",")]
     assert listed == cli.list_commands(click.Context(cli)), (
         "docs/index.md: name the commands of `notify --help`"
@@ -170,7 +171,12 @@ def test_api_reference_renders_every_module_a_package_exports_from() -> None:
     rendered = set(re.findall(r"^::: ([\w.]+)$", api, re.MULTILINE))
     homes = {
         getattr(package, name).__module__
-        for package in (notify_core, notify_pg, *subpackages(notify_core, notify_pg))
+        for package in (
+            notify_core,
+            notify_pg,
+            notify_reference_host,
+            *subpackages(notify_core, notify_pg),
+        )
         for name in getattr(package, "__all__", ())
         if inspect.isclass(getattr(package, name)) or inspect.isfunction(getattr(package, name))
     }
@@ -179,7 +185,10 @@ def test_api_reference_renders_every_module_a_package_exports_from() -> None:
         home
         for home in homes
         if home not in rendered
-        and not any(home.startswith(f"{r}.") for r in rendered - {"notify_core", "notify_pg"})
+        and not any(
+            home.startswith(f"{r}.")
+            for r in rendered - {"notify_core", "notify_pg", "notify_reference_host"}
+        )
     }
     assert sorted(missing) == [], "docs/api.md: add a ::: line for these modules"
 
@@ -197,6 +206,6 @@ def test_the_start_page_and_the_landing_show_the_readme_blocks_verbatim() -> Non
     of their blocks is one of the README's (which tests run as written)."""
     readme = fenced_blocks(README)
     start = fenced_blocks((ROOT / "docs" / "start.md").read_text(encoding="utf-8"))
-    landing = fenced_blocks(INDEX.split("## Three packages", 1)[0])
+    landing = fenced_blocks(INDEX.split("## The packages", 1)[0])
     assert len(start) >= 5 and len(landing) == 2
     assert [block for block in start + landing if block not in readme] == []

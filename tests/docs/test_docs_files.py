@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 REPO_PATH = re.compile(
-    r"(?<![\w./-])((?:examples|docs|tests|bench|notify_core|notify_pg|notify_cli|\.ci)/"
+    r"(?<![\w./-])((?:examples|docs|tests|bench|notify_core|notify_pg|notify_reference_host|notify_cli|\.ci)/"
     r"[\w./-]*[\w])"
 )
 

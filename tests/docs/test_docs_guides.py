@@ -1,6 +1,6 @@
 """The site reads as a start (issue 27, point 6): the guides say how things work and keep no
 measurement diaries (measured figures live on docs/speed.md), and no page, no ``--help`` text,
-no docstring and no comment of the three packages cites a seed note that no reader has (a rule
+no docstring and no comment of the packages cites a seed note that no reader has (a rule
 id of docs/rules.md or a page instead; docs/api.md renders the docstrings)."""
 
 from __future__ import annotations
@@ -28,10 +28,13 @@ SEED = re.compile(
     r"|\b(?:[Nn]otes? \d+|(?:Operation|Identity|Instance|State|Non-goal) \d+|Temporal property \d"
     r"|Capability requirement \d|Concurrency \d|AZ-[A-Z]+\d+)\b"
 )
-PACKAGES = ("notify_core", "notify_pg", "notify_cli")
-#: The named SQL of notify_pg: comments only (`--`). The migrations are not read: an applied
-#: migration is checksummed (`migration_changed`), so its text stays as it was applied.
-QUERIES = sorted((ROOT / "notify_pg" / "queries").glob("*.sql"))
+PACKAGES = ("notify_core", "notify_pg", "notify_reference_host", "notify_cli")
+#: The named SQL of the packages (notify_pg, the demo host): comments only (`--`). The
+#: migrations are not read: an applied migration is checksummed (`migration_changed`), so its
+#: text stays as it was applied.
+QUERIES = sorted(
+    path for package in PACKAGES for path in (ROOT / package / "queries").glob("*.sql")
+)
 
 
 def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None:
@@ -43,6 +46,21 @@ def test_measured_figures_and_their_diaries_are_on_the_speed_page_only() -> None
         if DIARY.search(line)
     ]
     assert found == [], "move these measurements to docs/speed.md"
+
+
+def test_the_speed_page_is_a_results_page() -> None:
+    """Issue 35: the latest figures of each benchmark, how to run it and where the time goes,
+    in at most 300 lines; the history of the runs is the page's git history."""
+    page = ROOT / "docs" / "speed.md"
+    lines = page.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, f"docs/speed.md has {len(lines)} lines"
+    text = "\n".join(lines)
+    missing = [
+        bench.name
+        for bench in sorted((ROOT / "bench").glob("bench_*.py"))
+        if f"bench/{bench.name}" not in text
+    ]
+    assert missing == [], "say on docs/speed.md how to run these and what they measured"
 
 
 def help_texts(command: click.Command, path: str = "notify") -> list[tuple[str, str]]:

@@ -81,7 +81,17 @@ def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:
 @pytest.mark.parametrize(
     ("path", "title", "anchors"),
     [
-        ("", "notify", ["three-packages", "status"]),
+        ("", "notify", ["the-packages", "status"]),
+        (
+            "architecture/",
+            "Architecture",
+            [
+                "packages",
+                "the-contracts",
+                "a-chat-message-in-a-replay",
+                "a-wiki-edit-on-postgresql",
+            ],
+        ),
         (
             "api/",
             "API reference",
@@ -99,7 +109,7 @@ def open_page(browser: BrowserContext, url: str) -> tuple[Page, list[str]]:
         # cited).
         ("rules/", "Rules", refs.rule_anchors((ROOT / "docs" / "rules.md").read_text("utf-8"))),
     ],
-    ids=["index", "api", "rules"],
+    ids=["index", "architecture", "api", "rules"],
 )
 def test_page_renders_without_errors(
     browser: BrowserContext, site_url: str, path: str, title: str, anchors: list[str]
@@ -137,5 +147,17 @@ def test_a_rule_id_in_the_text_leads_to_its_rule(browser: BrowserContext, site_u
     link.click()
     page.wait_for_url(f"**/rules/#{rule}")
     assert page.locator(f"[id='{rule}']").inner_text().startswith(f"{rule}.")
+    page.close()
+    assert errors == []
+
+
+def test_the_architecture_picture_is_served_with_the_site(
+    browser: BrowserContext, site_url: str
+) -> None:
+    """The picture is an SVG file of docs/, served by the site itself (no third party)."""
+    page, errors = open_page(browser, site_url + "architecture/")
+    picture = page.locator("article img[src$='architecture.svg']")
+    assert picture.count() == 1
+    assert picture.evaluate("img => img.complete && img.naturalWidth") > 0
     page.close()
     assert errors == []

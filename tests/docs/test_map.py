@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1].parent
-PACKAGES = ("notify_cli", "notify_pg", "notify_core")
+PACKAGES = ("notify_cli", "notify_reference_host", "notify_pg", "notify_core")
 
 
 def map_rows() -> dict[str, set[str]]:

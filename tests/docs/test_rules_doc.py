@@ -18,7 +18,18 @@ RULES = ROOT / "docs" / "rules.md"
 # Where ids are cited: the packages (docstrings and error messages), tests, docs, bench,
 # examples, README and CHANGELOG.
 CITING = [
-    *(ROOT / d for d in ("notify_core", "notify_pg", "notify_cli", "tests", "docs", "bench")),
+    *(
+        ROOT / d
+        for d in (
+            "notify_core",
+            "notify_pg",
+            "notify_reference_host",
+            "notify_cli",
+            "tests",
+            "docs",
+            "bench",
+        )
+    ),
     ROOT / "examples",
     ROOT / "README.md",
     ROOT / "CHANGELOG.md",

@@ -43,7 +43,7 @@ from pgworld import (
 from psycopg.conninfo import make_conninfo
 
 from notify_pg import NotifyStore, StoreConfig, migrate
-from notify_pg.reference_host import ReferenceHost, migrate_reference_host
+from notify_reference_host import ReferenceHost, migrate_reference_host
 
 HOW_TO = (
     "notify's PostgreSQL tests need a server: set NOTIFY_TEST_DSN to a libpq connection string "

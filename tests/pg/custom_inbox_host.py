@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from notify_pg.db.seam import Conn
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 #: Schemas the factories were called with (the test reads them back).
 CALLS: list[str] = []

@@ -29,9 +29,9 @@ from notify_pg import EventLog
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.push.providers import PushProvider
 from notify_pg.push.worker import Worker, WorkerConfig
-from notify_pg.reference_host import ReferenceHost
-from notify_pg.reference_host.load import LogLoader, SettableClock
-from notify_pg.reference_host.world import WorldLoader
+from notify_reference_host import ReferenceHost
+from notify_reference_host.load import LogLoader, SettableClock
+from notify_reference_host.world import WorldLoader
 
 FAR = datetime(2100, 1, 1, tzinfo=UTC)
 START = datetime(2026, 10, 23, 9, 0, tzinfo=UTC)

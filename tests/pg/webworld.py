@@ -18,7 +18,7 @@ from notify_pg.http.live import LiveHub
 from notify_pg.http.server import AsgiApp, ServeLimits, ServingThread
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import emit
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""No class over 400 lines and no module over 700 in the three packages (issue 24).
+"""No class over 400 lines and no module over 700 in the packages (issue 24).
 
 Size is a proxy for a room one can live in: a module that holds one concept reads in one
 sitting. Migrations and query files are SQL, not counted. A module or class truly better
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1].parent
-PACKAGES = ("notify_core", "notify_pg", "notify_cli")
+PACKAGES = ("notify_core", "notify_pg", "notify_reference_host", "notify_cli")
 MODULE_LINES = 700
 CLASS_LINES = 400
 

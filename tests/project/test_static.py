@@ -1,6 +1,6 @@
 """The quality gates run with the tests, so CI (which runs the README's test command) sees them.
 
-ruff check, ruff format --check, mypy --strict on the three packages, and the strict docs build
+ruff check, ruff format --check, mypy --strict on the packages, and the strict docs build
 (which also checks that docs/cli.md shows the real ``--help`` of every command).
 """
 
@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
-PACKAGES = ["notify_core", "notify_pg", "notify_cli"]
+PACKAGES = ["notify_core", "notify_pg", "notify_reference_host", "notify_cli"]
 LINT_PATHS = [
     *PACKAGES,
     "tests",

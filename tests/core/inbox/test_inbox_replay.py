@@ -52,26 +52,6 @@ def test_spec_example_gives_its_expected_output_byte_for_byte() -> None:
     assert result.stdout == (HERE / "spec_example.expected.jsonl").read_text()
 
 
-def test_h2_a_view_reads_the_watched_page_entry_and_the_next_edit_starts_a_new_one() -> None:
-    log = WikiLog().user("ana").user("ben").page("p1", "ops/runbook").watch("p1", "ana")
-    log.add("notifications.settings", {"email_delay_s": 3600})  # no mail before the view
-    log.edit("p1").edit("p1")
-    log.tick().add("page.viewed", {"page": "p1", "talk": True}, audience="ana")
-    log.edit("p1")  # the talk tab reads no watched_page entry: this coalesces
-    log.tick().add("page.viewed", {"page": "p1"}, audience="ana")
-    log.edit("p1")
-    lines, run = replay(log)
-    assert [(x["entry"], x["decision"], x["count"]) for x in lines] == [
-        ("ana:watched_page:p1:1", "new", 1),
-        ("ana:watched_page:p1:1", "coalesce", 2),
-        ("ana:watched_page:p1:1", "coalesce", 3),
-        ("ana:watched_page:p1:2", "new", 1),
-    ]
-    first = entries(run).get("ana:watched_page:p1:1")
-    assert first is not None and first.state.read
-    assert first.state.email is EmailState.SKIPPED  # E1: read before its email went
-
-
 def test_n9_deletion_reaches_the_watchers_of_the_moment_and_restore_brings_none_back() -> None:
     log = WikiLog().user("ana").user("ben").user("cy")
     log.page("p1", "ops/runbook").watch("p1", "ana")

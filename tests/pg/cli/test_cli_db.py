@@ -1,5 +1,5 @@
-"""``notify db migrate`` (architecture.md: migrations applied by the CLI; style.md: exit 2 and
-one line on stderr for bad input, no traceback)."""
+"""``notify db migrate`` (docs/postgresql.md#schema-and-migrations: migrations applied by the CLI;
+docs/cli.md#exit-codes: exit 2 and one line on stderr for bad input, no traceback)."""
 
 from __future__ import annotations
 

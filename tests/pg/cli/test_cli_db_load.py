@@ -16,7 +16,7 @@ from pgworld import SCHEMA
 
 from notify_cli.main import cli
 from notify_core.values.instants import parse_instant
-from notify_pg.reference_host.load import shift_to_end_now
+from notify_reference_host.load import shift_to_end_now
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = ROOT / "examples" / "spec-example.jsonl"

@@ -1,4 +1,4 @@
-"""``notify records audit`` (seed 002 Check 2.1-2.2; style.md "Command line": data on stdout,
+"""``notify records audit`` (seed 002 Check 2.1-2.2; docs/cli.md#exit-codes: data on stdout,
 one line on stderr and exit code 2 for bad input, no traceback)."""
 
 from __future__ import annotations

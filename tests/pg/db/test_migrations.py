@@ -1,5 +1,5 @@
-"""Migrations, the schema file, forget_person and the query files (architecture.md, seed 000
-note 2, style.md "PostgreSQL")."""
+"""Migrations, the schema file, forget_person and the query files (docs/postgresql.md, sections
+"Schema and migrations" and "Repositories"; seed 000 note 2)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def catalog(conn: psycopg.Connection[Any], schema: str) -> dict[str, list[tuple[
 
 
 def test_migrations_give_the_schema_file(new_database: Callable[[str | None], str]) -> None:
-    """style.md: applying all migrations gives the same schema as notify_pg/schema.sql."""
+    """Applying all migrations gives the same schema as notify_pg/schema.sql."""
     with psycopg.connect(new_database(None), autocommit=True) as a:
         assert migrate(a, "notify") == [m.name for m in migrations()]
         migrated = catalog(a, "notify")
@@ -116,7 +116,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
 
 
 def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
-    """architecture.md and seed 000 note 2: keys, checks, indexes; no foreign key into the host."""
+    """Seed 000 note 2: keys, checks, indexes; no foreign key into the host (docs/postgresql.md)."""
     cat = catalog(conn, SCHEMA)
     defs = {name: d for _t, name, _k, d in cat["constraints"]}
     assert defs["notification_preferences_pkey"] == "PRIMARY KEY (user_id, target_kind, target_id)"
@@ -148,7 +148,7 @@ def test_tables_as_specified(conn: psycopg.Connection[Any]) -> None:
 
 
 def test_migrate_twice_changes_nothing(conn: psycopg.Connection[Any]) -> None:
-    """architecture.md: applying twice changes nothing."""
+    """Applying twice changes nothing."""
     before = catalog(conn, SCHEMA)
     applied = conn.execute(f"SELECT * FROM {SCHEMA}.schema_migrations ORDER BY 1").fetchall()
     assert migrate(conn, SCHEMA) == []
@@ -161,7 +161,7 @@ def test_migrate_twice_changes_nothing(conn: psycopg.Connection[Any]) -> None:
 def test_changed_migration_is_refused(
     conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """architecture.md: a changed applied file is refused with a clear error, nothing applied."""
+    """A changed applied file is refused with a clear error, nothing applied."""
     shipped = migrations()
     changed = attrs.evolve(shipped[0], checksum="0" * 64)
     module = importlib.import_module("notify_pg.db.migrate")
@@ -180,6 +180,69 @@ def test_unknown_applied_migration_is_refused(conn: psycopg.Connection[Any]) -> 
     with pytest.raises(MigrationError) as info:
         migrate(conn, SCHEMA)
     assert info.value.code == "migration_unknown"
+
+
+#: The demo host's migrations as a database recorded them while the demo host was
+#: ``notify_pg.reference_host`` (before issue 35 moved it to ``notify_reference_host``): a row of
+#: ``<schema>.schema_migrations`` holds the version, the file's name and its checksum, nothing of
+#: the package's path. The texts moved unchanged (the stale package name in 0001's comment
+#: included: an applied migration is never edited, ``migration_changed``).
+HOST_MIGRATIONS_BEFORE_THE_MOVE = (
+    (1, "0001_reference_host", "23eecd6f873b2c8545a7934c35911ea7607d74c84fb600e83ba134c4d6e343c1"),
+    (2, "0002_pipeline_world", "fec8679e6dd1c9235bdeffe614035d8e392d91d37ef9b99f10d56f7c8867f0f7"),
+    (3, "0003_wiki", "6e172dc58932b85ccbb6ebf2e06ca9fe0181564a84001d54968dcdfc77e4d1d0"),
+    (4, "0004_wiki_site_order", "c2c7dbd285fcf8e4ac57183fb238f99ecb0d69d1bf87fcdcf60fcd6b37660544"),
+    (5, "0005_channel_access", "b1884f974143eda5a12822806e25ed0cebf6c97f5dba4876899ae3ed174b1606"),
+    (6, "0006_wiki_mail_batch", "18bf1b1435512fb33a158d76246de7de05f1486bcb83301f8e11f9a7f15c9936"),
+    (7, "0007_loaded_events", "2ffc162ca128c43c82460754399dd00616af56a30a59a9f444b560b2cd9529ea"),
+    (
+        8,
+        "0008_wiki_names_links",
+        "5fd194757208f2c56ee426c5d10e59169eb3a253581329ec373284fff408f3f3",
+    ),
+    (
+        9,
+        "0009_channel_access_grants",
+        "a62ba83806df91cbe95993eae605b0ba4b873f381ee6853b927e990a435d1bbe",
+    ),
+)
+
+
+def test_the_demo_host_ships_what_a_database_recorded_before_its_move() -> None:
+    shipped = [(m.version, m.name, m.checksum) for m in migrations("notify_reference_host")]
+    assert tuple(shipped[: len(HOST_MIGRATIONS_BEFORE_THE_MOVE)]) == (
+        HOST_MIGRATIONS_BEFORE_THE_MOVE
+    )
+
+
+def test_a_demo_host_migrated_before_its_move_is_up_to_date_after_it(
+    new_database: Callable[[str | None], str],
+) -> None:
+    """``notify db migrate --reference-host`` on a database migrated before issue 35 applies
+    nothing it applied then, and the demo host reads and writes its tables."""
+    from click.testing import CliRunner
+
+    from notify_cli.main import cli
+    from notify_reference_host import ReferenceHost, migrate_reference_host
+
+    dsn = new_database(None)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        migrate(conn, "notify")
+        # The host's tables as those files made them, and the record the old package left.
+        migrate_reference_host(conn, "host")
+        conn.execute("DELETE FROM host.schema_migrations")
+        for row in HOST_MIGRATIONS_BEFORE_THE_MOVE:
+            conn.execute(
+                "INSERT INTO host.schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+                row,
+            )
+    result = CliRunner().invoke(cli, ["db", "migrate", "--dsn", dsn, "--reference-host", "host"])
+    assert result.exit_code == 0, result.output
+    newer = migrations("notify_reference_host")[len(HOST_MIGRATIONS_BEFORE_THE_MOVE) :]
+    assert result.stdout.splitlines() == [f"host: applied {m.name}" for m in newer]
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        ReferenceHost("host").add_user(conn, ALEX)
+        assert ReferenceHost("host").users(conn, [ALEX])[ALEX].active
 
 
 def test_parallel_migrations_apply_each_file_once(
@@ -205,8 +268,8 @@ def test_parallel_migrations_apply_each_file_once(
 def test_any_schema_name_is_quoted(
     new_database: Callable[[str | None], str], pg_template: str
 ) -> None:
-    """The schema is configurable and only ever an identifier (style.md)."""
-    from notify_pg.reference_host import ReferenceHost
+    """The schema is configurable and only ever an identifier."""
+    from notify_reference_host import ReferenceHost
 
     odd = 'Notify "Test"; DROP'
     with psycopg.connect(new_database(pg_template), autocommit=True) as conn:
@@ -246,7 +309,7 @@ def test_host_deleting_a_person_forgets_them(
 ) -> None:
     """Seed 000 TestMigrationNotifyTables, last clause: deleting a users row removes the
     person's rows (here through forget_person in the host's transaction, not a foreign key)."""
-    from notify_pg.reference_host import ReferenceHost
+    from notify_reference_host import ReferenceHost
 
     store.preferences.put(conn, SAM, thread(T), Preference(level="all"))
     ReferenceHost("host").delete_user(conn, SAM, store)
@@ -257,8 +320,8 @@ def test_host_deleting_a_person_forgets_them(
 
 
 def test_query_files_are_named_and_described() -> None:
-    """style.md: one named block per query with a one-line description; schema as identifier."""
-    for package in ("notify_pg", "notify_pg.reference_host"):
+    """One named block per query with a one-line description; schema as identifier."""
+    for package in ("notify_pg", "notify_reference_host"):
         queries = load_queries(package)
         assert queries
         for name, text in queries.items():
@@ -281,7 +344,7 @@ def test_query_files_are_named_and_described() -> None:
 
 
 def test_a_query_block_extends_an_earlier_block_of_its_file() -> None:
-    """style.md: one statement held once; its extended form is its text and the block's body."""
+    """One statement held once; its extended form is its text and the block's body."""
     text = (
         "-- name: x\n-- d\nSELECT 1 FROM t\n-- tail\nWHERE a;\n\n"
         "-- name: y\n-- e\n-- extends: x\nLIMIT 1;\n"

@@ -178,7 +178,7 @@ def test_insert_if_absent_never_overwrites_and_appends_only_when_inserted(
 
     from notify_core.hints.levels import Preference
     from notify_pg import EventLog, PreferenceRepository
-    from notify_pg.reference_host import ReferenceHost
+    from notify_reference_host import ReferenceHost
 
     repo = PreferenceRepository(ReferenceHost("host"), EventLog(SCHEMA), SCHEMA)
     all_ = Preference(level="all")

@@ -1,4 +1,5 @@
-"""The connection seam: psycopg errors become the library's errors in one place (style.md)."""
+"""The connection seam: psycopg errors become the library's errors in one place
+(docs/postgresql.md#repositories)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from notify_pg import Conflict, NotifyStore, StorageError
 from notify_pg.db.errors import translate
 from notify_pg.db.ids import new_id
 from notify_pg.db.seam import Seam, array_casts, array_literal
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 RULE = QuietRule(weekdays=1, start_local="22:00", end_local="07:00")
 

@@ -17,7 +17,7 @@ from webworld import no_null
 
 from notify_pg.http.app import ADMIN_HEADER, USER_HEADER, build_app, make_http_server, open_pool
 from notify_pg.mail.settings import audit_log
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 JSON = {"Content-Type": "application/json"}

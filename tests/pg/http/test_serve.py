@@ -34,7 +34,7 @@ from notify_pg.inbox.reads import InboxPreferences, emit
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.mail.smtp import Outgoing, SmtpConfig, SmtpSender, mail_message
 from notify_pg.mail.unsubscribe import audited_unsubscribes
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

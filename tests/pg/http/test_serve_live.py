@@ -31,7 +31,7 @@ from notify_cli.logs import JsonLines
 from notify_pg import migrate
 from notify_pg.inbox.live import MAX_PAYLOAD_BYTES, live_channel
 from notify_pg.inbox.reads import InboxReads, purge
-from notify_pg.reference_host import migrate_reference_host
+from notify_reference_host import migrate_reference_host
 
 Conn = psycopg.Connection[Any]
 ANA = {"X-Notify-User": "ana"}

@@ -16,14 +16,14 @@ import psycopg
 from inbox_log import WikiLog
 from mailpg import Clock, Recorder, Run, drain, smtp_server
 from pgworld import HOST_SCHEMA, SCHEMA
-from test_inbox_reviewers import review_lines, review_log
 
 from notify_core.events.log import Event, parse_event
 from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxReads
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
 from notify_pg.stores.store import forget_person
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
+from tests.core.inbox.test_inbox_reviewers import review_lines, review_log
 
 Conn = psycopg.Connection[Any]
 

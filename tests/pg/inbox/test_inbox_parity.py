@@ -27,8 +27,8 @@ from pgworld import HOST_SCHEMA, SCHEMA
 from notify_cli.main import cli
 from notify_core.events.log import parse_event
 from notify_pg.inbox.fanout import InboxFanOut
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
 
 ROOT = Path(__file__).resolve().parents[3]
 LOG = ROOT / "examples" / "wiki-week.jsonl"
@@ -203,13 +203,12 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
     E6: each mail reads the same, word for word (subject, both bodies, the unsubscribe URL):
     the same display names (a neutral word, "via storage sync") and the same links from the
     same templates (the handbook's follow seed 004's routes)."""
-    from mailpg import Clock, drain, smtp_server
+    from mailpg import NO_STOP, Clock, drain, mail_round_on, smtp_server
 
     from notify_cli.replay import _file_part
     from notify_core.inbox.drain import MailPlan
     from notify_core.inbox.mailing import REPLAY_SECRET
     from notify_core.values.instants import format_instant
-    from notify_pg.mail.drain import MailRound
     from notify_pg.mail.smtp import Outgoing
 
     mail_dir = tmp_path / "mails"
@@ -253,7 +252,8 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
 
         events = [parse_event(json.loads(text)) for text in source.read_text().splitlines()]
         clock = Clock(events[0].occurred_at)
-        mail_round = MailRound(
+        mail_round = mail_round_on(
+            conn,
             drain(port, clock, on_done=record, on_sent=sent.append, secret=REPLAY_SECRET),
             poll=timedelta(days=30),
         )
@@ -264,7 +264,7 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
                 if wake > until:
                     return
                 clock.now = max(clock.now, wake)
-                mail_round(conn)
+                mail_round.run(NO_STOP)
 
         got: list[Line] = []
         for event in events:

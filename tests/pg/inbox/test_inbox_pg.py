@@ -19,9 +19,13 @@ from notify_cli.main import cli
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import WikiUser
 from notify_pg.db.seam import Conn, array_element, load_queries, text_array
-from notify_pg.inbox.fanout import InboxFanOut, InboxRound, Written
+from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, emit, purge
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_pg.inbox.rounds import FanOutRound, PurgeRound
+from notify_pg.push.recorder import NullRecorder
+from notify_pg.rounds.connection import RoundConnection
+from notify_pg.rounds.loop import Loop
+from notify_reference_host.wiki import ReferenceWiki
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -123,28 +127,6 @@ def test_h4_emit_writes_one_outbox_row_and_never_fails_the_host(
     assert emit(conn, "page.created", {"page": "p9"}, origin="import", schema=SCHEMA) is None
     assert emit(conn, "page.edited", {"page": "p1"}, site_notifications=False) is None
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
-
-
-def test_n10_coalescing_and_n7_actor_skipped(
-    conn: psycopg.Connection[Any], wiki: ReferenceWiki
-) -> None:
-    """N10: edits coalesce into one unread entry per person and key; the actor gets none."""
-    for n in range(3):
-        edit(conn, n)
-    worker = fanout(wiki)
-    assert worker.drain(conn) == 3
-    rows = entries(conn)
-    assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
-        ("ana", "watched_page", "watched_page:p1", 3, ["edited"]),
-        ("cy", "watched_page", "watched_page:p1", 3, ["edited"]),
-    ]
-    # N10: read gives up the key, the next event starts a new entry.
-    reads = InboxReads(SCHEMA)
-    reads.read(conn, "ana")
-    edit(conn, 10)
-    worker.drain(conn)
-    ana = [r for r in entries(conn) if r[0] == "ana"]
-    assert [(r[3], r[7] is None) for r in ana] == [(3, False), (1, True)]
 
 
 def test_n10_the_same_event_twice_changes_nothing(
@@ -404,25 +386,6 @@ def test_n7_skipped_candidates_are_counted_by_reason_as_a_replay_counts_them(
     assert worker.stats.dropped == {}
 
 
-def test_n12_email_pending_with_mail_configured(
-    conn: psycopg.Connection[Any], wiki: ReferenceWiki
-) -> None:
-    """E1/N4: with mail configured and a verified address, a new entry's email is pending."""
-    wiki.set_settings(conn, mail_configured=True, email_delay_s=60)
-    edit(conn, 0)
-    fanout(wiki).drain(conn)
-    row = conn.execute(
-        "SELECT email_state, email_after FROM notify.inbox_entries WHERE user_id = 'ana'"
-    ).fetchone()
-    assert row == ("pending", T0 + timedelta(seconds=60))
-    # E1: reading before the email goes cancels it.
-    InboxReads(SCHEMA).read(conn, "ana")
-    row = conn.execute(
-        "SELECT email_state, email_after FROM notify.inbox_entries WHERE user_id = 'ana'"
-    ).fetchone()
-    assert row == ("skipped", None)
-
-
 def test_n2_opted_in_people_are_read_from_the_partial_index(
     conn: psycopg.Connection[Any], wiki: ReferenceWiki
 ) -> None:
@@ -665,18 +628,23 @@ def test_h4_notify_worker_fans_out_the_outbox_and_h3_purges(
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
 
 
-def test_h3_the_inbox_round_purges_at_its_first_round_and_then_once_per_period(
+def test_h3_the_purge_round_purges_at_the_first_pass_and_then_once_per_period(
     conn: psycopg.Connection[Any], wiki: ReferenceWiki
 ) -> None:
-    """H3: scheduled in the worker: at the first round, then once per ``purge_every``."""
+    """H3: scheduled in the worker's loop: at the first pass, then once per ``purge_every``."""
     now = [T0 + timedelta(hours=1)]
-    run = InboxRound(fanout(wiki), clock=lambda: now[0], purge_every=timedelta(days=90))
+    connection = RoundConnection(lambda: conn, schema=SCHEMA)
+    worker = fanout(wiki)
+    purging = PurgeRound(
+        worker, connection, NullRecorder(), every=timedelta(days=90), clock=lambda: now[0]
+    )
+    loop = Loop([FanOutRound(worker, connection, NullRecorder()), purging], connection=connection)
     edit(conn, 0)
-    assert run(conn) == 1  # one event fanned out; nothing old enough to purge
-    assert run.next_purge == now[0] + timedelta(days=90)
+    assert loop.run_once() == 1  # one event fanned out; nothing old enough to purge
+    assert purging.next_purge == now[0] + timedelta(days=90)
     now[0] += timedelta(days=70)
-    assert run(conn) == 0  # the entries are past retention, but the purge waits its turn
-    assert run.purged == {"entries": 0, "outbox": 0}
+    assert loop.run_once() == 0  # the entries are past retention, but the purge waits its turn
+    assert purging.purged == {"entries": 0, "outbox": 0}
     now[0] += timedelta(days=20)
-    assert run(conn) == 3  # the two entries and the processed outbox row
-    assert run.purged == {"entries": 2, "outbox": 1}
+    assert loop.run_once() == 3  # the two entries and the processed outbox row
+    assert purging.purged == {"entries": 2, "outbox": 1}

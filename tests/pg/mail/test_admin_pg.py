@@ -30,7 +30,7 @@ from notify_pg.mail.settings import (
     lock_retention,
 )
 from notify_pg.mail.unsubscribe import audited_unsubscribes
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -476,7 +476,7 @@ def test_h2a_the_loader_on_postgresql_refuses_what_a_replay_refuses(conn: Conn) 
 
     from notify_core.events.log import EventError, parse_event
     from notify_core.replay.run import Replay
-    from notify_pg.reference_host.wiki_load import WikiLoader
+    from notify_reference_host.wiki_load import WikiLoader
 
     log = WikiLog().user("ana", email_schedule="hourly").user("ben")
     log.tick().add("notifications.settings", {"retention_days": 1})

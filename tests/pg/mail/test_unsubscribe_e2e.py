@@ -23,7 +23,7 @@ from notify_pg.inbox.reads import InboxPreferences
 from notify_pg.mail.drain import MailDrain, MailDrainConfig
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.mail.smtp import SmtpConfig, SmtpSender
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 READ_ALL = [
     {"permission": "read_pages", "match": "all"},

@@ -1,5 +1,6 @@
-"""One pipeline, two stores (architecture.md): the same log gives the same hints in a replay
-(in memory) and on PostgreSQL (the worker with a fake clock). Any difference fails."""
+"""One pipeline, two stores (docs/architecture.md#one-pipeline-two-stores): the same log gives
+the same hints in a replay (in memory) and on PostgreSQL (the worker with a fake clock). Any
+difference fails."""
 
 from __future__ import annotations
 

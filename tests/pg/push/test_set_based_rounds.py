@@ -19,7 +19,7 @@ import pytest
 from notify_pg.db.seam import Seam
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import Worker
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 

@@ -20,7 +20,7 @@ from pgworld import ALEX, OWNER, SAM, SCHEMA, SUPPORT, T, channel, events, last_
 from notify_core.hints.levels import Preference
 from notify_core.hints.quiet import QuietRule
 from notify_pg import Conflict, NotifyStore, PutResult
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
 

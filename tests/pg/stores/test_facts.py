@@ -1,9 +1,14 @@
-"""The batched level facts through resolve_level (seed 000 notes 12, rules L3-L5)."""
+"""The batched level facts of `NotifyStore` (seed 000 note 12, rules L3, L5, D2).
+
+The L3 chain, the DM step and L4's muted rows, on both twins of `PreferenceFacts`, are in
+tests/pg/contracts/test_preferences_contract.py; here what only the adapter has: the store's
+own entry point, its statement count, its warnings and the host's read-right queries.
+"""
 
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -11,12 +16,9 @@ import pytest
 from pgworld import (
     ALEX,
     ALLGEMEIN,
-    DM,
     OWNER,
     ROBIN,
     SAM,
-    SUPPORT,
-    T_DM,
     T,
     channel,
     space,
@@ -25,7 +27,7 @@ from pgworld import (
 
 from notify_core.hints.levels import LevelFacts, Preference, resolve_level
 from notify_pg import DEFAULT_LEVEL_KEY, NotFound, NotifyStore
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
 
@@ -46,35 +48,6 @@ class CountingCursor(psycopg.Cursor[Any]):
 def level(store: NotifyStore, conn: Conn, user: str, thread_id: str = T) -> tuple[str, str]:
     effective = resolve_level(store.level_facts(conn, thread_id, [user])[user], NOW)
     return effective.level.value, effective.source.value
-
-
-def test_effective_level_order(conn: Conn, store: NotifyStore, host: ReferenceHost) -> None:
-    """Seed 000 TestEffectiveLevelOrder (13 3.1, L3): each removal uncovers the next fact."""
-    store.preferences.put(conn, ALEX, thread(T), Preference(level="mute"))
-    store.preferences.put(conn, ALEX, channel(ALLGEMEIN), Preference(level="all"))
-    store.preferences.put(conn, ALEX, space(SUPPORT), Preference(level="mentions"))
-    host.set_channel_default(conn, ALLGEMEIN, "mute")
-    host.set_setting(conn, ALEX, DEFAULT_LEVEL_KEY, "all")
-    assert level(store, conn, ALEX) == ("mute", "thread")
-    store.preferences.delete(conn, ALEX, thread(T))
-    assert level(store, conn, ALEX) == ("all", "channel")
-    store.preferences.delete(conn, ALEX, channel(ALLGEMEIN))
-    assert level(store, conn, ALEX) == ("mentions", "space")
-    store.preferences.delete(conn, ALEX, space(SUPPORT))
-    assert level(store, conn, ALEX) == ("mute", "channel_default")
-    host.set_channel_default(conn, ALLGEMEIN, None)
-    assert level(store, conn, ALEX) == ("all", "personal_default")
-    host.delete_setting(conn, ALEX, DEFAULT_LEVEL_KEY)
-    assert level(store, conn, ALEX) == ("mentions", "instance_default")
-
-
-def test_direct_message_step(conn: Conn, store: NotifyStore, host: ReferenceHost) -> None:
-    """Seed 000 TestEffectiveLevelOrder, DM step: all from direct_message; a channel default
-    wins (step 4 before step 5)."""
-    host.set_setting(conn, ALEX, DEFAULT_LEVEL_KEY, "mute")
-    assert level(store, conn, ALEX, T_DM) == ("all", "direct_message")
-    host.set_channel_default(conn, DM, "mentions")
-    assert level(store, conn, ALEX, T_DM) == ("mentions", "channel_default")
 
 
 def test_one_call_answers_every_candidate_with_its_own_sources(
@@ -101,22 +74,6 @@ def test_one_call_answers_every_candidate_with_its_own_sources(
     assert more[ALEX] == facts[ALEX] and len(more) == len(many)
     assert more["u-nobody-1"] is more["u-nobody-2"]  # equal facts are shared values
     assert more["u-nobody-1"] == LevelFacts(instance_default="mentions")
-
-
-def test_muted_until_of_the_selected_row_only(conn: Conn, store: NotifyStore) -> None:
-    """Seed 000 TestEffectiveLevel_MutedUntil (L4)."""
-    until = NOW + timedelta(hours=1)
-    store.preferences.put(conn, ALEX, thread(T), Preference(level="all", muted_until=until))
-    facts = store.level_facts(conn, T, [ALEX])[ALEX]
-    muted = resolve_level(facts, NOW)
-    assert (muted.level.value, muted.source.value, muted.muted_until) == ("mute", "thread", until)
-    later = resolve_level(facts, until + timedelta(seconds=1))
-    assert (later.level.value, later.muted_until) == ("all", None)
-    store.preferences.put(
-        conn, ALEX, space(SUPPORT), Preference(level="all", muted_until=NOW + timedelta(days=1))
-    )
-    store.preferences.put(conn, ALEX, thread(T), Preference(level="mentions"))
-    assert level(store, conn, ALEX) == ("mentions", "thread")
 
 
 def test_unknown_thread_and_people(conn: Conn, store: NotifyStore) -> None:

@@ -1,48 +1,34 @@
-"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002; style.md "PostgreSQL").
+"""Preference records on PostgreSQL (rules.md#records, section 8, seed 002).
 
-The repository must answer what the pure core store answers: the decision tables of
-``tests/tables/records.jsonl`` run unchanged through it, and random operation sequences run
-through both side by side with equal outcomes and equal records. The rest proves what only the
-database can break: the schema (partial unique index, trigger), storage failures, transactions.
+What the repository answers as the pure core store does (the decision table, random
+operation sequences side by side, the seed's scenarios, refusals and faults) is the records
+contract, run on both (tests/pg/contracts/test_records_contract.py). This file proves what only
+the database can break: the schema (partial unique index, trigger), storage failures,
+transactions.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from pgworld import SCHEMA
-from strategies_records import (
-    T0,
-    clock_steps,
-    declared_sets,
-    degenerate_sets,
-    principals,
-    set_requests,
-)
 
-import notify_core.records.tables as records_tables
 from notify_core.records import (
     DegenerateChannelSet,
     InvalidPreferenceId,
     Ok,
     PreferenceRecord,
-    PreferenceStore,
     Refusal,
     Refused,
     Status,
 )
-from notify_core.records.tables import record_to_json, records_lifecycle
 from notify_core.values.errors import NotifyError, UsageError
 from notify_pg import migrate, migrations
 from notify_pg.db.migrate import render
@@ -90,38 +76,6 @@ def in_effect_count(conn: Conn, principal: str) -> int:
     return int(row[0])
 
 
-class PgStore:
-    """The repository dressed as a `PreferenceStore` value, so the core's table runner and the
-    side-by-side comparison drive it unchanged: a write answers ``(self, outcome)``."""
-
-    def __init__(self, conn: Conn, id_prefix: str = "") -> None:
-        self.conn = conn
-        self.repo = PreferenceRecordRepository(SCHEMA)
-        self.id_prefix = id_prefix
-
-    def set(self, principal_ref: str, **kwargs: Any) -> tuple[PgStore, Any]:
-        return self, self.repo.set(self.conn, principal_ref, **kwargs)
-
-    def suspend(self, preference_id: str, *, now: datetime) -> tuple[PgStore, Any]:
-        return self, self.repo.suspend(self.conn, preference_id, now=now)
-
-    def delete(self, preference_id: str, *, now: datetime) -> tuple[PgStore, Any]:
-        return self, self.repo.delete(self.conn, preference_id, now=now)
-
-    def current_for(self, principal_ref: str) -> PreferenceRecord | None:
-        return self.repo.current_for(self.conn, principal_ref)
-
-    def read(self, preference_id: str) -> PreferenceRecord | None:
-        return self.repo.read(self.conn, preference_id)
-
-    def in_effect_at(self, principal_ref: str, instant: datetime) -> PreferenceRecord | None:
-        return self.repo.in_effect_at(self.conn, principal_ref, instant)
-
-    @property
-    def records(self) -> dict[str, PreferenceRecord]:
-        return {r.preference_id: r for r in all_records(self.conn, self.id_prefix)}
-
-
 # -- schema ------------------------------------------------------------------------------------
 
 
@@ -145,7 +99,7 @@ def routines(conn: Conn, schema: str) -> dict[str, list[str]]:
 def test_schema_file_has_the_trigger_and_function_of_the_migrations(
     new_database: Callable[[str | None], str],
 ) -> None:
-    """style.md: schema.sql equals the migrations, also in what the catalog test skips."""
+    """schema.sql equals the migrations, also in what the catalog test skips."""
     with psycopg.connect(new_database(None), autocommit=True) as a:
         migrate(a, "notify")
         migrated = routines(a, "notify")
@@ -188,212 +142,6 @@ def test_table_as_specified(conn: Conn) -> None:
     } <= constraints
 
 
-# -- the core's tables and the core side by side ----------------------------------------------
-
-
-def lifecycle_cases() -> list[dict[str, Any]]:
-    cases = []
-    for line in TABLE.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            case = json.loads(line)
-            if case["function"] == "records_lifecycle":
-                cases.append(case)
-    return cases
-
-
-LIFECYCLES = lifecycle_cases()
-
-
-@pytest.mark.parametrize("case", LIFECYCLES, ids=[c["id"] for c in LIFECYCLES])
-def test_table_case_through_postgresql(
-    case: dict[str, Any], conn: Conn, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every records_lifecycle case of the core's decision table, with the repository as the
-    store: the same answers, records, refusals and errors (pointers included)."""
-    monkeypatch.setattr(records_tables, "PreferenceStore", lambda: PgStore(conn))
-    try:
-        got: dict[str, object] = records_lifecycle(case["input"])
-    except NotifyError as err:
-        got = {"error": err.as_json()}
-    assert got == case["expect"]
-
-
-OPS = st.one_of(
-    st.tuples(st.just("set"), principals, set_requests(), declared_sets, clock_steps),
-    st.tuples(st.just("set_degenerate"), principals, set_requests(), degenerate_sets),
-    st.tuples(st.just("set_reused"), principals, set_requests()),
-    st.tuples(st.sampled_from(["suspend", "delete"]), st.integers(-1, 12), clock_steps),
-    st.tuples(st.just("current_for"), principals),
-    st.tuples(st.just("read"), st.integers(-1, 12)),
-    st.tuples(st.just("in_effect_at"), principals, st.timedeltas(timedelta(0), timedelta(days=9))),
-)
-
-
-@settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
-@given(ops=st.lists(OPS, min_size=1, max_size=25))
-def test_core_and_postgresql_agree(conn: Conn, ops: list[tuple[Any, ...]]) -> None:
-    """The same operation sequences through the core store and the repository: equal
-    outcomes, equal raised errors, equal reads and equal records at the end."""
-    token = uuid.uuid4().hex[:8]  # one database for all examples: ids and principals apart
-
-    def principal(p: str) -> str:
-        return p if p == "" else f"{token}:{p}"
-
-    def pid(i: int) -> str:
-        return "" if i < 0 else f"{token}-p{i}"
-
-    core = PreferenceStore()
-    pg = PgStore(conn, f"{token}-")
-    now = T0
-    made = 0
-
-    def both(call: Callable[[Any], Any]) -> None:
-        nonlocal core
-        try:
-            expected: Any = call(core)
-        except NotifyError as err:
-            with pytest.raises(type(err)) as info:
-                call(pg)
-            assert info.value.as_json() == err.as_json()
-            return
-        got = call(pg)
-        if isinstance(expected, tuple):
-            core, expected = expected
-            got = got[1]
-        assert got == expected
-
-    for op in ops:
-        kind = op[0]
-        if kind in ("set", "set_degenerate", "set_reused"):
-            if kind == "set":
-                now += op[4]
-            new_id = pid(max(made - 1, 0)) if kind == "set_reused" and made else pid(made)
-            declared = op[3] if kind != "set_reused" else CHANNELS
-            args = dict(op[2], now=now, preference_id=new_id, declared_channels=declared)
-            who = principal(op[1])
-            before = len(core.records)
-            both(lambda s, p=who, a=args: s.set(p, **a))
-            made += len(core.records) - before
-        elif kind in ("suspend", "delete"):
-            now += op[2]
-            target = pid(op[1])
-            both(lambda s, k=kind, i=target, t=now: getattr(s, k)(i, now=t))
-        elif kind == "current_for":
-            who = principal(op[1])
-            both(lambda s, p=who: s.current_for(p))
-        elif kind == "read":
-            target = pid(op[1])
-            both(lambda s, i=target: s.read(i))
-        else:
-            who = principal(op[1])
-            both(lambda s, p=who, t=T0 + op[2]: s.in_effect_at(p, t))
-    assert list(pg.records.values()) == list(core.records.values())
-    assert [record_to_json(r) for r in pg.records.values()] == [
-        record_to_json(r) for r in core.records.values()
-    ]
-
-
-# -- the seed's scenarios ----------------------------------------------------------------------
-
-
-def test_seed_lifecycle_onboarding_vacation_closure(
-    conn: Conn, repo: PreferenceRecordRepository
-) -> None:
-    """Seed 002 Examples: pref_001 -> pref_088 -> pref_141, all kept (Invariant 9)."""
-    first = {"email": "digest", "push": "real-time", "sms": "opt-out"}
-    assert repo.set(
-        conn,
-        "user_u",
-        now=at(1),
-        preference_id="pref_001",
-        declared_channels=CHANNELS,
-        channel_preferences=first,
-        format="plain",
-    ) == Ok(preference_id="pref_001")
-    second = {"email": "digest", "push": "real-time", "sms": "urgent-only"}
-    update = dict(channel_preferences=second, frequency_limit={"per_day": 10}, format="plain")
-    out = repo.set(
-        conn, "user_u", now=at(22), preference_id="pref_088", declared_channels=CHANNELS, **update
-    )
-    assert out == Ok(preference_id="pref_088")
-    current = repo.current_for(conn, "user_u")
-    assert current is not None and current.preference_id == "pref_088"
-    prior = repo.read(conn, "pref_001")
-    assert prior is not None and prior.status is Status.DELETED and prior.deleted_at == at(22)
-    assert repo.suspend(conn, "pref_088", now=at(25)) == Ok(preference_id="pref_088")
-    suspended = repo.current_for(conn, "user_u")
-    assert suspended is not None and suspended.status is Status.SUSPENDED
-    assert suspended.channel_preferences == second  # Invariant 6: values kept
-    assert repo.suspend(conn, "pref_001", now=at(26)) == Refused(refusal=Refusal.NOT_ACTIVE)
-    # Resumption is a fresh set that replays the suspended values.
-    assert repo.set(
-        conn, "user_u", now=at(28), preference_id="pref_141", declared_channels=CHANNELS, **update
-    ) == Ok(preference_id="pref_141")
-    replaced = repo.read(conn, "pref_088")
-    assert replaced is not None and replaced.status is Status.DELETED
-    assert replaced.suspended_at == at(25) and replaced.set_at == at(22)
-    assert repo.delete(conn, "pref_141", now=at(30)) == Ok(preference_id="pref_141")
-    assert repo.delete(conn, "pref_141", now=at(31)) == Refused(refusal=Refusal.ALREADY_DELETED)
-    assert repo.current_for(conn, "user_u") is None
-    history = repo.history(conn, "user_u")
-    assert [r.preference_id for r in history] == ["pref_001", "pref_088", "pref_141"]
-    assert all(r.status is Status.DELETED for r in history)
-    # Check 2.1-2.2: half-open currency intervals, reconstructed from the stamps.
-    governing = repo.in_effect_at(conn, "user_u", at(22))
-    assert governing is not None and governing.preference_id == "pref_088"
-    governing = repo.in_effect_at(conn, "user_u", at(26))
-    assert governing is not None and governing.status_at(at(26)) is Status.SUSPENDED
-    assert repo.in_effect_at(conn, "user_u", at(30)) is None
-
-
-def test_principals_match_exactly(conn: Conn, repo: PreferenceRecordRepository) -> None:
-    """Identity 8-10: no case folding, no trimming; each is its own principal."""
-    for i, principal in enumerate(["user_u", "User_U", "user_u ", "usér_u"]):
-        out = repo.set(
-            conn, principal, now=at(1), preference_id=f"p{i}", declared_channels=CHANNELS,
-            format="plain",
-        )  # fmt: skip
-        assert out == Ok(preference_id=f"p{i}")
-    assert in_effect_count(conn, "user_u") == 1
-    current = repo.current_for(conn, "User_U")
-    assert current is not None and current.preference_id == "p1"
-    assert repo.current_for(conn, "") is None and repo.read(conn, "") is None
-
-
-def test_opaque_values_come_back_unchanged(conn: Conn, repo: PreferenceRecordRepository) -> None:
-    """Operation 10-11: stored as given, member order, number types and escapes included."""
-    quiet = {"start": "22:00", "end": "07:00", "timezone": "America/Los_Angeles"}
-    metadata = {"z": 1e16, "a": [0.1, -0.0, 5e-324, 10**30], "nul": "a\x00b", "ü": "✓"}
-    out = repo.set(
-        conn, "user_v", now=at(1), preference_id="p1", declared_channels=CHANNELS,
-        channel_preferences={"sms": "urgent-only", "email": "opt-out"}, quiet_hours=quiet,
-        metadata=metadata,
-    )  # fmt: skip
-    assert out == Ok(preference_id="p1")
-    record = repo.read(conn, "p1")
-    assert record is not None
-    assert list(record.channel_preferences or {}) == ["sms", "email"]
-    assert record_to_json(record)["metadata"] == metadata
-    assert json.dumps(record_to_json(record)["metadata"]) == json.dumps(metadata)
-    assert record.declared_channels == frozenset(CHANNELS)
-
-
-def test_a_generator_of_channel_names_is_read_once(
-    conn: Conn, repo: PreferenceRecordRepository
-) -> None:
-    out = repo.set(
-        conn, "u", now=at(1), preference_id="p1", declared_channels=(c for c in CHANNELS),
-        channel_preferences={"push": "all"},
-    )  # fmt: skip
-    assert out == Ok(preference_id="p1")
-    record = repo.read(conn, "p1")
-    assert record is not None and record.declared_channels == frozenset(CHANNELS)
-
-
 # -- host faults and refusals that need no database --------------------------------------------
 
 
@@ -433,30 +181,17 @@ def test_request_refusals_and_host_faults_touch_no_database(
         repo.current_for(closed, None)  # type: ignore[arg-type]
 
 
-def test_unknown_ids_and_nul(conn: Conn, repo: PreferenceRecordRepository) -> None:
-    not_known = Refused(refusal=Refusal.NOT_KNOWN)
-    for pid in ("nope", "", "a\x00b"):
-        assert repo.suspend(conn, pid, now=at(1)) == not_known
-        assert repo.delete(conn, pid, now=at(1)) == not_known
-        assert repo.read(conn, pid) is None
-    assert repo.current_for(conn, "u\x00") is None and repo.history(conn, "u\x00") == ()
-    # PostgreSQL text cannot hold NUL: the database refuses such a set.
+def test_a_principal_holding_nul_is_a_storage_failure(
+    conn: Conn, repo: PreferenceRecordRepository
+) -> None:
+    """PostgreSQL text cannot hold NUL: the database refuses such a set (Operation 16); reads
+    and writes of unknown ids, NUL included, are the contract's
+    (tests/pg/contracts/test_records_contract.py)."""
     out = repo.set(
         conn, "u\x00", now=at(1), preference_id="p1", declared_channels=CHANNELS, format="x"
     )
     assert out == STORAGE_FAILURE
-
-
-def test_preference_id_of_another_principal_is_not_reused(
-    conn: Conn, repo: PreferenceRecordRepository
-) -> None:
-    """Identity 4, Invariant 8.1: ids are unique over the table, not per principal."""
-    seam = dict(now=at(1), declared_channels=CHANNELS, format="plain")
-    assert repo.set(conn, "u", preference_id="p1", **seam) == Ok(preference_id="p1")
-    with pytest.raises(InvalidPreferenceId) as info:
-        repo.set(conn, "v", preference_id="p1", **seam)
-    assert info.value.as_json() == {"code": "preference_id_reused", "pointer": "/preference_id"}
-    assert repo.history(conn, "v") == ()
+    assert repo.history(conn, "u\x00") == ()
 
 
 # -- what the database enforces whoever writes -------------------------------------------------

@@ -32,7 +32,7 @@ from pgworld import (
 
 from notify_core.hints.levels import Preference, Target
 from notify_pg import Conflict, NotFound, NotifyStore
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
 

@@ -17,7 +17,7 @@ from notify_core.hints.quiet import QuietRule, in_quiet_hours
 from notify_core.values.errors import InvalidRule, UsageError
 from notify_core.values.zones import validate_time_zone
 from notify_pg import Conflict, LimitReached, NotFound, NotifyStore, StoreConfig, payload_size
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
 

@@ -14,7 +14,7 @@ from pgworld import ALEX, SCHEMA, SUPPORT, T, events, last_seq, space, thread
 from notify_core.hints.levels import Preference
 from notify_core.hints.quiet import QuietRule
 from notify_pg import Forbidden, NotifyStore
-from notify_pg.reference_host import ReferenceHost
+from notify_reference_host import ReferenceHost
 
 pytestmark = pytest.mark.usefixtures("world")
 

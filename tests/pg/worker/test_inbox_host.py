@@ -9,12 +9,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 from pgworld import HOST_SCHEMA
-from test_inbox_pg import edit, entries, wiki  # noqa: F401  (the fixture is used by name)
 
 from notify_cli.main import cli
 from notify_cli.options import BadInput
 from notify_cli.worker import load_inbox_host
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
+from tests.pg.inbox.test_inbox_pg import edit, entries, wiki  # noqa: F401  (the fixture is used by name)
 
 
 def test_h4_the_worker_fans_out_through_the_hosts_own_ports(

@@ -21,8 +21,8 @@ from notify_cli.main import cli
 from notify_core.events.log import parse_event
 from notify_pg import EventLog, NewEvent
 from notify_pg.push.worker import Worker, WorkerConfig
-from notify_pg.reference_host import ReferenceHost
-from notify_pg.reference_host.world import WorldLoader
+from notify_reference_host import ReferenceHost
+from notify_reference_host.world import WorldLoader
 
 PEOPLE = ("alex", "sam", "owner", "robin", "lotse")
 

@@ -30,8 +30,8 @@ from notify_core.replay.run import policy_from_mapping
 from notify_core.values.kinds import Kind, kind_code
 from notify_pg.push.providers import FakeProvider
 from notify_pg.push.worker import Worker, WorkerConfig
-from notify_pg.reference_host import ReferenceHost
 from notify_pg.stores.registrations import Registration
+from notify_reference_host import ReferenceHost
 
 PEOPLE = ("alex", "sam", "owner", "robin", "lotse")
 REGISTRATIONS = ("r-alex-phone", "r-sam-phone")
@@ -433,7 +433,7 @@ def test_a_real_server_restart_in_a_send_batch_sends_each_push_once(
     """`pg_ctl restart` while the worker sends a batch: the worker keeps running, reconnects,
     writes what it held, and every (notification, registration) is called exactly once."""
     from notify_pg import migrate
-    from notify_pg.reference_host import migrate_reference_host
+    from notify_reference_host import migrate_reference_host
 
     dsn, restart = own_server
     with psycopg.connect(dsn, autocommit=True) as conn:

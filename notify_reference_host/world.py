@@ -26,7 +26,7 @@ from notify_core.values.instants import parse_instant
 from notify_pg.db.ids import new_id
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
-from notify_pg.reference_host import DEFAULT_HOST_SCHEMA
+from notify_reference_host import DEFAULT_HOST_SCHEMA
 
 __all__ = ["WorldLoader"]
 
@@ -43,7 +43,7 @@ class WorldLoader:
         self, schema: str = DEFAULT_SCHEMA, host_schema: str = DEFAULT_HOST_SCHEMA
     ) -> None:
         self._notify = Seam("notify_pg", schema)
-        self._host = Seam("notify_pg.reference_host", host_schema)
+        self._host = Seam("notify_reference_host", host_schema)
 
     @staticmethod
     def handles(event_type: str) -> bool:

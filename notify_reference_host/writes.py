@@ -1,6 +1,6 @@
 """The reference host's writes, for tests and the demo: people, places, devices, rights.
 
-`HostWrites` is a part of `notify_pg.reference_host.ReferenceHost`; a host embedding notify
+`HostWrites` is a part of `notify_reference_host.ReferenceHost`; a host embedding notify
 writes its own tables its own way.
 """
 

@@ -1,4 +1,4 @@
--- The bookkeeping of `notify db load` (notify_pg.reference_host.load).
+-- The bookkeeping of `notify db load` (notify_reference_host.load).
 
 -- name: loaded_digests
 -- Which of these events (by digest) are loaded already.

@@ -37,11 +37,11 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.push.worker import Worker
-from notify_pg.reference_host import DEFAULT_HOST_SCHEMA
-from notify_pg.reference_host.wiki import ReferenceWiki
-from notify_pg.reference_host.wiki_load import WikiLoader
-from notify_pg.reference_host.world import WorldLoader
 from notify_pg.stores.events import EventLog, NewEvent
+from notify_reference_host import DEFAULT_HOST_SCHEMA
+from notify_reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki_load import WikiLoader
+from notify_reference_host.world import WorldLoader
 
 __all__ = [
     "FAR",
@@ -134,7 +134,7 @@ class LogLoader:
         self._wiki = WikiLoader(wiki, InboxFanOut(wiki, schema=schema), schema=schema)
         self._wiki_resumed = False
         self._log = EventLog(schema)
-        self._marks = Seam("notify_pg.reference_host", host_schema)
+        self._marks = Seam("notify_reference_host", host_schema)
 
     def append(self, event: Event) -> int:
         """Write the event's world change and append it, in one transaction; return its seq."""

@@ -1,9 +1,24 @@
-"""The reference host: a small host schema and its adapter for the ports, for tests and the demo.
+"""notify_reference_host: a small demo host for tests, the quickstarts and the demo page.
 
-A host embedding notify keeps its own users, spaces, channels, threads, rights and settings and
-implements `notify_pg.stores.ports.HostPorts` on them. This package shows one way, on its own schema
-(default ``host``) with its own migration (`migrate_reference_host`). Nothing in notify_pg
-outside this package reads these tables.
+Not part of the adapter. A host embedding notify keeps its own users, spaces, channels,
+threads, rights and settings and implements `notify_pg.stores.ports.HostPorts` (and the inbox
+and mail ports) on its own tables; this package is one such host, kept as small as the tests,
+the quickstarts (``notify db migrate --reference-host``, ``notify db load``), the demo page
+(``notify serve --demo``) and ``notify worker`` (unless ``--inbox-host`` names a host's own
+ports) need. It has its own schema (default ``host``), its own numbered migrations
+(`migrate_reference_host`) and its own queries.
+
+It sits above `notify_pg` (``notify_cli -> notify_reference_host -> notify_pg -> notify_core``,
+an import-linter contract): it may import the adapter and the core; the adapter never imports
+it, and nothing in notify_pg reads these tables. The command line wires it in.
+
+- `notify_reference_host` (this module): `ReferenceHost`, the chat ports on the host's tables,
+  with the writes of `notify_reference_host.writes`;
+- `notify_reference_host.wiki`: `ReferenceWiki`, the wiki's inbox, mail and admin ports;
+- `notify_reference_host.world`, `notify_reference_host.wiki_load`: writing what a logged
+  event changes in the host;
+- `notify_reference_host.load`: `LogLoader`, loading an event log as a host would
+  (``notify db load``, the parity tests).
 
 Rights of the reference host: the owner flag reads every non-DM channel; a grant on a space
 reads the space, its channels and their threads; a grant on a channel reads the channel and its
@@ -19,8 +34,8 @@ from notify_core.hints.levels import Target, TargetKind
 from notify_core.hints.ports import ChannelInfo, ThreadInfo, UserInfo
 from notify_pg.db.migrate import migrate
 from notify_pg.db.seam import Conn, Seam, text_array
-from notify_pg.reference_host.writes import HostWrites
 from notify_pg.stores.ports import NotificationPath
+from notify_reference_host.writes import HostWrites
 
 __all__ = ["DEFAULT_HOST_SCHEMA", "ReferenceHost", "migrate_reference_host"]
 
@@ -30,7 +45,7 @@ DEFAULT_HOST_SCHEMA = "host"
 
 def migrate_reference_host(conn_or_dsn: Conn | str, schema: str = DEFAULT_HOST_SCHEMA) -> list[str]:
     """Create or update the reference host's tables in ``schema`` (see `notify_pg.db.migrate`)."""
-    return migrate(conn_or_dsn, schema, package="notify_pg.reference_host")
+    return migrate(conn_or_dsn, schema, package="notify_reference_host")
 
 
 class ReferenceHost(HostWrites):
@@ -43,7 +58,7 @@ class ReferenceHost(HostWrites):
 
     def __init__(self, schema: str = DEFAULT_HOST_SCHEMA) -> None:
         self.schema = schema
-        self._seam = Seam("notify_pg.reference_host", schema)
+        self._seam = Seam("notify_reference_host", schema)
 
     # -- ports -----------------------------------------------------------------------------
 

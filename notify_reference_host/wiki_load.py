@@ -30,7 +30,7 @@ from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, comment_deleted, emit
 from notify_pg.mail.drain import reschedule_pending
 from notify_pg.mail.settings import lock_retention
-from notify_pg.reference_host.wiki import ReferenceWiki
+from notify_reference_host.wiki import ReferenceWiki
 
 __all__ = ["WikiLoader"]
 
@@ -69,7 +69,7 @@ class WikiLoader:
         #: replay entry id -> (person, table id)
         self.ids: dict[str, tuple[str, int]] = {}
         self._counts: dict[tuple[str, str], int] = {}
-        self._host = Seam("notify_pg.reference_host", wiki.schema)
+        self._host = Seam("notify_reference_host", wiki.schema)
         fanout.on_written = self._on_written
 
     def _on_written(self, rows: Sequence[Written]) -> None:
@@ -111,7 +111,7 @@ class WikiLoader:
     def resume(self, conn: Conn) -> None:
         """Name the entries already in the inbox as a replay names them (a load that goes on
         after an earlier one: the log's reads and dismissals find their entries)."""
-        notify = Seam("notify_pg.reference_host", self.schema)
+        notify = Seam("notify_reference_host", self.schema)
         self.ids.clear()
         self._counts.clear()
         for person, group_key, table_id in notify.all(conn, "loaded_entry_names"):

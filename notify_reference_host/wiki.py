@@ -139,7 +139,7 @@ class ReferenceWiki:
 
     def __init__(self, schema: str) -> None:
         self.schema = schema
-        self._seam = Seam("notify_pg.reference_host", schema)
+        self._seam = Seam("notify_reference_host", schema)
 
     # -- ports ---------------------------------------------------------------------------------
 
@@ -348,7 +348,7 @@ class ReferenceWiki:
 
     def watchers_query(self, page: str) -> sql.Composed:
         """The query an emit of a page's deletion captures its watchers with (N9)."""
-        text = trusted_sql(load_queries("notify_pg.reference_host")["wiki_watchers_query"])
+        text = trusted_sql(load_queries("notify_reference_host")["wiki_watchers_query"])
         return sql.SQL(text).format(schema=sql.Identifier(self.schema), page_id=sql.Literal(page))
 
     # -- writes --------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 -- Writes of the reference host that follow the world events of formats.md section 2
--- (notify_pg.reference_host.world). Rows that would name an unknown person, channel or device
+-- (notify_reference_host.world). Rows that would name an unknown person, channel or device
 -- are left out, as the in-memory store ignores them.
 
 -- name: merge_user
