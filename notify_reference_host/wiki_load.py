@@ -20,7 +20,7 @@ from typing import Any, Final
 from psycopg.types.json import Jsonb
 
 from notify_core.events.log import Event, EventError
-from notify_core.inbox.admin import check_retention
+from notify_core.inbox.admin import check_delay, check_retention
 from notify_core.inbox.payloads import strings
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.values.errors import InvalidInput
@@ -156,6 +156,16 @@ class WikiLoader:
             lock_retention(conn, self.schema)
             digests = self.wiki.inbox_digest_schedules(conn)
             self._retention(conn, int(p["retention_days"]), digests, "retention_days")
+        if p.get("retention_days") is not None or p.get("email_delay_s") is not None:
+            # H2a: no pair under which the purge takes an entry before its mail could go.
+            lock_retention(conn, self.schema)
+            delay = p.get("email_delay_s", self.wiki.inbox_email_delay(conn).total_seconds())
+            days = p.get("retention_days", self.wiki.inbox_retention_days(conn))
+            member = "retention_days" if "retention_days" in p else "email_delay_s"
+            try:
+                check_delay(delay, days, f"/payload/{member}")
+            except InvalidInput as exc:
+                raise EventError(exc.code, exc.message, exc.pointer) from None
         self._host.run(
             conn,
             "wiki_merge_settings",

@@ -15,6 +15,8 @@ these functions and write what they answer.
 - `check_retention` (H2a): under 2 days of retention no one may wait for an hourly or daily
   digest, since a daily digest's entry waits up to about 25 hours and the purge must not take
   it before its mail goes.
+- `check_delay` (H2a): the email delay stays under ``retention_days - 1`` days, so that no
+  entry is purged before its mail could go, whichever of the two a change moves.
 - `audit_diff`: the members that changed, before and after (H2).
 
 Every refusal is an `InvalidInput` with a code and the JSON pointer of the member at fault.
@@ -42,6 +44,7 @@ __all__ = [
     "InstanceSettings",
     "PreferenceState",
     "audit_diff",
+    "check_delay",
     "check_retention",
     "preference_audit_json",
     "preference_change",
@@ -108,6 +111,33 @@ def check_retention(retention_days: int, digest_schedules: bool, pointer: str) -
             "invalid_retention",
             f"retention_days under {MIN_DIGEST_RETENTION_DAYS} while someone has an hourly or "
             "daily email schedule: a digest's entry would be purged before its mail goes",
+            pointer,
+        )
+
+
+def check_delay(email_delay_s: float, retention_days: int, pointer: str) -> None:
+    """Refuse an email delay at or above ``(retention_days - 1) * 86400`` seconds (H2a).
+
+    An entry waits ``email_delay_s`` (and up to a day more for a daily digest) before its mail
+    goes, and the purge takes it ``retention_days`` after it was written: a pair that lets the
+    purge come first would drop pending mail. A retention of one day thus leaves no delay at
+    all.
+
+    Args:
+        email_delay_s: the delay the instance would have, in seconds.
+        retention_days: the retention it would have.
+        pointer: the member the change named (``/retention_days`` or ``/email_delay_s``).
+
+    Raises:
+        InvalidInput: ``invalid_retention``.
+    """
+    limit = (retention_days - 1) * 86_400
+    if email_delay_s >= limit:
+        raise _refuse(
+            "invalid_retention",
+            f"email_delay_s {email_delay_s} is not under (retention_days - 1) days "
+            f"({limit} s for {retention_days} days): entries would be purged before their mail "
+            "goes",
             pointer,
         )
 
@@ -292,8 +322,11 @@ def settings_change(
     Raises:
         InvalidInput: a malformed member, named by its JSON pointer; ``read_only`` for
             ``mail_configured``; ``invalid_retention`` for a retention under 2 days while
-            someone has a digest schedule (H2a); ``unknown_member`` for anything else (the
-            unsubscribe secret included).
+            someone has a digest schedule, or for a change of ``email_delay_s`` or
+            ``retention_days`` that leaves the delay at or above ``retention_days - 1`` days
+            (H2a, `check_delay`: named by ``/retention_days`` when the change holds it, else
+            ``/email_delay_s``); ``unknown_member`` for anything else (the unsubscribe secret
+            included).
     """
     value = _object(body, "")
     if "mail_configured" in value:
@@ -343,6 +376,9 @@ def settings_change(
     new = attrs.evolve(current, **changes)
     if "retention_days" in changes:
         check_retention(new.retention_days, digest_schedules, "/retention_days")
+    if "retention_days" in changes or "email_delay_s" in changes:
+        member = "retention_days" if "retention_days" in changes else "email_delay_s"
+        check_delay(new.email_delay_s, new.retention_days, f"/{member}")
     return new
 
 

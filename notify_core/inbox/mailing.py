@@ -3,10 +3,11 @@
 A drain's `MailLine` names the entries a mail shows, how many more it marks sent and its
 unsubscribe categories; this module reads the rest from the host's facts at the drain instant
 (the site's host, primary locale and link templates, the person's locale and address, the
-display names of who acted, whether a comment still exists) and composes the `Mail`. Pure:
+display names of who acted, whether a comment still exists, the pages' current paths) and
+composes the `Mail`. Pure:
 the unsubscribe secret comes in as an argument, and sending is an adapter's job
-(`notify_pg.mail.smtp`). `mail_site`, `mail_entries` and `actors_of` are shared with the
-PostgreSQL drain, so that both render the same mail from the same facts.
+(`notify_pg.mail.smtp`). `mail_site`, `mail_entries`, `actors_of` and `linked_pages` are
+shared with the PostgreSQL drain, so that both render the same mail from the same facts.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Final
 import attrs
 
 from notify_core.inbox.pipeline import MailLine
-from notify_core.inbox.ports import Entry, SiteInfo, WikiFacts
+from notify_core.inbox.ports import Entry, PageInfo, SiteInfo, WikiFacts
 from notify_core.mail import Mail, MailEntry, MailSite, compose_mail, unsubscribe_token
 from notify_core.values.errors import UsageError
 
@@ -26,6 +27,7 @@ __all__ = [
     "LineMail",
     "actors_of",
     "line_mail",
+    "linked_pages",
     "mail_entries",
     "mail_site",
 ]
@@ -68,11 +70,23 @@ def actors_of(entries: Iterable[Entry]) -> list[str]:
     return sorted({e.state.actor for e in entries if e.state.actor})
 
 
+def _review(entry: Entry) -> bool:
+    return entry.group_key.startswith(_REVIEW_KEY) and entry.category == "review_requested"
+
+
+def linked_pages(entries: Iterable[Entry]) -> list[str]:
+    """The pages whose current path the entries' links need (N11), each once, sorted: every
+    entry's page but a review's (it links to its submission). What a drain reads of the host
+    before `mail_entries`."""
+    return sorted({e.target.page for e in entries if e.target.page is not None and not _review(e)})
+
+
 def mail_entries(
     entries: Sequence[Entry],
     *,
     names: Mapping[str, str],
     comment_exists: Callable[[Entry], bool],
+    pages: Mapping[str, PageInfo],
 ) -> list[MailEntry]:
     """The entries as a mail shows them (E6, N11).
 
@@ -82,12 +96,17 @@ def mail_entries(
             by the neutral word, an entry without an actor reads "via storage sync".
         comment_exists: whether an entry's comment still exists: its excerpt shows, and its
             link anchors on the talk tab, only while it does.
+        pages: the pages of `linked_pages` as the host holds them now (`WikiFacts.page`; a
+            page missing here counts as gone): a link follows a page that still exists to
+            its current path, and goes to the snapshot's path once it is deleted (N11). The
+            mail names the snapshot's title and path.
     """
     out = []
     for entry in entries:
         target, state = entry.target, entry.state
         exists = target.comment is not None and comment_exists(entry)
-        review = entry.group_key.startswith(_REVIEW_KEY) and entry.category == "review_requested"
+        review = _review(entry)
+        page = None if target.page is None else pages.get(target.page)
         out.append(
             MailEntry(
                 category=entry.category,
@@ -101,6 +120,7 @@ def mail_entries(
                 excerpt=target.excerpt if exists else None,
                 comment=target.comment if exists else None,
                 submission=entry.group_key[len(_REVIEW_KEY) :] if review else None,
+                link_path=None if review else target.link_path(page),
             )
         )
     return out
@@ -121,10 +141,16 @@ def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) ->
     user = wiki.user(line.recipient)
     facts = wiki.people([line.recipient]).get(line.recipient)
     token = unsubscribe_token(secret, line.recipient, line.unsubscribe)
+    pages = {}
+    for page_id in linked_pages(line.entries):
+        page = wiki.page(page_id)
+        if page is not None:
+            pages[page_id] = page
     shown = mail_entries(
         line.entries,
         names=wiki.names(actors_of(line.entries)),
         comment_exists=lambda e: wiki.comment(str(e.target.comment)) is not None,
+        pages=pages,
     )
     mail = compose_mail(
         shown,

@@ -120,6 +120,18 @@ class EntryTarget:
     excerpt: str | None = None
     draft: bool = False
 
+    def link_path(self, page: PageInfo | None) -> str:
+        """Return the path the entry's link is built from (N11): the page's current path
+        while the page exists, so that the link follows a rename or move made after the
+        event; the snapshot's path once the page is deleted (or unknown to the host).
+
+        ``page`` is the target's page as the host holds it now (`WikiFacts.page`: a deleted
+        page as it was, with ``deleted`` set). The title shown stays the snapshot's.
+        """
+        if page is None or page.deleted:
+            return self.path
+        return page.path
+
 
 class Entry(NamedTuple):
     """One inbox entry of one person: an immutable value, changed with ``_replace``.

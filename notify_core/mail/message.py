@@ -88,7 +88,11 @@ class MailEntry:
 
     Args:
         category: the entry's category key; ``variant``: its latest variant.
-        title: the target's title; ``path``: its path on the site (the link's path).
+        title: the target's title; ``path``: its path on the site, as the mail names it
+            (the entry's snapshot, N11).
+        link_path: the path the link goes to when it differs from ``path``: the page's
+            current path while the page exists (N11: a rename after the event); absent:
+            ``path``.
         actor: the display name of who acted last; absent or empty: a person without a
             name, or no longer known (a neutral word, "Someone").
         sync: the latest event had no actor ("via storage sync"); ``actor`` is then unused.
@@ -110,14 +114,17 @@ class MailEntry:
     excerpt: str | None = None
     comment: str | None = None
     submission: str | None = None
+    link_path: str | None = None
 
     def link(self, site: MailSite) -> str:
-        """Return the entry's one link (E6): a review, a comment on the talk tab, or the page."""
+        """Return the entry's one link (E6): a review, a comment on the talk tab, or the page
+        (at ``link_path`` when given, N11)."""
         if self.submission is not None:
             return site.link("review", submission=self.submission)
+        path = self.path if self.link_path is None else self.link_path
         if self.comment is not None:
-            return site.link("comment", path=self.path, comment=self.comment)
-        return site.link("page", path=self.path)
+            return site.link("comment", path=path, comment=self.comment)
+        return site.link("page", path=path)
 
 
 @attrs.frozen(kw_only=True)
@@ -319,6 +326,7 @@ def compose_mail(
             e,
             title=_one_line(e.title),
             path=_one_line(e.path),
+            link_path=None if e.link_path is None else _one_line(e.link_path),
             actor=None if e.actor is None else _one_line(e.actor),
             excerpt=None if e.excerpt is None else _one_line(e.excerpt),
         )

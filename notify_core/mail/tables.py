@@ -6,9 +6,11 @@ input raises a `NotifyError` with ``code`` and ``pointer``, which the table runn
 
 - ``email_after_for``: input ``{"now", "schedule", "daily_hour"?, "time_zone"?,
   "site_time_zone"?, "person", "category", "email_delay_s"}``; expect ``{"email_after"}``.
-- ``unsubscribe_token``: input ``{"secret_hex", "person", "categories"}``; expect ``{"token"}``.
+- ``unsubscribe_token``: input ``{"secret_hex", "person", "categories", "generation"?}``;
+  expect ``{"token"}`` (U1: ``g`` only for a generation above 0).
 - ``verify_unsubscribe_token``: input ``{"secret_hex", "token"}``; expect ``{"person",
-  "categories"}`` or ``{"error": {"code": "invalid_token"}}``.
+  "categories", "generation"?}`` (a generation above 0 only) or ``{"error": {"code":
+  "invalid_token"}}``.
 """
 
 from __future__ import annotations
@@ -109,7 +111,10 @@ def _unsubscribe_token(inp: JsonObject) -> dict[str, Json]:
     for index, category in enumerate(raw):
         if not isinstance(category, str):
             raise InvalidInput("invalid_type", "expected a string", f"/categories/{index}")
-    return {"token": unsubscribe_token(secret, person, raw)}
+    generation = inp.get("generation", 0)
+    if type(generation) is not int:
+        raise InvalidInput("invalid_type", "expected an integer", "/generation")
+    return {"token": unsubscribe_token(secret, person, raw, generation)}
 
 
 def _verify_unsubscribe_token(digest: Mapping[str, bool], inp: JsonObject) -> dict[str, Json]:
@@ -120,7 +125,10 @@ def _verify_unsubscribe_token(digest: Mapping[str, bool], inp: JsonObject) -> di
     if found is None:
         # U2: one answer for every fault, without a pointer that would say which part failed.
         raise InvalidInput("invalid_token", "the token is not valid")
-    return {"person": found.person, "categories": list(found.categories)}
+    answer: dict[str, Json] = {"person": found.person, "categories": list(found.categories)}
+    if found.generation:  # G5: absent rather than 0 for a person never forgotten
+        answer["generation"] = found.generation
+    return answer
 
 
 def mail_functions(digest: Mapping[str, bool]) -> dict[str, TableFunction]:

@@ -126,7 +126,9 @@ def settings_patch(
     in_app or email}``). ``200`` with the settings; ``400`` naming the member at fault
     (``mail_configured`` is ``read_only``; the unsubscribe secret, like any other member, is
     ``unknown_member``; a retention under 2 days while anyone has an hourly or daily
-    schedule is ``invalid_retention``). One audit row, with ``admin`` as the actor and
+    schedule is ``invalid_retention``, and so is a change that leaves ``email_delay_s`` at or
+    above ``retention_days - 1`` days, named ``/retention_days`` when the body holds it, else
+    ``/email_delay_s``). One audit row, with ``admin`` as the actor and
     ``instance`` as the subject, when something changed.
     """
     value = _body(content_type, body)

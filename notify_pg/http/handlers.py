@@ -21,12 +21,14 @@ a wiki mounts ``/_api/sites/:siteId/notifications``): each handler takes ``site`
 whose inbox is asked, and answers for that site's entries and those with no site (H1;
 ``None``: every site).
 
-- `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor;
-  ``?unread=1`` lists only the unread ones.
-- `inbox_summary`: ``{"unread", "badge", "latest_at"}`` with an ``ETag``; ``304`` when the
+- `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor (absent
+  on the last page); ``?unread=1`` lists only the unread ones.
+- `inbox_summary`: ``{"unread", "badge", "latest_at"?}`` with an ``ETag``; ``304`` when the
   poll's ``If-None-Match`` names it.
 - `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
   None of them reaches an email-only entry (H2: only a page view does).
+
+No answer holds ``null`` (G5): an absent value is an omitted member.
 """
 
 from __future__ import annotations
@@ -312,10 +314,11 @@ def inbox_list(
     site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
 ) -> Response:
-    """Answer the inbox list of a site (H1): ``{"entries": [...], "next": cursor or null}``.
+    """Answer the inbox list of a site (H1): ``{"entries": [...], "next"?: cursor}``.
 
     30 visible entries a page by ``(updated_at, id)`` descending, of ``site`` and with no
-    site; ``?cursor=`` with the previous page's ``next`` gives the following page;
+    site; ``?cursor=`` with the previous page's ``next`` gives the following page (the last
+    page has no ``next``: G5, never ``null``);
     ``?unread=1`` (or ``true``) only the unread entries (``0``, ``false`` or empty: all).
     """
     values = _query(query)
@@ -336,13 +339,10 @@ def inbox_list(
     page = _reads(schema).list_entries(
         conn, user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
     )
-    return _json(
-        200,
-        {
-            "entries": [_entry_json(e) for e in page.entries],
-            "next": None if page.next is None else _cursor_text(page.next),
-        },
-    )
+    answer: dict[str, Any] = {"entries": [_entry_json(e) for e in page.entries]}
+    if page.next is not None:  # G5: the last page omits the member rather than say null
+        answer["next"] = _cursor_text(page.next)
+    return _json(200, answer)
 
 
 def _matches(if_none_match: str | None, etag: str) -> bool:
@@ -364,18 +364,21 @@ def inbox_summary(
     site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
 ) -> Response:
-    """Answer the summary poll of a site (H1): ``{"unread", "badge", "latest_at"}`` and its
+    """Answer the summary poll of a site (H1): ``{"unread", "badge", "latest_at"?}`` and its
     ``ETag``, over the entries `inbox_list` lists for ``site``.
 
-    ``unread`` is counted up to 100 and ``badge`` shows ``99+`` above 99. A poll whose
+    ``unread`` is counted up to 100 and ``badge`` shows ``99+`` above 99; an inbox with no
+    entry has no ``latest_at`` (G5: omitted, never ``null``). A poll whose
     ``If-None-Match`` names the current ``ETag`` gets ``304`` with no body.
     """
     found = _reads(schema).summary(conn, user, hidden_sites=hidden_sites, site=site)
     etag = ("ETag", found.etag)
     if _matches(if_none_match, found.etag):
         return Response(status=304, headers=(etag, ("Cache-Control", "no-cache")))
-    latest = None if found.latest_at is None else format_instant(found.latest_at)
-    return _json(200, {"unread": found.unread, "badge": found.badge, "latest_at": latest}, etag)
+    answer: dict[str, Any] = {"unread": found.unread, "badge": found.badge}
+    if found.latest_at is not None:
+        answer["latest_at"] = format_instant(found.latest_at)
+    return _json(200, answer, etag)
 
 
 def _entry_id(text: str) -> int | None:

@@ -47,8 +47,8 @@ from notify_core.inbox.access import PageFacts
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.drain import DrainAccess, MailPlan, plan_mails
 from notify_core.inbox.fanout import PersonFacts
-from notify_core.inbox.mailing import actors_of, mail_entries, mail_site
-from notify_core.inbox.ports import Entry, SiteInfo, WikiUser
+from notify_core.inbox.mailing import actors_of, linked_pages, mail_entries, mail_site
+from notify_core.inbox.ports import Entry, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs
 from notify_core.mail import compose_mail, unsubscribe_token
 from notify_core.values.errors import NotifyError
@@ -133,13 +133,15 @@ class MailDrainStats:
 
 @attrs.frozen
 class _Facts:
-    """The host's facts of one pass: people (with their choices), sites, locales, and the
-    display names of who acted (E6: read once per pass, like the locales)."""
+    """The host's facts of one pass: people (with their choices), sites, locales, the
+    display names of who acted (E6: read once per pass, like the locales) and the entries'
+    pages as they are now (N8 for the access check, N11 for the links)."""
 
     people: Mapping[str, PersonFacts] = attrs.field(factory=dict)
     sites: dict[str, SiteInfo | None] = attrs.field(factory=dict)
     users: Mapping[str, WikiUser] = attrs.field(factory=dict)
     names: Mapping[str, str] = attrs.field(factory=dict)
+    pages: Mapping[str, PageInfo] = attrs.field(factory=dict)
 
 
 def _clock() -> datetime:
@@ -414,11 +416,18 @@ class MailDrain:
             return info is None or info.notifications
 
         first = host.inbox_first_site(conn) if any(e.target.site is None for e in entries) else None
+        wanted = {
+            e.target.page
+            for e in entries
+            if e.target.page is not None and CATEGORY_BY_KEY[e.category].access is not None
+        }
+        pages = self._pages(conn, wanted | set(linked_pages(entries)))
         self._facts = _Facts(
             people=people,
             sites=sites,
             users=host.inbox_users(conn, ids),
             names=host.inbox_names(conn, actors_of(entries)),
+            pages=pages,
         )
         return plan_mails(
             entries,
@@ -426,30 +435,27 @@ class MailDrain:
             people=people,
             settings=host.inbox_settings(conn),
             first_site=first,
-            access=self._access(conn, entries),
+            access=self._access(conn, wanted, pages),
         )
 
-    def _access(self, conn: Conn, entries: Sequence[Entry]) -> DrainAccess:
-        """The groups of now and the pages of the entries that need a permission, as the host
-        holds them now (a deleted page as it was), for the drain's access check (E4 over N8).
-
-        A page is read once per pass however many entries point at it; access itself is
-        computed once per page, group set and permission (`DrainAccess`).
-        """
-        host = self.host
-        wanted = sorted(
-            {
-                e.target.page
-                for e in entries
-                if e.target.page is not None and CATEGORY_BY_KEY[e.category].access is not None
-            }
-        )
-        pages: dict[str, PageFacts] = {}
-        for page_id in wanted:
-            page = host.inbox_page(conn, page_id)
+    def _pages(self, conn: Conn, wanted: set[str]) -> dict[str, PageInfo]:
+        """The pages of the pass's entries as the host holds them now (a deleted page as it
+        was, flagged), each read once however many entries point at it."""
+        pages: dict[str, PageInfo] = {}
+        for page_id in sorted(wanted):
+            page = self.host.inbox_page(conn, page_id)
             if page is not None:
-                pages[page_id] = page.access
-        return DrainAccess(groups=host.inbox_groups(conn) if wanted else {}, pages=pages)
+                pages[page_id] = page
+        return pages
+
+    def _access(self, conn: Conn, wanted: set[str], pages: Mapping[str, PageInfo]) -> DrainAccess:
+        """The groups of now and the pages of the entries that need a permission (``wanted``)
+        for the drain's access check (E4 over N8).
+
+        Access itself is computed once per page, group set and permission (`DrainAccess`).
+        """
+        facts: dict[str, PageFacts] = {p: pages[p].access for p in sorted(wanted) if p in pages}
+        return DrainAccess(groups=self.host.inbox_groups(conn) if wanted else {}, pages=facts)
 
     def _outgoing(
         self, conn: Conn, plan: MailPlan, claimed: Mapping[str, Claimed], secret: bytes
@@ -470,6 +476,8 @@ class MailDrain:
             # N11: the excerpt (and the talk tab's anchor) only while the comment exists: a
             # deleted comment's entries lose their comment id (notify_pg.inbox.reads).
             comment_exists=lambda e: claimed[e.id].comment is not None,
+            # N11: a link follows its page to where it is now, while it exists.
+            pages=facts_now.pages,
         )
         mail = compose_mail(
             shown,

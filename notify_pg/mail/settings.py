@@ -123,8 +123,8 @@ def lock_retention(conn: Conn, schema: str = DEFAULT_SCHEMA) -> None:
     """Take H2a's lock for the rest of the caller's transaction.
 
     Every write that H2a weighs takes it before it reads what the check needs: a change of
-    ``retention_days`` and a change of someone's schedule. A host that writes either itself
-    (as the reference host's log loader does) takes it too.
+    ``retention_days`` or ``email_delay_s`` and a change of someone's schedule. A host that
+    writes any of them itself (as the reference host's log loader does) takes it too.
     """
     Seam("notify_pg", schema).one(conn, "admin_lock_retention")
 
@@ -288,8 +288,9 @@ def change_settings(
         The settings after the change (as `instance_settings`).
 
     Raises:
-        InvalidInput: a malformed change, or a retention under 2 days while anyone has an
-            hourly or daily schedule (``invalid_retention``, H2a); nothing was written.
+        InvalidInput: a malformed change, a retention under 2 days while anyone has an
+            hourly or daily schedule, or a delay left at or above ``retention_days - 1`` days
+            (``invalid_retention``, H2a); nothing was written.
         StorageError: PostgreSQL failed; nothing was written.
     """
     when = at or datetime.now(UTC)

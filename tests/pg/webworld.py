@@ -119,5 +119,18 @@ def request(
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
 
 
+def no_null(value: Any, where: str = "") -> Any:
+    """Return a JSON answer after checking that it holds no ``null`` anywhere (G5: an absent
+    value is an omitted member); fails naming the JSON pointer of the first one."""
+    assert value is not None, f"null at {where or '/'}"
+    if isinstance(value, dict):
+        for key, member in value.items():
+            no_null(member, f"{where}/{key}")
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            no_null(item, f"{where}/{n}")
+    return value
+
+
 def body_json(answer: bytes) -> Any:
-    return json.loads(answer.partition(b"\r\n\r\n")[2])
+    return no_null(json.loads(answer.partition(b"\r\n\r\n")[2]))

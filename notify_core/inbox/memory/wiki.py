@@ -4,7 +4,7 @@ log, for ``notify replay`` and the tests.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Final
 
@@ -12,7 +12,7 @@ import attrs
 
 from notify_core.events.log import Event, EventError
 from notify_core.inbox.access import Group, Rule
-from notify_core.inbox.admin import check_retention
+from notify_core.inbox.admin import check_delay, check_retention
 from notify_core.inbox.categories import Section
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.payloads import page_after, rule_from_payload, strings
@@ -302,6 +302,12 @@ class WikiMemory:
         if "retention_days" in p:  # H2a, checked before anything changes
             digests = any(u.email_schedule != "immediate" for u in self.users.values())
             _retention(int(p["retention_days"]), digests, "retention_days")  # type: ignore[call-overload]
+        if "retention_days" in p or "email_delay_s" in p:
+            # H2a: no pair under which the purge takes an entry before its mail could go.
+            delay = p.get("email_delay_s", self.delay.total_seconds())
+            days = p.get("retention_days", self.retention_days)
+            member = "retention_days" if "retention_days" in p else "email_delay_s"
+            _refused(check_delay, delay, days, f"/payload/{member}")
         settings = self.inbox_settings
         sections = dict(settings.sections)
         for name, value in dict(p.get("sections", {})).items():  # type: ignore[call-overload]
@@ -361,8 +367,13 @@ class WikiMemory:
 
 def _retention(days: int, digests: bool, member: str) -> None:
     """H2a as a bad line of the log: `check_retention`'s refusal, pointing into the payload."""
+    _refused(check_retention, days, digests, f"/payload/{member}")
+
+
+def _refused(check: Callable[..., None], *args: object) -> None:
+    """Run an H2a check as a bad line of the log: its refusal becomes an `EventError`."""
     try:
-        check_retention(days, digests, f"/payload/{member}")
+        check(*args)
     except InvalidInput as exc:
         raise EventError(exc.code, exc.message, exc.pointer) from None
 

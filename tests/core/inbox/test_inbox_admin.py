@@ -18,6 +18,7 @@ from notify_core.inbox.admin import (
     InstanceSettings,
     PreferenceState,
     audit_diff,
+    check_delay,
     check_retention,
     preference_audit_json,
     preference_change,
@@ -98,9 +99,10 @@ def test_h2a_schedule_and_retention_refuse_each_other() -> None:
     assert refused(
         settings_change, InstanceSettings(), {"retention_days": 1}, digest_schedules=True
     ) == ("invalid_retention", "/retention_days")
-    assert (
-        settings_change(InstanceSettings(), {"retention_days": 1}, digest_schedules=False)
-    ).retention_days == 1
+    # Without a digest a retention of 1 day is refused all the same: it leaves no delay at all.
+    assert refused(
+        settings_change, InstanceSettings(), {"retention_days": 1}, digest_schedules=False
+    ) == ("invalid_retention", "/retention_days")
     assert (
         settings_change(
             InstanceSettings(), {"retention_days": MIN_DIGEST_RETENTION_DAYS}, digest_schedules=True
@@ -109,6 +111,43 @@ def test_h2a_schedule_and_retention_refuse_each_other() -> None:
     )
     check_retention(1, False, "/x")
     assert refused(check_retention, 1, True, "/x") == ("invalid_retention", "/x")
+
+
+def test_h2a_a_delay_at_or_above_retention_less_one_day_is_refused() -> None:
+    """H2a: no pair of ``email_delay_s`` and ``retention_days`` lets the purge take a pending
+    entry, whichever member the change moves; the refusal names the member the change holds
+    (``/retention_days`` when it holds both)."""
+    current = InstanceSettings()  # 180 s, 60 days
+    both = {"retention_days": 2, "email_delay_s": 259_200}  # issue 38: three days, two
+    assert refused(settings_change, current, both, digest_schedules=False) == (
+        "invalid_retention",
+        "/retention_days",
+    )
+    two_days = settings_change(current, {"retention_days": 2}, digest_schedules=False)
+    for delay in (86_400, 86_401, 259_200):
+        assert refused(
+            settings_change, two_days, {"email_delay_s": delay}, digest_schedules=False
+        ) == ("invalid_retention", "/email_delay_s")
+    assert (
+        settings_change(two_days, {"email_delay_s": 86_399}, digest_schedules=False).email_delay_s
+        == 86_399
+    )
+    long_wait = settings_change(current, {"email_delay_s": 172_800}, digest_schedules=False)
+    assert refused(settings_change, long_wait, {"retention_days": 3}, digest_schedules=False) == (
+        "invalid_retention",
+        "/retention_days",
+    )
+    assert settings_change(long_wait, {"retention_days": 4}, digest_schedules=False) == (
+        InstanceSettings(email_delay_s=172_800, retention_days=4)
+    )
+    # A change of neither member is not weighed (the pair it keeps was accepted before).
+    assert settings_change(long_wait, {"mail_batch_size": 7}, digest_schedules=False) == (
+        InstanceSettings(email_delay_s=172_800, mail_batch_size=7)
+    )
+    check_delay(0, 2, "/x")
+    check_delay(86_399, 2, "/x")
+    for delay, days in ((86_400, 2), (0, 1), (10**9, 60)):
+        assert refused(check_delay, delay, days, "/x") == ("invalid_retention", "/x")
 
 
 def test_h2_settings_never_hold_the_secret_and_fill_every_section() -> None:
@@ -140,24 +179,50 @@ def test_h2_the_audit_records_only_what_changed() -> None:
 
 
 def test_h2a_in_a_replay_a_refused_event_is_a_bad_line_and_changes_nothing() -> None:
+    """H2a in a replay: a retention under 2 days beside a digest, and a pair of delay and
+    retention that lets the purge come first (issue 38), are bad lines that change nothing."""
     log = WikiLog().user("ana", email_schedule="hourly").user("ben")
     log.tick().add("notifications.settings", {"retention_days": 1})
     log.tick().add("user.updated", {"user": "ana", "email_schedule": "immediate"})
     log.tick().add("notifications.settings", {"retention_days": 1, "email_delay_s": 60})
+    log.tick().add("notifications.settings", {"retention_days": 2, "email_delay_s": 259_200})
+    log.tick().add("notifications.settings", {"retention_days": 2, "email_delay_s": 60})
+    log.tick().add("notifications.settings", {"email_delay_s": 86_400})
+    log.tick().add("notifications.settings", {"email_delay_s": 86_399})
+    log.tick().add("notifications.settings", {"retention_days": 1})
     log.tick().add("user.updated", {"user": "ben", "email_schedule": "daily", "daily_hour": 6})
-    log.tick().user("cy", email_schedule="hourly")
     run = Replay()
     errors = [item for item in run.run(log.lines()) if isinstance(item, EventError)]
     assert [(e.code, e.pointer) for e in errors] == [
         ("invalid_retention", "/payload/retention_days"),
+        ("invalid_retention", "/payload/retention_days"),
+        ("invalid_retention", "/payload/retention_days"),
+        ("invalid_retention", "/payload/email_delay_s"),
+        ("invalid_retention", "/payload/retention_days"),
+    ]
+    wiki = run.inbox.wiki
+    assert wiki.retention_days == 2  # only the accepted events went through
+    assert wiki.email_delay() == timedelta(seconds=86_399)
+    assert wiki.user("ben").email_schedule == "daily"  # type: ignore[union-attr]
+
+
+def test_h2a_in_a_replay_a_schedule_is_refused_while_retention_is_under_two_days() -> None:
+    """H2a's other half, on a wiki whose retention is under 2 days (as a host's own write
+    could leave it): a digest schedule is a bad line, a new person with one is not created."""
+    log = WikiLog().user("ben")
+    log.tick().add("user.updated", {"user": "ben", "email_schedule": "daily", "daily_hour": 6})
+    log.tick().user("cy", email_schedule="hourly")
+    run = Replay()
+    run.inbox.wiki.retention_days = 1  # type: ignore[attr-defined]
+    # Without the log's first settings line: its delay would be refused beside 1 day.
+    errors = [item for item in run.run(log.lines()[1:]) if isinstance(item, EventError)]
+    assert [(e.code, e.pointer) for e in errors] == [
         ("invalid_retention", "/payload/email_schedule"),
         ("invalid_retention", "/payload/email_schedule"),
     ]
     wiki = run.inbox.wiki
-    assert wiki.retention_days == 1  # the second settings event went through
     assert wiki.user("ben").email_schedule == "immediate"  # type: ignore[union-attr]
     assert wiki.user("cy") is None
-    assert wiki.email_delay() == timedelta(seconds=60)
 
 
 # The longest an entry's email can wait behind its last event: the retries of E5 (three
@@ -186,16 +251,18 @@ def test_h2a_h3_the_purge_never_takes_a_pending_entry(
     delay: int,
     digest: bool,
 ) -> None:
-    """With the least retention H2a allows for the person's schedule (1 day for immediate, 2
-    for a digest) and an email delay of up to 12 hours, every due time (E2) falls before the
-    purge could take the entry: the purge takes entries whose last event is older than the
-    retention (H3), and the mail goes at its due time (or after its retries)."""
+    """With the least retention H2a allows for the person's schedule and an email delay of up
+    to 12 hours (2 days: the delay stays under one day less than the retention), every due
+    time (E2) falls before the purge could take the entry: the purge takes entries whose last
+    event is older than the retention (H3), and the mail goes at its due time (or after its
+    retries)."""
     email_schedule = EmailSchedule(schedule=schedule, daily_hour=hour)
     digests = schedule != "immediate"
     retention = 1
-    while True:  # the least retention the instance accepts with this schedule
+    while True:  # the least retention the instance accepts with this schedule and delay
         try:
             check_retention(retention, digests, "/retention_days")
+            check_delay(delay, retention, "/retention_days")
             break
         except InvalidInput:
             retention += 1

@@ -141,7 +141,8 @@ class TestErrors:
     def test_e6_a_mail_entry_has_no_member_for_page_content(self) -> None:
         names = {field.name for field in attrs.fields(MailEntry)}
         # E6 as amended (issue 25) adds the storage sync, the draft state and the link's
-        # comment and submission ids: none of them can carry page content either.
+        # comment and submission ids, and N11 (issue 38) the link's path, where the page is
+        # now: none of them can carry page content either.
         assert names == {
             "category",
             "variant",
@@ -154,7 +155,31 @@ class TestErrors:
             "excerpt",
             "comment",
             "submission",
+            "link_path",
         }
+
+
+def test_n11_the_link_goes_to_link_path_and_the_mail_names_the_snapshot() -> None:
+    """N11: ``link_path`` (the page's path now) shapes the page and comment links; the mail
+    still names the snapshot's title and path; a review's link is its submission's."""
+    site = MailSite(name="Wiki", host="wiki.example.org")
+    moved = MailEntry(
+        category="mention",
+        variant="new",
+        title="Runbook",
+        path="/ops/runbook",
+        link_path="/ops/run book",
+        comment="c1",
+    )
+    assert moved.link(site) == "https://wiki.example.org/ops/run%20book#comment-c1"
+    page = attrs.evolve(moved, comment=None)
+    assert page.link(site) == "https://wiki.example.org/ops/run%20book"
+    assert attrs.evolve(moved, link_path=None).link(site) == (
+        "https://wiki.example.org/ops/runbook#comment-c1"
+    )
+    mail = compose_mail([moved], site=site, locale="en", token=TOKEN)
+    assert mail.text.splitlines()[1] == "/ops/runbook"
+    assert "run%20book#comment-c1" in mail.text and "Runbook" in mail.subject
 
 
 # -- catalogues ------------------------------------------------------------------------------

@@ -142,6 +142,56 @@ def test_n11_a_deleted_comment_s_excerpt_leaves_the_mail_and_its_anchor() -> Non
     assert "https://wiki.example.org/ops/runbook" in after.mail.text
 
 
+# -- N11: a link follows its page while the page exists -----------------------------------
+
+
+def renamed_after_the_mention() -> WikiLog:
+    """Issue 38: ana is mentioned at 08:0x, the page moves a minute later, the mail goes at
+    the mention's due time (180 s after it)."""
+    log = WikiLog().user("ana", name="Ana A.").user("ben", name="Ben B.")
+    log.page("p1", "ops/runbook").comment("c1", "p1", "ben", mentions=["ana"], excerpt="look")
+    return log.tick().add("page.renamed", {"page": "p1", "path": "ops/run-book"}, actor="ben")
+
+
+def test_n11_a_rename_after_the_event_moves_the_mail_s_link_to_the_new_path() -> None:
+    (sent,) = mails(renamed_after_the_mention().lines())
+    text, html = sent.mail.text, sent.mail.html
+    assert "https://wiki.example.org/ops/run-book#comment-c1" in text
+    assert 'href="https://wiki.example.org/ops/run-book#comment-c1"' in html
+    assert "/ops/runbook#" not in said(sent.mail)  # the old path, now a 404, is no link
+    # The mail names the snapshot: the title and path as they were at the event.
+    assert text.splitlines()[1] == "ops/runbook"
+    assert sent.mail.subject == "[wiki.example.org] Ben B. mentioned you on p1"
+
+
+def test_n11_a_page_deleted_after_the_event_links_to_the_snapshot_s_path() -> None:
+    log = renamed_after_the_mention().add("page.deleted", {"page": "p1"}, actor="ben")
+    (sent,) = mails(log.lines())
+    assert "https://wiki.example.org/ops/runbook#comment-c1" in sent.mail.text
+    assert "run-book" not in said(sent.mail)
+    # Restored before the mail goes: the page exists again, at its current path.
+    log.add("page.restored", {"page": "p1"}, actor="ben")
+    (sent,) = mails(log.lines())
+    assert "https://wiki.example.org/ops/run-book#comment-c1" in sent.mail.text
+
+
+def test_n11_a_digest_links_each_entry_to_its_page_now_through_the_site_s_template() -> None:
+    log = WikiLog().user("ana", name="Ana A.", email_schedule="hourly").user("ben")
+    log.add("site.updated", {"site": "s1", "links": {"page": "/wiki{path}"}})
+    log.page("p1", "a/one").page("p2", "b/two").watch("p1", "ana").watch("p2", "ana")
+    log.edit("p1").edit("p2")
+    # No longer watching, ana gets no "moved" entry: her entries keep the old snapshots.
+    log.add("page.unwatched", {"page": "p1", "user": "ana"})
+    log.add("page.unwatched", {"page": "p2", "user": "ana"})
+    log.tick().add("page.renamed", {"page": "p2", "path": "b/deux"}, actor="ben")
+    log.tick().add("page.renamed", {"page": "p1", "path": "a/uno"}, actor="ben")
+    (sent,) = mails(log.lines())
+    assert sent.mail.template == "digest"
+    for link in ("https://wiki.example.org/wiki/a/uno", "https://wiki.example.org/wiki/b/deux"):
+        assert link in sent.mail.text and f'href="{link}"' in sent.mail.html
+    assert "/wiki/a/one" not in said(sent.mail) and "/wiki/b/two" not in said(sent.mail)
+
+
 # -- links -----------------------------------------------------------------------------------
 
 

@@ -195,6 +195,32 @@ def test_u1_u2_round_trip(person: str, categories: list[str]) -> None:
     assert verify(token) == Unsubscribe(person=person, categories=tuple(sorted(set(categories))))
 
 
+@given(people, category_sets, st.integers(min_value=0, max_value=2**53))
+def test_u1_u3_a_generation_rides_in_g_and_round_trips(
+    person: str, categories: list[str], generation: int
+) -> None:
+    """U1/U3: a person created again after being forgotten n times signs with ``g`` = n
+    (none for 0, so tokens of people never forgotten stay as they were)."""
+    token = unsubscribe_token(SECRET, person, categories, generation)
+    payload = json.loads(base64.urlsafe_b64decode(token.split(".")[0] + "=="))
+    assert payload.get("g") == (generation or None)
+    found = verify(token)
+    assert found == Unsubscribe(
+        person=person, categories=tuple(sorted(set(categories))), generation=generation
+    )
+    if generation:
+        assert token != unsubscribe_token(SECRET, person, categories)
+
+
+def test_u1_a_generation_is_an_integer_from_zero() -> None:
+    with pytest.raises(InvalidUnsubscribe) as info:
+        unsubscribe_token(ZERO, "ana", ["mention"], -1)
+    assert (info.value.code, info.value.pointer) == ("invalid_generation", "/generation")
+    for bad in (True, 1.0, "1"):
+        with pytest.raises(UsageError):
+            unsubscribe_token(ZERO, "ana", ["mention"], bad)  # type: ignore[arg-type]
+
+
 @given(people, category_sets, st.data())
 def test_u2_any_single_byte_change_is_invalid(
     person: str, categories: list[str], data: st.DataObject
@@ -236,6 +262,7 @@ _json_values = st.recursive(
             | _json_values,
             "u": people | _json_values,
             "v": st.sampled_from([1, 1.0, True, 2, 0, "1"]) | _json_values,
+            "g": st.sampled_from([1, 2, 0, -1, 1.0, True, "1"]) | st.integers() | _json_values,
             "x": _json_values,
         },
     ),
@@ -250,8 +277,10 @@ def test_u2_signed_payloads_are_valid_exactly_when_canonical(
         obj, sort_keys=sort_keys, ensure_ascii=ensure_ascii, separators=separators
     ).encode("utf-8", "surrogatepass")
     found = verify(signed(payload))
+    generation = obj.get("g", 0)
     canonical = (
-        set(obj) == {"c", "u", "v"}
+        set(obj) in ({"c", "u", "v"}, {"c", "g", "u", "v"})
+        and (("g" not in obj) or (type(generation) is int and generation >= 1))
         and type(obj["v"]) is int
         and obj["v"] == 1
         and isinstance(obj["u"], str)
@@ -259,9 +288,13 @@ def test_u2_signed_payloads_are_valid_exactly_when_canonical(
         and bool(obj["c"])
         and all(isinstance(c, str) and c in KNOWN for c in obj["c"])
         and obj["c"] == sorted(set(obj["c"]))
-        and payload == token_payload(obj["u"], obj["c"])
+        and payload == token_payload(obj["u"], obj["c"], generation)  # type: ignore[arg-type]
     )
     if canonical:
-        assert found == Unsubscribe(person=obj["u"], categories=tuple(obj["c"]))
+        assert found == Unsubscribe(
+            person=obj["u"],
+            categories=tuple(obj["c"]),
+            generation=generation,  # type: ignore[arg-type]
+        )
     else:
         assert found is None

@@ -14,6 +14,7 @@ from typing import Any
 import psycopg
 import pytest
 from pgworld import HOST_SCHEMA, SCHEMA
+from webworld import no_null
 
 from notify_pg.http.app import ADMIN_HEADER, USER_HEADER, build_app, make_http_server, open_pool
 from notify_pg.http.identity import PROXY_SECRET_HEADER, IdentityCheck
@@ -42,7 +43,8 @@ def call(
         response = conn.getresponse()
         data = response.read()
         kind = response.getheader("Content-Type") or ""
-        return response.status, json.loads(data) if kind == "application/json" else data
+        # G5: no JSON answer holds null
+        return response.status, no_null(json.loads(data)) if kind == "application/json" else data
     finally:
         conn.close()
 
@@ -169,3 +171,23 @@ def test_h2a_without_the_hosts_ports_the_routes_are_not_served(db_dsn: str) -> N
         assert "/notifications/admin/settings" not in rules
     finally:
         pool.close()
+
+
+def test_h2a_a_pair_that_lets_the_purge_come_first_is_a_400_over_http(
+    server: tuple[str, int], conn: Conn, wiki: ReferenceWiki
+) -> None:
+    """H2a (issue 38): the PATCH ``{"retention_days": 2, "email_delay_s": 259200}`` would purge
+    pending entries before their mail goes: 400 naming the member, nothing written."""
+    admin = {ADMIN_HEADER: "root"}
+    change = {"retention_days": 2, "email_delay_s": 259_200}
+    status, error = call(server, "PATCH", "/notifications/admin/settings", change, headers=admin)
+    assert (status, error["error"]["code"], error["error"]["pointer"]) == (
+        400,
+        "invalid_retention",
+        "/retention_days",
+    )
+    late = {"email_delay_s": 5_097_600}  # 59 days, beside a retention of 60
+    status, error = call(server, "PATCH", "/notifications/admin/settings", late, headers=admin)
+    assert (status, error["error"]["pointer"]) == (400, "/email_delay_s")
+    assert wiki.inbox_retention_days(conn) == 60
+    assert audit_log(conn, schema=SCHEMA) == []

@@ -13,6 +13,7 @@ from typing import Any
 import psycopg
 import pytest
 from pgworld import HOST_SCHEMA, SCHEMA
+from webworld import no_null
 
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import unsubscribe_token
@@ -223,8 +224,9 @@ def mention(conn: Conn, wiki: ReferenceWiki, count: int, start: int = 0) -> None
 
 
 def body(answer: h.Response) -> Any:
+    """The JSON of an answer, which holds no null (G5)."""
     assert answer.header("Content-Type") == "application/json"
-    return json.loads(answer.body)
+    return no_null(json.loads(answer.body))
 
 
 def test_h1_list_pages_by_cursor_and_summary_answers_not_modified(
@@ -238,7 +240,7 @@ def test_h1_list_pages_by_cursor_and_summary_answers_not_modified(
         page = body(h.inbox_list(conn, "ana", query=query, schema=SCHEMA))
         pages += 1
         ids.extend(e["id"] for e in page["entries"])
-        if page["next"] is None:
+        if "next" not in page:  # G5: the last page omits it
             break
         query = f"cursor={page['next']}"
     assert (pages, len(ids), len(set(ids))) == (3, 65, 65)
@@ -257,6 +259,15 @@ def test_h1_list_pages_by_cursor_and_summary_answers_not_modified(
     moved = h.inbox_summary(conn, "ana", if_none_match=etag, schema=SCHEMA)
     assert moved.status == 200 and moved.header("ETag") != etag
     assert body(moved)["unread"] == 66
+
+
+def test_g5_an_empty_inbox_answers_without_null(conn: Conn, wiki: ReferenceWiki) -> None:
+    """G5 over H1: no entry gives no ``next`` and no ``latest_at``, omitted rather than null."""
+    assert body(h.inbox_list(conn, "ana", schema=SCHEMA)) == {"entries": []}
+    assert body(h.inbox_summary(conn, "ana", schema=SCHEMA)) == {"unread": 0, "badge": "0"}
+    mention(conn, wiki, 1)
+    assert "next" not in body(h.inbox_list(conn, "ana", schema=SCHEMA))
+    assert body(h.inbox_summary(conn, "ana", schema=SCHEMA))["latest_at"] == "2026-11-30T09:00:00Z"
 
 
 def test_h1_a_bad_cursor_is_a_clean_400(conn: Conn) -> None:

@@ -37,8 +37,16 @@ LOG = ROOT / "examples" / "wiki-week.jsonl"
 #: email-only entries, inbox reads and dismissals that must not reach them, deleted comments,
 #: a comment edit on a switched-off site (E4, N9, H1, H2, N1, N5).
 SCENARIO = ROOT / "tests" / "inbox" / "sites_and_send_time.jsonl"
+#: Issue 38: pages renamed, deleted and restored after the events of entries whose mail is
+#: still due, on a site with its own link templates and for an hourly digest (N11: a link
+#: follows the page while it exists, the snapshot's path once it is deleted).
+RENAMES = ROOT / "tests" / "inbox" / "renames_after_events.jsonl"
 #: Each log with the least entry lines and mails it must give (it exercises the inbox).
-LOGS = [pytest.param(LOG, 200, 20, id="wiki-week"), pytest.param(SCENARIO, 12, 5, id="scenario")]
+LOGS = [
+    pytest.param(LOG, 200, 20, id="wiki-week"),
+    pytest.param(SCENARIO, 12, 5, id="scenario"),
+    pytest.param(RENAMES, 10, 8, id="renames"),
+]
 
 Line = tuple[Any, ...]
 
@@ -319,6 +327,20 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
             "#comment-",
         ):
             assert words in everything, words
+    if source == RENAMES:
+        # N11: the links go where the pages are at the drain (the snapshot's path for the
+        # page deleted), on both stores alike (compared above).
+        everything = "\n".join(parts[2] + parts[3] for parts in texts.values())
+        for link in (
+            "https://wiki.example.org/ops/run-book#comment-c1",
+            "https://wiki.example.org/team/notes#comment-c2",
+            "https://wiki.example.org/guides/install#comment-c3",
+            "https://docs.example.org/wiki/api/v2/auth",
+            "https://wiki.example.org/ops/runbooks/primary#comment-c6",
+        ):
+            assert link in everything, link
+        for gone in ("/ops/runbook#", "/team/old-notes", "/guides/setup#", "/wiki/api/auth"):
+            assert gone not in everything, gone
     same_inboxes(source, conn, wiki, loader)
 
 

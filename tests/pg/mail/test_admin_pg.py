@@ -23,7 +23,12 @@ from notify_pg import http as h
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import InboxPreferences, emit, purge
 from notify_pg.mail.secret import unsubscribe_secret
-from notify_pg.mail.settings import audit_log, change_preferences, change_settings
+from notify_pg.mail.settings import (
+    audit_log,
+    change_preferences,
+    change_settings,
+    lock_retention,
+)
 from notify_pg.mail.unsubscribe import audited_unsubscribes
 from notify_reference_host.wiki import ReferenceWiki
 
@@ -296,7 +301,11 @@ def test_h2a_retention_under_two_days_and_digests_exclude_each_other(
     assert (found["code"], found["pointer"]) == ("invalid_retention", "/retention_days")
     assert wiki.inbox_retention_days(conn) == 60
     body(patch_prefs(conn, wiki, {"email_schedule": "immediate"}))
-    assert body(patch_settings(conn, wiki, {"retention_days": 1}))["retention_days"] == 1
+    # Without a digest, 1 day is refused all the same: it leaves no email delay at all.
+    found = body(patch_settings(conn, wiki, {"retention_days": 1}), 400)["error"]
+    assert (found["code"], found["pointer"]) == ("invalid_retention", "/retention_days")
+    # A retention under 2 days that the host wrote itself still refuses a digest schedule.
+    conn.execute(f"UPDATE {HOST_SCHEMA}.wiki_settings SET retention_days = 1")
     for change in ({"email_schedule": "daily", "daily_hour": 7}, {"email_schedule": "hourly"}):
         found = body(patch_prefs(conn, wiki, change, user="bob"), 400)["error"]
         assert (found["code"], found["pointer"]) == ("invalid_retention", "/email_schedule")
@@ -305,34 +314,75 @@ def test_h2a_retention_under_two_days_and_digests_exclude_each_other(
     body(patch_prefs(conn, wiki, {"categories": {"mention": {"email": False}}}, user="bob"))
 
 
-@pytest.mark.parametrize("first", ["settings", "schedule"])
+def test_h2a_a_delay_that_outlasts_the_retention_is_a_400_whichever_member_moves(
+    conn: Conn, wiki: ReferenceWiki
+) -> None:
+    """H2a (issue 38): ``{"retention_days": 2, "email_delay_s": 259200}`` would let the purge
+    take pending entries before their mail: refused, naming the member, nothing written; so is
+    each half of it against the other's current value."""
+    both = {"retention_days": 2, "email_delay_s": 259_200}
+    found = body(patch_settings(conn, wiki, both), 400)["error"]
+    assert (found["code"], found["pointer"]) == ("invalid_retention", "/retention_days")
+    body(patch_settings(conn, wiki, {"retention_days": 2}))
+    found = body(patch_settings(conn, wiki, {"email_delay_s": 86_400}), 400)["error"]
+    assert (found["code"], found["pointer"]) == ("invalid_retention", "/email_delay_s")
+    body(patch_settings(conn, wiki, {"email_delay_s": 86_399}))
+    settings = body(h.settings_get(conn, wiki))
+    assert (settings["retention_days"], settings["email_delay_s"]) == (2, 86_399)
+    found = body(patch_settings(conn, wiki, {"retention_days": 1}), 400)["error"]
+    assert (found["code"], found["pointer"]) == ("invalid_retention", "/retention_days")
+    assert wiki.inbox_email_delay(conn) == timedelta(seconds=86_399)  # what the fan-out reads
+    assert len(audit_log(conn, schema=SCHEMA)) == 2  # the two changes accepted
+
+
+def _delay(conn: Conn, wiki: ReferenceWiki) -> None:
+    # Alone, fine beside 60 days; beside 3 days it outlasts the retention.
+    change_settings(conn, wiki, {"email_delay_s": 172_800}, actor="root", schema=SCHEMA)
+
+
+def _retention(conn: Conn, wiki: ReferenceWiki) -> None:
+    # Alone, fine beside 180 s.
+    change_settings(conn, wiki, {"retention_days": 3}, actor="root", schema=SCHEMA)
+
+
+def _host_retention(conn: Conn, wiki: ReferenceWiki) -> None:
+    # A retention of 1 day is past the API (it leaves no delay): the host writes it itself,
+    # under H2a's lock as `lock_retention` asks.
+    lock_retention(conn, SCHEMA)
+    conn.execute(f"UPDATE {HOST_SCHEMA}.wiki_settings SET retention_days = 1, email_delay_s = 0")
+
+
+def _schedule(conn: Conn, wiki: ReferenceWiki) -> None:
+    change = {"email_schedule": "daily", "daily_hour": 6}
+    change_preferences(conn, wiki, "bob", change, schema=SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [(_delay, _retention), (_retention, _delay), (_host_retention, _schedule)],
+    ids=["delay-retention", "retention-delay", "retention-schedule"],
+)
 def test_h2a_two_concurrent_transactions_never_both_pass(
-    connect: Callable[[], Conn], wiki: ReferenceWiki, first: str
+    connect: Callable[[], Conn],
+    wiki: ReferenceWiki,
+    one: Callable[[Conn, ReferenceWiki], None],
+    other: Callable[[Conn, ReferenceWiki], None],
 ) -> None:
     """The first change holds its transaction open; the second waits on the lock and, once the
-    first commits, reads its result and is refused: a retention of 1 day and a daily digest
-    never exist together."""
+    first commits, reads its result and is refused: a delay and a retention that let the purge
+    come first never exist together, nor a retention under 2 days and a daily digest."""
     a, b = connect(), connect()
-
-    def settings(conn: Conn) -> None:
-        change_settings(conn, wiki, {"retention_days": 1}, actor="root", schema=SCHEMA)
-
-    def schedule(conn: Conn) -> None:
-        change = {"email_schedule": "daily", "daily_hour": 6}
-        change_preferences(conn, wiki, "bob", change, schema=SCHEMA)
-
-    one, other = (settings, schedule) if first == "settings" else (schedule, settings)
     outcome: list[BaseException | None] = []
 
     def second() -> None:
         try:
-            other(b)
+            other(b, wiki)
             outcome.append(None)
         except BaseException as exc:
             outcome.append(exc)
 
     with a.transaction():
-        one(a)
+        one(a, wiki)
         thread = threading.Thread(target=second)
         thread.start()
         time.sleep(0.5)
@@ -343,7 +393,8 @@ def test_h2a_two_concurrent_transactions_never_both_pass(
     retention = wiki.inbox_retention_days(a)
     digests = wiki.inbox_digest_schedules(a)
     assert not (retention < 2 and digests)
-    assert len(audit_log(a, schema=SCHEMA)) == 1
+    assert wiki.inbox_email_delay(a).total_seconds() < (retention - 1) * 86_400 or retention < 2
+    assert len(audit_log(a, schema=SCHEMA)) == (0 if one is _host_retention else 1)
 
 
 def test_h2a_h3_the_purge_never_takes_an_entry_whose_daily_digest_is_pending(
@@ -419,33 +470,53 @@ def test_u3_a_token_of_a_forgotten_person_is_invalid_and_writes_nothing(
 def test_h2a_the_loader_on_postgresql_refuses_what_a_replay_refuses(conn: Conn) -> None:
     """The reference host's log loader (the PostgreSQL side of the replay parity) writes
     settings and schedules as a host would: a retention under 2 days while someone has an
-    hourly schedule is the replay's bad line, and changes nothing."""
+    hourly schedule, and a delay and a retention that let the purge come first (issue 38),
+    are the replay's bad lines, and change nothing."""
     from inbox_log import WikiLog
 
     from notify_core.events.log import EventError, parse_event
+    from notify_core.replay.run import Replay
     from notify_reference_host.wiki_load import WikiLoader
 
-    wiki = ReferenceWiki(HOST_SCHEMA)
-    loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)
     log = WikiLog().user("ana", email_schedule="hourly").user("ben")
     log.tick().add("notifications.settings", {"retention_days": 1})
-    events = [parse_event(json.loads(line)) for line in log.lines()]
-    for event in events[:-1]:
-        loader.feed(conn, event)
-    with pytest.raises(EventError) as info:
-        loader.feed(conn, events[-1])
-    assert (info.value.code, info.value.pointer) == ("invalid_retention", "/payload/retention_days")
-    assert wiki.inbox_retention_days(conn) == 60
     log.tick().add("user.updated", {"user": "ana", "email_schedule": "immediate"})
-    log.tick().add("notifications.settings", {"retention_days": 1})
+    log.tick().add("notifications.settings", {"retention_days": 1, "email_delay_s": 60})
+    log.tick().add("notifications.settings", {"retention_days": 2, "email_delay_s": 259_200})
+    log.tick().add("notifications.settings", {"retention_days": 2, "email_delay_s": 60})
+    log.tick().add("notifications.settings", {"email_delay_s": 86_400})
+    log.tick().add("notifications.settings", {"email_delay_s": 86_399})
     log.tick().add("user.updated", {"user": "ben", "email_schedule": "daily", "daily_hour": 3})
-    events = [parse_event(json.loads(line)) for line in log.lines()]
-    loader.feed(conn, events[-3])
-    loader.feed(conn, events[-2])
+    replayed = [
+        (e.line, e.code, e.pointer) for e in Replay().run(log.lines()) if isinstance(e, EventError)
+    ]
+    wiki = ReferenceWiki(HOST_SCHEMA)
+    loader = WikiLoader(wiki, InboxFanOut(wiki, schema=SCHEMA), schema=SCHEMA)
+    loaded = []
+    for number, line in enumerate(log.lines(), start=1):
+        try:
+            loader.feed(conn, parse_event(json.loads(line)))
+        except EventError as exc:
+            loaded.append((number, exc.code, exc.pointer))
+    assert [(code, pointer) for _line, code, pointer in loaded] == [
+        ("invalid_retention", "/payload/retention_days"),
+        ("invalid_retention", "/payload/retention_days"),
+        ("invalid_retention", "/payload/retention_days"),
+        ("invalid_retention", "/payload/email_delay_s"),
+    ]
+    assert loaded == replayed
+    assert (wiki.inbox_retention_days(conn), wiki.inbox_email_delay(conn)) == (
+        2,
+        timedelta(seconds=86_399),
+    )
+    assert wiki.inbox_users(conn, ["ben"])["ben"].email_schedule == "daily"
+    # A retention under 2 days the host wrote itself refuses a digest schedule in the log.
+    conn.execute(f"UPDATE {HOST_SCHEMA}.wiki_settings SET retention_days = 1, email_delay_s = 0")
+    log.tick().add("user.updated", {"user": "ana", "email_schedule": "hourly"})
     with pytest.raises(EventError) as info:
-        loader.feed(conn, events[-1])
+        loader.feed(conn, parse_event(json.loads(log.lines()[-1])))
     assert (info.value.code, info.value.pointer) == ("invalid_retention", "/payload/email_schedule")
-    assert wiki.inbox_users(conn, ["ben"])["ben"].email_schedule == "immediate"
+    assert wiki.inbox_users(conn, ["ana"])["ana"].email_schedule == "immediate"
 
 
 def test_e6_a_site_over_plain_http_is_one_warning_in_db_status_and_at_the_worker_start(
