@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import attrs
 import click
 
 from notify_cli.options import BadInput, dsn_option, lines_of, read_policy, schema_option
 from notify_core.events.log import parse_event
+from notify_core.values.instants import format_instant, parse_instant
 
 if TYPE_CHECKING:
     from notify_core.hints.pipeline import Hint
@@ -200,7 +201,6 @@ def load(
         span = shift_to_end_now(objects) if end_now else None
     except NotifyError as exc:
         raise BadInput(f"db load --end-now: {log}: {exc}") from None
-    events = [parse_event(obj) for obj in objects]
     hints: list[Hint] = []
 
     def sink(conn: object, hint: Hint, notification_id: str | None) -> None:
@@ -212,9 +212,16 @@ def load(
         )
 
     number = 0
-    progress = _Progress(len(events))
+    resumed = None
     try:
         with connect() as conn:
+            if span is not None:
+                resumed = LogLoader(conn, schema=schema, host_schema=host_schema).last_loaded(
+                    digests
+                )
+                span = _resume_span(log, objects, span, resumed)
+            events = [parse_event(obj) for obj in objects]
+            progress = _Progress(len(events))
             worker, clock = None, None
             if consume and events:
                 clock = SettableClock(events[0].occurred_at)
@@ -230,6 +237,9 @@ def load(
             loader = LogLoader(
                 conn, schema=schema, host_schema=host_schema, worker=worker, clock=clock
             )
+            back = loader.going_back(events, digests)
+            if back is not None:
+                _refuse_going_back(log, numbers[back[0]], back[1], schema)
             try:
                 if worker is None:
                     for part in loader.segments(events, LOAD_BATCH):
@@ -274,6 +284,8 @@ def load(
     closing += f" and the reference host {host_schema}"
     if span is not None:
         closing += f", shifted by {_span_text(span)} to end now"
+        if resumed is not None:
+            closing = closing.removesuffix(" to end now") + " as its events loaded before"
     if loader.already:
         closing += f"; {loader.already:,} loaded before, skipped"
     if consume:
@@ -283,6 +295,40 @@ def load(
         kinds = ", ".join(f"{kind} ({n:,})" for kind, n in sorted(loader.unknown.items()))
         closing += f"; types the reference host does not know, in the event log only: {kinds}"
     click.echo(closing, err=True)
+
+
+def _resume_span(
+    log: str, objects: list[dict[str, Any]], span: timedelta, resumed: tuple[int, datetime] | None
+) -> timedelta:
+    """The span --end-now moves a log by: to end now, or, when some of its events are loaded
+    already, the span they were moved by (``resumed``: the last one's index and instant in
+    the database), so that the rest continues their clock instead of going back from it."""
+    from notify_core.values.errors import NotifyError
+    from notify_reference_host.load import shift_by
+
+    if resumed is None:
+        return span
+    index, stored = resumed
+    earlier = stored - (parse_instant(objects[index]["occurred_at"]) - span)
+    try:
+        shift_by(objects, earlier - span)
+    except NotifyError as exc:
+        raise BadInput(f"db load --end-now: {log}: {exc}") from None
+    return earlier
+
+
+def _refuse_going_back(log: str, number: int, last: datetime, schema: str) -> NoReturn:
+    """A line whose clock goes back from the event log's: refused before anything is
+    written, in the words of `notify replay` (formats.md section 2)."""
+    click.echo(
+        f"{log}:{number}: bad event at /occurred_at: occurred_at goes back from "
+        f"{last.isoformat()} (clock_went_back)",
+        err=True,
+    )
+    raise BadInput(
+        f"{log}: 1 bad line: the database's event log ({schema}.event_log) already ends at "
+        f"{format_instant(last)}; nothing was loaded"
+    )
 
 
 #: Events `notify db load` writes per transaction without --consume.

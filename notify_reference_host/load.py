@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from notify_core.events.log import Event
+from notify_core.events.log import Event, EventError
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.values.errors import InvalidInput
 from notify_core.values.instants import format_instant, parse_instant
@@ -37,7 +37,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.push.worker import Worker
-from notify_pg.stores.events import EventLog, NewEvent
+from notify_pg.stores.events import EventLog, NewEvent, read_event_log
 from notify_reference_host import DEFAULT_HOST_SCHEMA
 from notify_reference_host.wiki import ReferenceWiki
 from notify_reference_host.wiki_load import WikiLoader
@@ -49,6 +49,7 @@ __all__ = [
     "SettableClock",
     "event_digest",
     "loadable",
+    "shift_by",
     "shift_to_end_now",
 ]
 
@@ -135,6 +136,9 @@ class LogLoader:
         self._wiki_resumed = False
         self._log = EventLog(schema)
         self._marks = Seam("notify_reference_host", host_schema)
+        #: The event log's newest instant, read once, then that of the last event written.
+        self._last_at: datetime | None = None
+        self._last_read = False
 
     def append(self, event: Event) -> int:
         """Write the event's world change and append it, in one transaction; return its seq."""
@@ -145,6 +149,56 @@ class LogLoader:
         (a host that writes a batch); return their seqs. Without a worker between them, the
         database ends as after `append` of each in turn; an error writes none of them."""
         return [seq for seq in self.write(events) if seq is not None]
+
+    def last_loaded(self, digests: Sequence[str]) -> tuple[int, datetime] | None:
+        """Find the last of a log's events (by their `event_digest`) that is loaded already;
+        return its index and its instant in the event log, ``None`` when none is loaded."""
+        rows = self._marks.all(self.conn, "loaded_event_seqs", {"digests": list(digests)})
+        seqs = {str(row[0]): int(row[1]) for row in rows}
+        index = max((i for i, digest in enumerate(digests) if digest in seqs), default=None)
+        if index is None:
+            return None
+        seq = seqs[digests[index]]
+        stored = next(read_event_log(self.conn, self._log.schema, seq - 1, page_size=1))
+        return index, parse_instant(str(stored["occurred_at"]))
+
+    def going_back(
+        self, events: Sequence[Event], digests: Sequence[str] | None = None
+    ) -> tuple[int, datetime] | None:
+        """Find the first event to write whose ``occurred_at`` goes back from the event
+        log's newest instant or from the event before it (formats.md section 2: the clock
+        never decreases); return its index and the instant it goes back from, or ``None``.
+
+        Events loaded before (by their ``digests``) are not written again and not checked.
+        """
+        known = self._known(digests) if digests is not None else set()
+        last = self._newest()
+        for index, event in enumerate(events):
+            if digests is not None and digests[index] in known:
+                continue
+            if last is not None and event.occurred_at < last:
+                return index, last
+            last = event.occurred_at
+        return None
+
+    def _newest(self) -> datetime | None:
+        if not self._last_read:
+            self._last_at = self._log.last_instant(self.conn)
+            self._last_read = True
+        return self._last_at
+
+    def _check_clock(self, events: Sequence[Event]) -> None:
+        """Refuse, as a replay refuses the line, an event that would go back in time: the
+        event log would otherwise raise it to the last instant without a word."""
+        last = self._newest()
+        for event in events:
+            if last is not None and event.occurred_at < last:
+                raise EventError(
+                    "clock_went_back",
+                    f"occurred_at goes back from {last.isoformat()}",
+                    "/occurred_at",
+                )
+            last = event.occurred_at
 
     def segments(self, events: Sequence[Event], size: int) -> Iterator[range]:
         """Split events into the batches `write` takes: an event the wiki handles alone (its
@@ -186,6 +240,7 @@ class LogLoader:
         self.already += len(events) - len(todo)
         if not todo:
             return result
+        self._check_clock([event for _index, event in todo])
         if wiki and not self._wiki_resumed:
             self._wiki.resume(self.conn)
             self._wiki_resumed = True
@@ -204,6 +259,7 @@ class LogLoader:
                     for (index, event), seq in zip(todo, seqs, strict=True)
                 ]
                 self._marks.run_many(self.conn, "mark_loaded", marks)
+        self._last_at = todo[-1][1].occurred_at
         for seq, (index, event) in zip(seqs, todo, strict=True):
             self.seq_map[seq] = event.seq
             result[index] = seq
@@ -242,6 +298,7 @@ class LogLoader:
         if digest is not None and self._known([digest]):
             self.already += 1
             return None
+        self._check_clock([event])  # before the clock moves and due work runs
         if self.clock is not None:
             self.clock.set(event.occurred_at)
         self.due(event.occurred_at)
@@ -299,8 +356,18 @@ def shift_to_end_now(objects: list[dict[str, Any]], now: datetime | None = None)
             last = parse_instant(at) if last is None else max(last, parse_instant(at))
     if last is None:
         return timedelta(0)
-    target = (now or datetime.now(UTC)).replace(microsecond=0)
-    span = target - last
+    span = (now or datetime.now(UTC)).replace(microsecond=0) - last
+    shift_by(objects, span)
+    return span
+
+
+def shift_by(objects: list[dict[str, Any]], span: timedelta) -> None:
+    """Move every instant of a log's events by ``span``, as `shift_to_end_now` does (a load
+    resumed with ``--end-now`` keeps the span of the events loaded before).
+
+    Raises:
+        InvalidInput: ``instant_out_of_range`` as `shift_to_end_now`; nothing is changed then.
+    """
     moves: list[tuple[dict[str, Any], str, str]] = []  # (object, member, new value)
     for obj in objects:
         at = obj.get("occurred_at")
@@ -316,7 +383,6 @@ def shift_to_end_now(objects: list[dict[str, Any]], now: datetime | None = None)
     # Changed only once every instant fits: an error leaves the objects as they were.
     for target_obj, member, value in moves:
         target_obj[member] = value
-    return span
 
 
 def _shifted(text: str, span: timedelta, obj: Mapping[str, Any], pointer: str) -> str:
