@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn
 import attrs
 import click
 
+from notify_cli.install import install_hint
 from notify_cli.options import BadInput, dsn_option, lines_of, read_policy, schema_option
 from notify_core.events.log import parse_event
 from notify_core.values.instants import format_instant, parse_instant
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
 @click.group()
 def db() -> None:
-    """Manage notify's PostgreSQL schema (needs psycopg: pip install 'notify-engine[pg]')."""
+    """Manage notify's PostgreSQL schema (needs psycopg: the pg extra)."""
 
 
 @db.command()
@@ -44,7 +45,7 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
         from notify_pg import migrate as apply
         from notify_reference_host import migrate_reference_host
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+        raise BadInput(f"db needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema:
         raise BadInput("--schema must not be empty")
     try:
@@ -88,7 +89,7 @@ def status(dsn: str, schema: str, host_schema: str) -> None:
         from notify_core.values.errors import NotifyError
         from notify_pg.ops.status import pipeline_status
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+        raise BadInput(f"db needs the pg extra ({install_hint('pg')}): {exc}") from None
     try:
         report = pipeline_status(
             dsn,
@@ -187,7 +188,7 @@ def load(
             shift_to_end_now,
         )
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+        raise BadInput(f"db needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema or not host_schema:
         raise BadInput("--schema and --host-schema must not be empty")
     if not consume and (hints_file or policy_file or include_skips or partitions != 1):
@@ -476,8 +477,7 @@ def _pgserver(directory: str, cleanup_mode: str | None) -> Any:
             from pgserver.postgres_server import get_server
     except ImportError as exc:
         raise BadInput(
-            "db up needs the server extra (pip install 'notify-engine[server]', which brings "
-            f"pgserver): {exc}"
+            f"db up needs the server extra ({install_hint('server')}, which brings pgserver): {exc}"
         ) from None
     try:
         Path(directory).mkdir(parents=True, exist_ok=True)
@@ -498,7 +498,7 @@ def _pgserver(directory: str, cleanup_mode: str | None) -> Any:
 def up(directory: str) -> None:
     """Start a throwaway PostgreSQL server for trying notify out, and print its DSN.
 
-    Needs the server extra (pip install 'notify-engine[server]'): the embedded server of
+    Needs the server extra (from a clone: pip install -e '.[server]'): the embedded server of
     pgserver, with its data in DIR/data and its socket there (no TCP port). The server runs on
     after the command; started again, it prints the DSN of the running one. Stop it with
     `notify db down`. Run as root, pgserver runs the server as its own system user

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
+from notify_cli.install import install_hint
 from notify_cli.options import (
     EXIT_BAD_INPUT,
     STDIN,
@@ -101,9 +102,7 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
 
         from notify_pg.stores.events import read_event_log
     except ImportError:
-        raise BadInput(
-            "--from-pg needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
-        ) from None
+        raise BadInput(f"--from-pg needs the PostgreSQL extra: {install_hint('pg')}") from None
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             for event in read_event_log(conn, schema):
@@ -135,9 +134,7 @@ def _mail_writer(mail_dir: str, replay: Replay) -> Callable[[MailLine], None]:
     try:
         from notify_pg.mail.smtp import mail_message
     except ImportError:
-        raise BadInput(
-            "--mail-dir needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
-        ) from None
+        raise BadInput(f"--mail-dir needs the PostgreSQL extra: {install_hint('pg')}") from None
 
     wiki = replay.inbox.wiki
 

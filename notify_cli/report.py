@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from notify_cli.install import install_hint
 from notify_cli.options import BadInput, write_file
 from notify_core.replay.report import report_data
 from notify_core.replay.run import Summary
@@ -29,7 +30,6 @@ __all__ = [
 
 _WIDTH = 420
 _HEIGHT = 220
-_MISSING = "--report needs the report extra: pip install 'notify-engine[report]'"
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px;
@@ -49,7 +49,7 @@ def _libraries() -> tuple[Any, Any]:
         import altair
         import vl_convert
     except ImportError:
-        raise BadInput(_MISSING) from None
+        raise BadInput(f"--report needs the report extra: {install_hint('report')}") from None
     return altair, vl_convert
 
 

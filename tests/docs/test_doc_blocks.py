@@ -83,7 +83,8 @@ def console_steps(block: Block) -> list[tuple[str, list[str]]]:
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
     "optional-dependencies"
 ]
-PIP_INSTALL = re.compile(r"pip install '?notify-engine\[([\w,]+)\]'?$")
+#: The docs install an extra from the clone they are read in (notify is on no index).
+PIP_INSTALL = re.compile(r"pip install -e '\.\[([\w,]+)\]'$")
 
 
 @pytest.mark.parametrize("where", sorted(by_where("console")))

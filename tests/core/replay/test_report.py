@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from notify_cli.install import install_hint
 from notify_cli.main import cli
 from notify_cli.report import chart_specs, render_report, skip_table
 from notify_core.replay.report import report_data
@@ -152,7 +153,8 @@ def test_missing_extra_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     result = CliRunner().invoke(cli, ["replay", str(WEEK), "--report", str(tmp_path / "r.html")])
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "notify-engine[report]" in result.stderr
+    assert result.stderr.count("\n") == 1 and install_hint("report") in result.stderr
+    assert "install -e '" in result.stderr  # from the clone the tests run in
     assert not (tmp_path / "r.html").exists()
 
 
