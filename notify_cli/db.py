@@ -500,15 +500,26 @@ def up(directory: str) -> None:
 
     Needs the server extra (from a clone: pip install -e '.[server]'): the embedded server of
     pgserver, with its data in DIR/data and its socket there (no TCP port). The server runs on
-    after the command; started again, it prints the DSN of the running one. Stop it with
-    `notify db down`. Run as root, pgserver runs the server as its own system user
-    `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx; it names
-    on stderr the directories it changes): use a
-    DIR under /tmp there. Not for production: use a PostgreSQL you run and back up.
+    after the command; started again, it prints the DSN of the running one (and says so on
+    stderr). Stop it with `notify db down`. Run as root, pgserver runs the server as its own
+    system user `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx;
+    it names on stderr the directories it changes): use a DIR under /tmp there. Not for
+    production: use a PostgreSQL you run and back up.
     """
     _say_permissions(directory)
+    # Said, not silent: a block that reuses a server someone else started must not take it
+    # for its own (and delete it with `db down --delete`).
+    running = (Path(directory) / "data" / "postmaster.pid").exists()
     server = _pgserver(directory, None)
     click.echo(str(server.get_uri()))
+    if running:
+        click.echo(
+            f"{directory}: a server of `notify db up` was running here already: its DSN "
+            "(its data is not new; a --dir of your own starts a new one)",
+            err=True,
+        )
+    else:
+        click.echo(f"{directory}: started a new server", err=True)
 
 
 def _say_permissions(directory: str) -> None:
