@@ -168,8 +168,12 @@ def load(
     consumer runs between events). Loading is idempotent: an event loaded before (the same
     JSON object, before --end-now) is recognised, counted and not written again, so a log
     loaded twice, or again after a failure, is written once. Every line is checked first: a
-    bad line (also a NUL character, which PostgreSQL cannot store) is reported with file,
-    line and member, nothing is written and the exit code is 2. Progress goes to stderr, and
+    bad line (also a NUL character, which PostgreSQL cannot store, and an event dated before
+    the last one the database's event log holds: its clock never goes back, formats.md
+    section 2) is reported with file, line and member as `notify replay` reports it,
+    nothing is written and the exit code is 2. With --end-now, a log of which some events
+    are loaded already is moved by the span they were moved by, so that it goes on where
+    they stopped. Progress goes to stderr, and
     a closing line says what was loaded, what was loaded already, and which event types the
     reference host does not know (appended to the event log only, as a consumer ignores
     them). `notify replay --from-pg DSN` then gives what `notify replay LOG` gives (with

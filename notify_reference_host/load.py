@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from notify_core.events.log import Event, EventError
+from notify_core.events.log import Event
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.values.errors import InvalidInput
 from notify_core.values.instants import format_instant, parse_instant
@@ -136,9 +136,6 @@ class LogLoader:
         self._wiki_resumed = False
         self._log = EventLog(schema)
         self._marks = Seam("notify_reference_host", host_schema)
-        #: The event log's newest instant, read once, then that of the last event written.
-        self._last_at: datetime | None = None
-        self._last_read = False
 
     def append(self, event: Event) -> int:
         """Write the event's world change and append it, in one transaction; return its seq."""
@@ -170,9 +167,12 @@ class LogLoader:
         never decreases); return its index and the instant it goes back from, or ``None``.
 
         Events loaded before (by their ``digests``) are not written again and not checked.
+        `write` does not check: a host's append never fails for its clock (the event log
+        raises an instant that would go back, `notify_pg.stores.events.NewEvent`); a loader
+        of a whole log (`notify db load`) asks first and refuses the log as a replay would.
         """
         known = self._known(digests) if digests is not None else set()
-        last = self._newest()
+        last = self._log.last_instant(self.conn)
         for index, event in enumerate(events):
             if digests is not None and digests[index] in known:
                 continue
@@ -180,25 +180,6 @@ class LogLoader:
                 return index, last
             last = event.occurred_at
         return None
-
-    def _newest(self) -> datetime | None:
-        if not self._last_read:
-            self._last_at = self._log.last_instant(self.conn)
-            self._last_read = True
-        return self._last_at
-
-    def _check_clock(self, events: Sequence[Event]) -> None:
-        """Refuse, as a replay refuses the line, an event that would go back in time: the
-        event log would otherwise raise it to the last instant without a word."""
-        last = self._newest()
-        for event in events:
-            if last is not None and event.occurred_at < last:
-                raise EventError(
-                    "clock_went_back",
-                    f"occurred_at goes back from {last.isoformat()}",
-                    "/occurred_at",
-                )
-            last = event.occurred_at
 
     def segments(self, events: Sequence[Event], size: int) -> Iterator[range]:
         """Split events into the batches `write` takes: an event the wiki handles alone (its
@@ -240,7 +221,6 @@ class LogLoader:
         self.already += len(events) - len(todo)
         if not todo:
             return result
-        self._check_clock([event for _index, event in todo])
         if wiki and not self._wiki_resumed:
             self._wiki.resume(self.conn)
             self._wiki_resumed = True
@@ -259,7 +239,6 @@ class LogLoader:
                     for (index, event), seq in zip(todo, seqs, strict=True)
                 ]
                 self._marks.run_many(self.conn, "mark_loaded", marks)
-        self._last_at = todo[-1][1].occurred_at
         for seq, (index, event) in zip(seqs, todo, strict=True):
             self.seq_map[seq] = event.seq
             result[index] = seq
@@ -298,7 +277,6 @@ class LogLoader:
         if digest is not None and self._known([digest]):
             self.already += 1
             return None
-        self._check_clock([event])  # before the clock moves and due work runs
         if self.clock is not None:
             self.clock.set(event.occurred_at)
         self.due(event.occurred_at)
