@@ -261,7 +261,9 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
 
 
 def _backend_pid(worker: Any) -> int | None:
-    conn = getattr(worker, "_conn", None)
+    # A baseline tree from before the loop (issue 24) holds its connection as ``_conn``.
+    connection = getattr(worker, "connection", None)
+    conn = connection.conn if connection is not None else getattr(worker, "_conn", None)
     if conn is None or conn.closed:
         return None
     return int(conn.info.backend_pid)

@@ -143,7 +143,7 @@ def _logging(level: str, log_format: str = "json") -> None:
     type=click.IntRange(1, 1000),
     default=None,
     metavar="N",
-    help="People whose due mails one drain round claims (1 to 1000; default: the instance's "
+    help="People whose due mails one pass of the drain claims (1 to 1000; default: the instance's "
     "mail batch size, which an administrator changes over HTTP, else 100).",
 )
 @click.option(

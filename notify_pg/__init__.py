@@ -18,12 +18,10 @@ or ``notify db migrate``). Its wings, each importing only the ones below it:
 The demo host's schema and its adapter (`notify_reference_host`) are a package of their own
 above this one: the adapter never imports them.
 
-The names below are the stable imports; the old flat module paths (``notify_pg.store`` ...)
-still import, with a `DeprecationWarning` (`notify_pg._moved`); ``notify_pg.worker`` is a
-package again and imports without one. See docs/postgresql.md.
+The names below are the stable imports; everything else is imported from the module that
+holds it. See docs/postgresql.md.
 """
 
-from notify_pg import _moved
 from notify_pg.db.errors import (
     Conflict,
     Forbidden,
@@ -127,5 +125,3 @@ __all__ = [
     "pipeline_status",
     "read_event_log",
 ]
-
-_moved.install()

@@ -1,6 +1,6 @@
 """The inbox of notify_pg (docs/inbox.md): the fan-out round and the reads of a person's inbox.
 
-- `notify_pg.inbox.fanout`: the round that turns outbox events into inbox entries, with its
+- `notify_pg.inbox.fanout`: the fan-out that turns outbox events into inbox entries, with its
   claims (`notify_pg.inbox.claims`), the event as it sees it (`notify_pg.inbox.describe`) and
   its write statements (`notify_pg.inbox.statements`);
 - `notify_pg.inbox.rounds`: the fan-out and the purge as rounds of a worker's loop;
@@ -9,8 +9,7 @@
 - `notify_pg.inbox.live`: the NOTIFY channel the inbox's triggers (migration 0020) tell of
   every write that changes a person's summary.
 
-It imports `notify_pg.rounds` and `notify_pg.db` only. The names of the old module
-``notify_pg.inbox`` (the reads) are re-exported here.
+It imports `notify_pg.rounds` and `notify_pg.db` only. The reads are importable from here.
 """
 
 from notify_pg.inbox.reads import (

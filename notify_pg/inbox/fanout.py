@@ -1,9 +1,9 @@
-"""The inbox's fan-out round on PostgreSQL (docs/rules.md N5-N12, H4).
+"""The inbox's fan-out on PostgreSQL (docs/rules.md N5-N12, H4).
 
-`InboxFanOut.round` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED``, each claim
-tied to the claiming session (`notify_pg.inbox.claims`: a worker takes its own claims again at
-once, any worker those of a session that is gone, and any claim older than the timeout), and
-fans each out in keyset batches of 1,000 candidates:
+`InboxFanOut.fan_out_claim` claims up to 50 outbox events with ``FOR UPDATE SKIP LOCKED``,
+each claim tied to the claiming session (`notify_pg.inbox.claims`: a worker takes its own
+claims again at once, any worker those of a session that is gone, and any claim older than
+the timeout), and fans each out in keyset batches of 1,000 candidates:
 
 - candidates come through the host's ports (`InboxHostPorts`: watchers, reviewers, people,
   groups, pages, comments) and the library's own ``inbox_preferences`` (opt-ins); the sources
@@ -32,7 +32,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final, Protocol, runtime_checkable
 
 import attrs
@@ -50,7 +50,6 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.inbox.claims import Claimed, OutboxClaims
 from notify_pg.inbox.describe import describe
-from notify_pg.inbox.reads import purge
 from notify_pg.inbox.statements import EventFacts, entry_statements
 
 __all__ = [
@@ -61,13 +60,12 @@ __all__ = [
     "InboxFanOut",
     "InboxHostPorts",
     "InboxPeopleAndUsers",
-    "InboxRound",
     "Written",
 ]
 
 _log = logging.getLogger("notify_pg.inbox")
 
-#: Events claimed per round.
+#: Events claimed per claim (`InboxFanOut.fan_out_claim`).
 CLAIM_LIMIT: Final = 50
 #: Candidates read per keyset batch.
 CANDIDATE_BATCH: Final = 1_000
@@ -149,7 +147,7 @@ class Written:
 
 @attrs.define
 class FanOutStats:
-    """What rounds did: events done, entries written, batches, access evaluations, and the
+    """What the fan-out did: events done, entries written, batches, access evaluations, and the
     seconds spent in the entries' write statements (``write_s``, round trips included).
 
     ``skips`` counts the candidates that got no entry, by reason (``actor``, ``no_access``,
@@ -197,7 +195,8 @@ class _LostClaim(Exception):
 
 
 class InboxFanOut:
-    """Fan-out rounds of one worker over the outbox.
+    """The fan-out of one worker over the outbox (`notify_pg.inbox.rounds.FanOutRound` runs it
+    in the worker's loop).
 
     Args:
         host: the host's ports.
@@ -237,16 +236,16 @@ class InboxFanOut:
         self.stats = FanOutStats()
         self._seam = Seam("notify_pg", schema)
         self.claims = OutboxClaims(self._seam, self.worker, claim_timeout, claim_limit)
-        #: Whether the last round stopped early because the stop signal was set.
+        #: Whether the last claim stopped early because the stop signal was set.
         self.stopped = False
 
-    def round(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
+    def fan_out_claim(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim up to 50 events and fan each out; return how many were finished.
 
         ``conn`` is in autocommit mode: the claim and each batch commit on their own. With
-        ``stop``, the round stops between events once it is set (the event in progress is
+        ``stop``, it stops between events once it is set (the event in progress is
         finished), gives the claims it did not start back at once and sets `stopped`. When
-        PostgreSQL fails, the claims stay this worker's: its next round takes them again at
+        PostgreSQL fails, the claims stay this worker's: its next claim takes them again at
         once, from their cursors (another worker takes them once this session is gone).
         """
         self.stopped = False
@@ -268,15 +267,15 @@ class InboxFanOut:
         return done
 
     def drain(
-        self, conn: Conn, *, max_rounds: int = 1_000, stop: threading.Event | None = None
+        self, conn: Conn, *, max_claims: int = 1_000, stop: threading.Event | None = None
     ) -> int:
-        """Run rounds until the outbox has nothing to claim or ``stop`` is set; return the
-        events finished."""
+        """Fan out claims (`fan_out_claim`) until the outbox has nothing to claim, after
+        ``max_claims`` or once ``stop`` is set; return the events finished."""
         total = 0
-        for _ in range(max_rounds):
+        for _ in range(max_claims):
             if stop is not None and stop.is_set():
                 break
-            done = self.round(conn, stop=stop)
+            done = self.fan_out_claim(conn, stop=stop)
             total += done
             if done == 0 or self.stopped:
                 break
@@ -561,51 +560,6 @@ class InboxFanOut:
             self._seam.run(conn, "inbox_upsert", params)
         self.stats.write_s += time.perf_counter() - started
         return out
-
-
-class InboxRound:
-    """The inbox's round of `notify worker`: fan out until the outbox has nothing to claim,
-    and purge (H3) at the first round and then once per ``purge_every``.
-
-    Args:
-        fanout: the fan-out of this worker.
-        clock: the current instant (the purge's).
-        purge_every: the pause between two purges.
-        max_rounds: fan-out rounds per call at most (the worker's other rounds go on).
-    """
-
-    def __init__(
-        self,
-        fanout: InboxFanOut,
-        *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        purge_every: timedelta = timedelta(days=1),
-        max_rounds: int = 20,
-    ) -> None:
-        self.fanout = fanout
-        self.clock = clock
-        self.purge_every = purge_every
-        self.max_rounds = max_rounds
-        self.next_purge: datetime | None = None
-        self.purged: dict[str, int] = {"entries": 0, "outbox": 0}
-
-    def __call__(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
-        """Run the round on the worker's connection (autocommit); return the work done.
-
-        With ``stop``, the fan-out stops between events once it is set, and no purge starts.
-        """
-        work = self.fanout.drain(conn, max_rounds=self.max_rounds, stop=stop)
-        if stop is not None and stop.is_set():
-            return work
-        now = self.clock()
-        if self.next_purge is None or now >= self.next_purge:
-            days = self.fanout.host.inbox_retention_days(conn)
-            counts = purge(conn, retention_days=days, now=now, schema=self.fanout.schema)
-            for what, count in counts.items():
-                self.purged[what] += count
-                work += count
-            self.next_purge = now + self.purge_every
-        return work
 
 
 _PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})

@@ -1,15 +1,14 @@
 """The inbox's rounds of a worker's loop: the fan-out of the outbox, and the purge.
 
-- `FanOutRound`: fan out until the outbox has nothing to claim (at most ``max_rounds``
-  claims per pass, so the worker's other rounds go on), stopping between claims at the
+- `FanOutRound`: fan out until the outbox has nothing to claim (at most ``max_claims``
+  claims per pass, so the worker's other rounds go on), stopping between events at the
   loop's stop;
 - `PurgeRound`: the purge of H3 (`notify_pg.inbox.reads.purge`) at the first pass and then
   once per ``every`` (a day by default).
 
 Both run on the worker's connection (autocommit: each claim, batch and purge step commits on
 its own) and are `notify_pg.rounds.loop.Round` objects; `notify_pg.worker.build` puts them in
-the loop. (`notify_pg.inbox.fanout.InboxRound`, which does both in one callable, remains for
-hosts that hand it to `Worker(rounds=...)`.)
+the loop (a host's own worker hands them to `notify_pg.push.worker.Worker` as ``rounds``).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ class FanOutRound:
         fanout: the fan-out of this worker.
         connection: the worker's connection.
         recorder: receives ``round_done`` (metrics).
-        max_rounds: fan-out claims (of up to 50 events each) per pass at most.
+        max_claims: fan-out claims (of up to 50 events each) per pass at most.
     """
 
     #: The round's name in logs, metrics and ``notify db status``.
@@ -46,27 +45,19 @@ class FanOutRound:
         connection: RoundConnection,
         recorder: RoundRecorder,
         *,
-        max_rounds: int = 20,
+        max_claims: int = 20,
     ) -> None:
         self.fanout = fanout
         self.connection = connection
         self.recorder = recorder
-        self.max_rounds = max_rounds
+        self.max_claims = max_claims
 
     def run(self, stop: threading.Event) -> int:
-        """Fan out claims until none is left, ``max_rounds`` or the stop; return the events
-        finished."""
+        """Fan out claims until none is left, ``max_claims`` or the stop (between events);
+        return the events finished."""
         started = time.perf_counter()
         conn = self.connection.get()
-        work = 0
-        for _ in range(self.max_rounds):
-            if stop.is_set():
-                break
-            # The fan-out stops between events.
-            done = self.fanout.round(conn, stop=stop)
-            work += done
-            if done == 0:
-                break
+        work = self.fanout.drain(conn, max_claims=self.max_claims, stop=stop)
         log_round(self.recorder, self.name, work, started)
         return work
 
@@ -83,9 +74,9 @@ class PurgeRound:
         clock: the current instant.
     """
 
-    #: The round's name in logs, metrics and ``notify db status``: the inbox's, as when the
-    #: purge ran inside the inbox's round (``consumer_failures.round`` takes the names of
-    #: migration 0015 only, and the metrics keep their labels).
+    #: The round's name in logs, metrics and ``notify db status``: the inbox's
+    #: (``consumer_failures.round`` takes the names of migration 0015 only, and the metrics
+    #: keep their labels).
     name = "inbox"
 
     def __init__(

@@ -1,6 +1,6 @@
 """Mail of notify_pg (docs/mail.md): the drain, SMTP with DKIM, the secret and unsubscribe.
 
-- `notify_pg.mail.drain`: the round that sends the mails that are due, with its ports
+- `notify_pg.mail.drain`: the drain that sends the mails that are due, with its ports
   (`notify_pg.mail.ports`), its claimed rows and the writes it holds over a database failure
   (`notify_pg.mail.claims`), and the reschedule of pending emails (`notify_pg.mail.reschedule`);
 - `notify_pg.mail.rounds`: the drain as a round of a worker's loop;

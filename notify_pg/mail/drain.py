@@ -1,6 +1,6 @@
 """The mail drain on PostgreSQL (docs/rules.md E4-E5).
 
-`MailDrain.round` is one pass over the mail queue (the ``inbox_entries`` rows whose email is
+`MailDrain.drain_once` is one pass over the mail queue (the ``inbox_entries`` rows whose email is
 ``pending`` or ``sending``):
 
 1. **claim**, in one short transaction: every due row of up to ``people`` people, earliest due
@@ -12,26 +12,24 @@
    mail per (person, site) and skips what a site switch, a section or the person's choice
    turned off.
 3. **send**, with no transaction open: each mail is composed (`compose_mail`, E6, signed with
-   the instance's unsubscribe secret) and handed to the SMTP sender (one connection per round).
+   the instance's unsubscribe secret) and handed to the SMTP sender (one connection per pass).
 4. **mark**, one statement per mail: ``sent`` with ``emailed_at``; a failure puts the rows back
    to ``pending`` 600 s later, and after the third attempt marks them ``failed``. A mark
    applies only while the claim's lease holds (``email_after`` is the lease), so a worker whose
    lease was taken over never overwrites the new claim. One failing person never stops the
-   batch; an unreachable server (the connection itself failed) stops the round: that mail
+   batch; an unreachable server (the connection itself failed) stops the pass: that mail
    failed (E5), and the rows not tried go back to ``pending`` at their due time before the
    claim, the claim's attempt undone (docs/decisions.md).
 
 A stop (``stop``) is checked between mails: the rest of the claim goes back the same way. When
-PostgreSQL fails in the middle of a round, the mark of a mail already sent and the release of
+PostgreSQL fails in the middle of a pass, the mark of a mail already sent and the release of
 the rows not tried are held (`notify_pg.mail.claims.MailWrites`) and written first when it is
 back: no mail is sent twice by a worker that survives, nobody waits for a lease. At least once
 is left only where a worker dies between a send and its mark; the mail sent again keeps its
 ``Message-ID`` (derived from stable ids, `notify_pg.mail.claims.message_id`).
 
-`MailRound` runs rounds inside `notify worker` and knows when to run again: at the next due
-``email_after`` (or a lease's end), at the latest after ``poll`` (the safety net for entries
-other processes write), never by querying every second; after a round stopped by an
-unreachable server, not before a backoff (doubling from ``backoff`` up to ``poll``).
+`notify_pg.mail.rounds.MailRound`, the drain's round of a worker's loop, runs passes and
+knows when to run again.
 """
 
 from __future__ import annotations
@@ -77,7 +75,6 @@ __all__ = [
     "MailDrainConfig",
     "MailDrainStats",
     "MailHostPorts",
-    "MailRound",
     "MailSender",
     "reschedule_pending",
 ]
@@ -92,7 +89,7 @@ RETRY_AFTER: Final = timedelta(seconds=600)
 MAX_ATTEMPTS: Final = 3
 
 
-#: People claimed per round when neither the worker nor the instance says otherwise.
+#: People claimed per pass when neither the worker nor the instance says otherwise.
 DEFAULT_PEOPLE: Final = 100
 
 
@@ -102,7 +99,7 @@ class MailDrainConfig:
 
     Args:
         sender: the ``From`` and envelope sender address of every mail.
-        people: people claimed per round (the mail batch size of H2a, 1 to 1000); ``None``:
+        people: people claimed per pass (the mail batch size of H2a, 1 to 1000); ``None``:
             the instance's ``mail_batch_size`` when the host keeps the administrator's settings
             (`notify_pg.mail.settings.AdminHostPorts`), else 100.
         lease: how long a claim holds its rows (E5: 600 s).
@@ -122,10 +119,11 @@ class MailDrainConfig:
 
 @attrs.define
 class MailDrainStats:
-    """What the drain did: rounds, rows claimed, mails by outcome, entries by final state,
-    rounds stopped by an unreachable server and the rows they released untried."""
+    """What the drain did: passes (`MailDrain.drain_once`), rows claimed, mails by outcome,
+    entries by final state, passes stopped by an unreachable server and the rows they released
+    untried."""
 
-    rounds: int = 0
+    passes: int = 0
     claimed: int = 0
     unreachable: int = 0
     released: int = 0
@@ -135,8 +133,8 @@ class MailDrainStats:
 
 @attrs.frozen
 class _Facts:
-    """The host's facts of one round: people (with their choices), sites, locales, and the
-    display names of who acted (E6: read once per round, like the locales)."""
+    """The host's facts of one pass: people (with their choices), sites, locales, and the
+    display names of who acted (E6: read once per pass, like the locales)."""
 
     people: Mapping[str, PersonFacts] = attrs.field(factory=dict)
     sites: dict[str, SiteInfo | None] = attrs.field(factory=dict)
@@ -149,17 +147,18 @@ def _clock() -> datetime:
 
 
 class MailDrain:
-    """Mail drain rounds of one worker over the entries table.
+    """The mail drain of one worker over the entries table (`notify_pg.mail.rounds.MailRound`
+    runs it in the worker's loop).
 
     Args:
         host: the host's ports.
-        sender: opens a sender (an SMTP connection) for a round, when it has a mail to send.
+        sender: opens a sender (an SMTP connection) for a pass, when it has a mail to send.
         secret: returns the instance's unsubscribe secret (U1) on the worker's connection.
         config: the drain's settings.
         schema: the library's schema.
         clock: the current instant (tests drive it).
         on_sent: a test hook, called after each send and before its mark.
-        on_done: called after each mail's mark with the round's instant, the plan and what
+        on_done: called after each mail's mark with the pass's instant, the plan and what
             became of it: ``sent``, ``skipped`` or ``failed`` (a failed send, retried or
             given up).
     """
@@ -185,9 +184,9 @@ class MailDrain:
         self.on_sent = on_sent
         self.on_done = on_done
         self.stats = MailDrainStats()
-        #: Whether the last round stopped because the SMTP server was unreachable.
+        #: Whether the last pass stopped because the SMTP server was unreachable.
         self.unreachable = False
-        #: Whether the last round stopped early because the stop signal was set.
+        #: Whether the last pass stopped early because the stop signal was set.
         self.stopped = False
         self._seam = Seam("notify_pg", schema)
         # Writes the database did not take (it failed meanwhile): written first when it is
@@ -197,10 +196,10 @@ class MailDrain:
         self._lock = f"notify_mail:{schema}"
         self._facts = _Facts()
 
-    # --- one round ---------------------------------------------------------------------------
+    # --- one pass ----------------------------------------------------------------------------
 
     def _people(self, conn: Conn) -> int:
-        """People to claim this round: ``config.people`` when set (``notify worker
+        """People to claim this pass: ``config.people`` when set (``notify worker
         --mail-batch``), else the instance's ``mail_batch_size`` when the host keeps the
         administrator's settings (`notify_pg.mail.settings.AdminHostPorts`), else 100."""
         if self.config.people is not None:
@@ -208,17 +207,17 @@ class MailDrain:
         read = getattr(self.host, "inbox_instance_settings", None)
         if read is None:
             return DEFAULT_PEOPLE
-        # Read each round: an administrator's change applies from the next drain on.
+        # Read each pass: an administrator's change applies from the next drain on.
         return int(read(conn).mail_batch_size)
 
-    def round(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
+    def drain_once(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim, plan, send and mark one batch of people; return the rows claimed (0: none due).
 
         ``conn`` is in autocommit mode: the claim commits before any mail is sent, and each
         mark commits on its own. Writes held over a database failure are written first
         (`write_held`); nothing is claimed while any is held.
 
-        The round stops early, and releases the claimed rows of the mails it did not try
+        The pass stops early, and releases the claimed rows of the mails it did not try
         (back to ``pending`` at their due time, the claim's attempt undone):
 
         - when the SMTP connection cannot be made: after that mail (a failed attempt, E5),
@@ -230,7 +229,7 @@ class MailDrain:
           is raised; both are written when the database is back.
 
         Raises:
-            StorageError: PostgreSQL failed (what this round could not write is held).
+            StorageError: PostgreSQL failed (what this pass could not write is held).
         """
         self.unreachable = False
         self.stopped = False
@@ -248,7 +247,7 @@ class MailDrain:
                     "lock": self._lock,
                 },
             )
-        self.stats.rounds += 1
+        self.stats.passes += 1
         if not rows:
             return 0
         self.stats.claimed += len(rows)
@@ -322,7 +321,7 @@ class MailDrain:
         sender: list[MailSender],
         secret: list[bytes],
     ) -> None:
-        """Send (or skip) one mail and mark it; ``sender`` and ``secret`` are the round's,
+        """Send (or skip) one mail and mark it; ``sender`` and ``secret`` are the pass's,
         opened or read on first use."""
         if plan.skip is not None:
             self._mark(
@@ -341,7 +340,7 @@ class MailDrain:
             sender[0].send(outgoing)
         except MailSendError as error:
             # Nothing else can go now when the server is unreachable: the other mails wait
-            # for the next round rather than each waiting out its own connection timeout.
+            # for the next pass rather than each waiting out its own connection timeout.
             self.unreachable = error.unreachable
             self._failed(conn, plan, lease_until, claimed, error.code, error.temporary)
             self._done(now, plan, "failed")
@@ -365,7 +364,7 @@ class MailDrain:
         return self._writes.held
 
     def write_held(self, conn: Conn) -> int:
-        """Write what rounds could not (the database failed meanwhile); return how many
+        """Write what passes could not (the database failed meanwhile); return how many
         writes went (`notify_pg.mail.claims.MailWrites.write_held`)."""
         return self._writes.write_held(conn)
 
@@ -374,15 +373,15 @@ class MailDrain:
             self.on_done(now, plan, outcome)
 
     def drain(
-        self, conn: Conn, *, max_rounds: int = 1_000, stop: threading.Event | None = None
+        self, conn: Conn, *, max_passes: int = 1_000, stop: threading.Event | None = None
     ) -> int:
-        """Run rounds until nothing is due, the SMTP server is unreachable or ``stop`` is set;
-        return the rows claimed."""
+        """Run passes (`drain_once`) until nothing is due, the SMTP server is unreachable,
+        after ``max_passes`` or once ``stop`` is set; return the rows claimed."""
         total = 0
-        for _ in range(max_rounds):
+        for _ in range(max_passes):
             if stop is not None and stop.is_set():
                 break
-            done = self.round(conn, stop=stop)
+            done = self.drain_once(conn, stop=stop)
             total += done
             if done == 0 or self.unreachable or self.stopped:
                 break
@@ -434,7 +433,7 @@ class MailDrain:
         """The groups of now and the pages of the entries that need a permission, as the host
         holds them now (a deleted page as it was), for the drain's access check (E4 over N8).
 
-        A page is read once per round however many entries point at it; access itself is
+        A page is read once per pass however many entries point at it; access itself is
         computed once per page, group set and permission (`DrainAccess`).
         """
         host = self.host
@@ -526,86 +525,3 @@ class MailDrain:
         self._writes.write(
             conn, Write("mail_failed", params, {"code": code, "temporary": temporary})
         )
-
-
-class MailRound:
-    """The mail drain's round of `notify worker`: drain what is due, then sleep until the next
-    email falls due (at the latest ``poll`` later).
-
-    Args:
-        drain: the drain of this worker.
-        poll: the longest pause between two looks at the queue (entries written by other
-            processes fall due without this worker hearing of them).
-        max_rounds: drain rounds per call at most (the worker's other rounds go on).
-        backoff: the pause after a round the SMTP server was unreachable, doubled after each
-            such round in a row, ``poll`` at most.
-    """
-
-    #: The round's name in ``consumer_failures`` (`notify db status`).
-    name: Final = "mail"
-
-    def __init__(
-        self,
-        drain: MailDrain,
-        *,
-        poll: timedelta = timedelta(minutes=1),
-        max_rounds: int = 20,
-        backoff: timedelta = timedelta(seconds=5),
-    ) -> None:
-        self.drain = drain
-        self.poll = poll
-        self.max_rounds = max_rounds
-        self.backoff = backoff
-        self._wake: datetime | None = None
-        self._unreachable = 0  # rounds in a row the SMTP server was unreachable
-
-    def next_wake(self) -> datetime | None:
-        """When this round next has work (``None``: at once)."""
-        return self._wake
-
-    def notice(self, due: Sequence[datetime | None]) -> None:
-        """Take note of emails that fall due (entries this process just wrote)."""
-        for at in due:
-            if at is not None and (self._wake is None or at < self._wake):
-                self._wake = at
-
-    def __call__(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
-        """Drain if something is due now (or writes are held); return the rows claimed.
-
-        With ``stop``, no drain round starts once it is set and a round in progress stops
-        before its next mail (`MailDrain.round`).
-        """
-        now = self.drain.clock()
-        if self._wake is not None and now < self._wake and not self.drain.held:
-            return 0
-        work = 0
-        more = False
-        for _ in range(self.max_rounds):
-            if stop is not None and stop.is_set():
-                more = True
-                break
-            done = self.drain.round(conn, stop=stop)
-            work += done
-            if self.drain.stopped:
-                more = True
-                break
-            if done == 0 or self.drain.unreachable:
-                break
-        else:
-            more = True
-        now = self.drain.clock()
-        if self.drain.unreachable:
-            self._unreachable += 1
-            pause = self.backoff * 2 ** min(self._unreachable - 1, 30)
-            self._wake = now + min(pause, self.poll)
-            return work
-        self._unreachable = 0
-        if more:
-            self._wake = now
-            return work
-        wake = now + self.poll
-        due = self.drain.next_due(conn)
-        if due is not None and due < wake:
-            wake = due
-        self._wake = wake
-        return work

@@ -11,8 +11,7 @@
 - `notify_pg.push.recorder`: what the worker tells a metrics recorder.
 
 It imports `notify_pg.stores`, `notify_pg.rounds` and `notify_pg.db`, never the inbox, mail
-or HTTP wings. The names of the old module ``notify_pg.push`` (the providers) and of
-``notify_pg.pipeline_ports`` are re-exported here.
+or HTTP wings. The ports and the providers are importable from here.
 """
 
 from notify_pg.push.preferences import PgPreferences

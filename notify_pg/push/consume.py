@@ -1,18 +1,18 @@
-"""The consumer round: the next events of the log through the pipeline, one partition's worth.
+"""The consumer round: the next events of the log through the pipeline, batch after batch.
 
-`ConsumeRound.consume` locks the cursor of one partition of the consumer (``FOR UPDATE SKIP
-LOCKED``, the most lagging one no other worker holds: one round per partition at a time,
-whatever the number of workers) and the cursors of the other free partitions at the same
-position, up to the worker's share of the partitions (all of them for a lone worker: one
-round decides for everybody), reads the next events after it in ``seq`` order (a round of k
-of P partitions up to P/k pages: about the work of a round for everybody), runs each
-through `notify_core.hints.pipeline.Pipeline.handle` deciding for the partition's recipients only
-(due work of those recipients at or before the event first), carries out the hints (push
-sends, the host's sink), moves the cursor and commits. A crash anywhere in the round rolls
-all of it back: no hint is doubled or lost. With N partitions, N
-rounds (on up to N workers) run side by side and together give exactly the hints of one
-consumer (`notify_core.replay.partitions`). `ConsumeRound.prepare` creates or re-partitions the
-cursors.
+`ConsumeRound.consume` (one batch) locks the cursor of one partition of the consumer
+(``FOR UPDATE SKIP LOCKED``, the most lagging one no other worker holds: one batch per
+partition at a time, whatever the number of workers) and the cursors of the other free
+partitions at the same position, up to the worker's share of the partitions (all of them for
+a lone worker: one batch decides for everybody), reads the next events after it in ``seq``
+order (a batch of k of P partitions up to P/k pages: about the work of a batch for
+everybody), runs each through `notify_core.hints.pipeline.Pipeline.handle` deciding for the
+partition's recipients only (due work of those recipients at or before the event first),
+carries out the hints (push sends, the host's sink), moves the cursor and commits. A crash
+anywhere in the batch rolls all of it back: no hint is doubled or lost. With N partitions, N
+consumers (on up to N workers) run side by side and together give exactly the hints of one
+consumer (`notify_core.replay.partitions`). `ConsumeRound.run` runs batches up to the head of
+the log; `ConsumeRound.prepare` creates or re-partitions the cursors.
 """
 
 from __future__ import annotations
@@ -42,19 +42,21 @@ def _elapsed_ms(started: float) -> float:
 
 
 class ConsumeRound:
-    """Consumer rounds of one worker: up to the head of the log, or ``max_rounds`` of them.
+    """The consumer round of one worker: batches (`consume`) up to the head of the log, or
+    ``max_batches`` of them.
 
     Args:
         push: what the push rounds of the worker share.
-        max_rounds: consumer rounds per `run` at most (the worker's other rounds go on).
+        max_batches: batches (one transaction each) per `run` at most (the worker's other
+            rounds go on).
     """
 
     #: The round's name in logs, metrics and ``notify db status``.
     name = "consumer"
 
-    def __init__(self, push: PushContext, *, max_rounds: int = 100) -> None:
+    def __init__(self, push: PushContext, *, max_batches: int = 100) -> None:
         self.push = push
-        self.max_rounds = max_rounds
+        self.max_batches = max_batches
         #: Whether the cursors were checked on the current connection (`prepare`).
         self.cursor_ready = False
         push.connection.on_open.append(self._forget_cursors)
@@ -64,9 +66,9 @@ class ConsumeRound:
 
     def run(self, stop: threading.Event) -> int:
         """Consume until the partitions this worker can take are at the head, at most
-        ``max_rounds`` rounds, none once ``stop`` is set; return the events handled."""
+        ``max_batches`` batches, none once ``stop`` is set; return the events handled."""
         work = 0
-        for _ in range(self.max_rounds):
+        for _ in range(self.max_batches):
             if stop.is_set():
                 break
             handled = self.consume()
@@ -128,15 +130,15 @@ class ConsumeRound:
             changed = {"from": int(rows[0][1]), "to": parts, "position": position}
             _log.info("consumer partitions changed", extra={"fields": changed})
 
-    # --- one round ---------------------------------------------------------------------------
+    # --- one batch ---------------------------------------------------------------------------
 
     def consume(self) -> int:
-        """Run one consumer round on one partition; return the number of events it handled
+        """Consume one batch of events (one transaction); return the number of events handled
         (`notify_pg.push.worker.Worker.consume` says which partitions it takes).
 
         Raises:
             PartitionError: ``partition_change_refused`` or ``partition_count_changed``.
-            StorageError: PostgreSQL failed; the round is rolled back.
+            StorageError: PostgreSQL failed; the batch is rolled back.
         """
         push = self.push
         name, parts = push.config.consumer, push.config.partitions
@@ -156,21 +158,21 @@ class ConsumeRound:
             )
             if not rows:
                 return 0
-            # Only a round with events takes the other free partitions (a poll at the head
+            # Only a batch with events takes the other free partitions (a poll at the head
             # would count the workers and lock cursors for nothing).
             taken = [part, *self._more_partitions(conn, part, position)]
             batch = push.config.batch_size
             if len(taken) < parts and len(rows) == batch:
-                # A round that decides for k of the P partitions reads P/k pages: it does
-                # about the work of a round for everybody, so its reads per round (the cursor,
-                # the page, each thread's facts) are paid as often as by one worker's rounds.
+                # A batch that decides for k of the P partitions reads P/k pages: it does
+                # about the work of a batch for everybody, so its reads per batch (the cursor,
+                # the page, each thread's facts) are paid as often as by one worker's batches.
                 rows += push.seam.all(
                     conn,
                     "read_events_page",
                     {"after": int(rows[-1][0]), "limit": batch * parts // len(taken) - batch},
                 )
-            # The host's facts are read once per round (`Session.at`).
-            session = Session(conn, round_facts=True)
+            # The host's facts are read once per batch (`Session.at`).
+            session = Session(conn, keep_host_facts=True)
             # All partitions own everybody: no filter at all, the plain pipeline.
             owns: Partition | Partitions | None = None
             if len(taken) == 1 and parts > 1:
@@ -178,8 +180,8 @@ class ConsumeRound:
             elif len(taken) < parts:
                 owns = Partitions(tuple(taken), parts)
             pipeline, schedule = push.pipeline(session, wait=True, owns=owns)
-            # The round's writes of windows and push sends are made once at its end (one
-            # statement each for all its events): nothing in the round reads them from the
+            # The batch's writes of windows and push sends are made once at its end (one
+            # statement each for all its events): nothing in the batch reads them from the
             # tables before (`PgSchedule` writes its pending windows before it reads any).
             pushes: list[StagedPush] = []
             for row in rows:
@@ -200,8 +202,8 @@ class ConsumeRound:
                 "move_cursors",
                 {"name": name, "part_set": taken, "position": position},
             )
-            # Events of the round (following) go last: the log's append lock is held from the
-            # first append to the commit, and host writes and the other partitions' rounds
+            # Events of the batch (following) go last: the log's append lock is held from the
+            # first append to the commit, and host writes and the other partitions' batches
             # that append wait for it.
             push.events.append_many(conn, session.appends)
         push.count(hints)
@@ -227,9 +229,9 @@ class ConsumeRound:
         return handled
 
     def _more_partitions(self, conn: Conn, part: int, position: int) -> list[int]:
-        """The other partitions this round takes: free ones at the same position, up to this
+        """The other partitions this batch takes: free ones at the same position, up to this
         worker's share of the partitions (their count over the consumer's workers now), so a
-        lone worker handles all of them in one round and several workers still share them.
+        lone worker handles all of them in one batch and several workers still share them.
         A worker whose session has been idle for longer than ``partition_takeover`` (paused,
         or busy in a long mail round) does not count until its next statement."""
         push = self.push
@@ -264,7 +266,7 @@ class ConsumeRound:
         config = self.push.config
         rows = self.push.seam.all(conn, "consumer_partitions", {"name": config.consumer})
         if not rows:
-            self.cursor_ready = False  # removed behind our back: created again next round
+            self.cursor_ready = False  # removed behind our back: created again next batch
         elif not self._fits(rows, config.partitions):
             raise PartitionError(
                 "partition_count_changed",

@@ -139,9 +139,9 @@ class WorkerConfig:
 class WorkerStats:
     """What a worker did, in counts (the metrics of docs/operators.md).
 
-    ``events`` counts the events the worker's consumer rounds read from the log (a round that
+    ``events`` counts the events the worker's consumer read from the log (a batch that
     takes several partitions at one position reads each event once); ``partition_events``
-    counts them once per partition the round took, so over all workers of a consumer it
+    counts them once per partition the batch took, so over all workers of a consumer it
     comes to the log's events times the partitions. ``provider_calls`` counts every call of
     a provider, once; ``sent`` counts the results by
     outcome once each is written (a result held over a database outage counts when it is
@@ -189,7 +189,7 @@ class StagedPush(NamedTuple):
 
 class _Owned:
     """Whether a recipient belongs to some partitions, remembered per person (the partition
-    is a hash: a round tests every reader of every fan-out)."""
+    is a hash: a batch tests every reader of every fan-out)."""
 
     __slots__ = ("_memo", "_owns")
 
@@ -278,7 +278,7 @@ class PushContext:
             owns: the partitions of the recipients the round decides for (``None``: all).
         """
         schedule = PgSchedule(session, self.schema, wait=wait, budget=budget, owns=owns)
-        # One partition test per person and round (a fan-out asks for every reader per event).
+        # One partition test per person and batch (a fan-out asks for every reader per event).
         owned = None if owns is None else _Owned(owns)
         pipeline = Pipeline(
             policy=self.policy,

@@ -1,8 +1,8 @@
 """`PgSchedule`: `notify_core.hints.ports.Schedule` on the due-work tables.
 
 ``windows``, ``delayed_releases`` and ``badge_syncs`` are claimed with ``FOR UPDATE SKIP
-LOCKED`` by due-work rounds and with ``FOR UPDATE`` (waiting) by consumer rounds, so due work at
-or before an event always runs before it, as in a replay; the round of one recipient partition
+LOCKED`` by due-work rounds and with ``FOR UPDATE`` (waiting) by the consumer, so due work at
+or before an event always runs before it, as in a replay; the batch of one recipient partition
 sees only its recipients' due work (``{schema}.partition_of``).
 """
 

@@ -37,7 +37,7 @@ class Session:
     """What the ports of one transaction share: the connection, the log position, caches.
 
     Args:
-        conn: the connection whose transaction the round runs in.
+        conn: the connection whose transaction the ports run in.
         position: the ``seq`` of the event being handled; facts read from the log are those
             before it. ``None`` for due work outside an event: then the host's current facts.
         now: the event's time (the time of events the pipeline appends while handling it).
@@ -67,11 +67,11 @@ class Session:
     paths: dict[str, NotificationPath | None] = attrs.field(factory=dict)
     #: Per channel, the host's readers (`PgWorld.readers`, before the partition filter).
     readers: dict[str, list[str]] = attrs.field(factory=dict)
-    #: Whether `at` keeps the host's facts for the next event (a consumer round): see `at`.
-    round_facts: bool = False
+    #: Whether `at` keeps the host's facts for the next event (a consumer's batch): see `at`.
+    keep_host_facts: bool = False
     #: The log's head + 1 (the position due work outside an event reads the log before).
     head: int | None = None
-    #: Events the pipeline appends (following), appended at the end of the round.
+    #: Events the pipeline appends (following), appended at the end of the transaction.
     appends: list[NewEvent] = attrs.field(factory=list)
     #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
     synced: dict[str, int | None] = attrs.field(factory=dict)
@@ -79,13 +79,13 @@ class Session:
     def at(self, position: int | None, now: datetime | None) -> None:
         """Move to another event (or to due work) and forget what was cached.
 
-        With ``round_facts`` (a consumer round) only what depends on the log position is
+        With ``keep_host_facts`` (a consumer's batch) only what depends on the log position is
         forgotten: read positions, mentions, badges, uncounted messages, live connections.
         The host's facts (people, places, read rights, devices, registrations, settings,
-        quiet rules) stay for the round: every event of the round was committed, with the
-        host's change that came with it, before the round read its page, so the facts read
-        at its first event are at least as new as any of its events (as when the round runs
-        a little earlier). What the round itself writes is kept in step by its writer:
+        quiet rules) stay for the batch: every event of the batch was committed, with the
+        host's change that came with it, before the batch read its page, so the facts read
+        at its first event are at least as new as any of its events (as when the batch runs
+        a little earlier). What the batch itself writes is kept in step by its writer:
         windows by `PgSchedule` (write-through), level facts by `PgPreferences.follow`
         (the followed pair is dropped). A page of due work still forgets everything.
         """
@@ -94,8 +94,8 @@ class Session:
 
     def refresh(self) -> None:
         """Forget what must be read anew for another event or page of due work: everything,
-        or with ``round_facts`` what depends on the log position (`at`)."""
-        if not self.round_facts:
+        or with ``keep_host_facts`` what depends on the log position (`at`)."""
+        if not self.keep_host_facts:
             self.forget()
             return
         self.batch = ()

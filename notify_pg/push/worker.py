@@ -1,32 +1,32 @@
 """The push worker: the pipeline on PostgreSQL (docs/postgresql.md), from the log to push sends.
 
-`Worker` is the push path's rounds in the loop of `notify_pg.rounds.loop` (each round its own
-transaction, or, for pushes, three), with the API hosts and tests use:
+`Worker` runs the push path's rounds in the loop of `notify_pg.rounds.loop` (each round its
+own transaction, or, for pushes, three), with the API hosts and tests use:
 
-- **consumer round** (`Worker.consume`, `notify_pg.push.consume.ConsumeRound`): the next
-  events of one partition (or of the worker's share of the free partitions) through
-  `notify_core.hints.pipeline.Pipeline.handle`, the hints carried out, the cursor moved, all in
-  one transaction, so every hint arises exactly once. With ``WorkerConfig.partitions`` = N, N rounds
-  (on up to N workers) run side by side and together give exactly the hints of one
-  consumer (`notify_core.replay.partitions`).
+- **consumer round** (`notify_pg.push.consume.ConsumeRound`; one batch: `Worker.consume`):
+  the next events of one partition (or of the worker's share of the free partitions) through
+  `notify_core.hints.pipeline.Pipeline.handle`, the hints carried out, the cursor moved, all
+  in one transaction, so every hint arises exactly once. With ``WorkerConfig.partitions`` = N,
+  N consumers (on up to N workers) run side by side and together give exactly the hints of
+  one consumer (`notify_core.replay.partitions`).
 - **due-work round** (`Worker.run_due`, `notify_pg.push.due.DueRound`): `Pipeline.advance`
   up to now, never past the first event some partition has not handled yet.
 - **push round** (`Worker.send_pushes`, `notify_pg.push.send.SendRound`):
   claim and check, call the providers outside any transaction, write the results; results
   the database did not take are held and written first when it is back.
 
-The settings, counters and the host's hand-off the rounds share are in
-`notify_pg.push.context` (re-exported here). Logs carry counts, kind codes, reasons,
-outcomes, provider names and error types: never a person, a thread, a message or a token (a
-token's hash prefix at most).
+The settings, ports and counters the rounds share are one value, `Worker.push`
+(`notify_pg.push.context.PushContext`): a host or a test that changes a setting changes it
+there (``worker.push.providers = ...``), and every round sees it. Logs carry counts, kind
+codes, reasons, outcomes, provider names and error types: never a person, a thread, a
+message or a token (a token's hash prefix at most).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Generic, TypeVar
 
 from notify_core.events.log import Event
 from notify_core.hints.decide import Policy
@@ -45,36 +45,37 @@ from notify_pg.push.due import DueRound
 from notify_pg.push.providers import ProviderGate, PushProvider
 from notify_pg.push.recorder import Recorder
 from notify_pg.push.send import HeldResults, SendRound
-from notify_pg.rounds.adapter import ConnectionRound
 from notify_pg.rounds.connection import RoundConnection
 from notify_pg.rounds.loop import Loop, Round
 from notify_pg.stores.ports import PipelineHostPorts
 
-__all__ = ["Clock", "HintSink", "Worker", "WorkerConfig", "WorkerStats"]
-
-_T = TypeVar("_T")
+__all__ = ["Clock", "HintSink", "Worker", "WorkerConfig", "WorkerStats", "worker_connection"]
 
 
-class _Shared(Generic[_T]):
-    """An attribute of the worker that is the push rounds' shared one (`PushContext`): set
-    on the worker, every round sees the new value."""
+def worker_connection(
+    connect: Callable[[], Conn], config: WorkerConfig, *, schema: str = DEFAULT_SCHEMA
+) -> RoundConnection:
+    """The connection the rounds of a worker share, bounded by ``config``'s partition
+    takeover and statement timeouts.
 
-    def __init__(self, attribute: str) -> None:
-        self.attribute = attribute
-
-    def __get__(self, worker: Worker, owner: type[Worker] | None = None) -> _T:
-        value: _T = getattr(worker.push, self.attribute)
-        return value
-
-    def __set__(self, worker: Worker, value: _T) -> None:
-        setattr(worker.push, self.attribute, value)
+    Build it first when rounds of other wings run in the worker's loop: they take it, and
+    `Worker` takes it in place of ``connect`` (`notify_pg.worker.build.build_worker` does so).
+    """
+    return RoundConnection(
+        connect,
+        schema=schema,
+        idle_timeout=config.partition_takeover,
+        statement_timeout=config.statement_timeout,
+    )
 
 
 class Worker:
-    """Consumer, due work and push sends of one process on one database.
+    """Consumer, due work and push sends of one process on one database, in one loop.
 
     Args:
-        connect: opens a new connection in autocommit mode (called again after a failure).
+        connect: opens a new connection in autocommit mode (called again after a failure);
+            or the worker's connection built beforehand (`worker_connection`), which the
+            ``rounds`` given here run on too.
         host: the host's ports (`notify_pg.stores.ports.PipelineHostPorts`).
         schema: the library's schema.
         policy: the instance's policy (the same values a replay takes).
@@ -87,18 +88,23 @@ class Worker:
             connections, so no device is live and every active device gets ``push`` (no
             hint goes only to a gateway that nobody delivers).
         jitter: draws the retry jitter in [0.5, 1] (R2); random by default.
-        on_event: a test hook, called in the round after each event is handled.
+        on_event: a test hook, called in the consumer round after each event is handled.
         gate: the limit on concurrent provider requests; by default the process's gate
             (`ProviderGate.for_process`), shared by every worker of the process.
-        rounds: more rounds run after the push round on the worker's connection: callables
-            of the connection returning the work they did (the inbox's fan-out,
-            `notify_pg.inbox.fanout.InboxRound`; the mail drain, `notify_pg.mail.drain.MailRound`;
-            see `notify_pg.rounds.adapter.ConnectionRound`), or rounds of the loop
-            (`notify_pg.rounds.loop.Round`). Their failures are recorded under the round's
-            ``name`` (default ``inbox``). A round with ``next_wake()`` shortens the idle
-            pause to the instant it returns. `notify_pg.worker.build` assembles them.
+        rounds: more rounds of the loop (`notify_pg.rounds.loop.Round`), run after the push
+            round (the inbox's `notify_pg.inbox.rounds.FanOutRound` and ``PurgeRound``, the
+            mail drain's `notify_pg.mail.rounds.MailRound`, a host's own); those that use
+            the database take the worker's connection (pass it as ``connect``). Their
+            failures are recorded under the round's ``name``; a round with ``next_wake()``
+            shortens the idle pause to the instant it returns.
         recorder: receives the metric edges of the rounds (`notify_pg.push.recorder.Recorder`,
             e.g. `notify_pg.ops.metrics.OtelRecorder`); by default nothing is recorded.
+
+    Attributes:
+        connection: the connection every round of the worker runs on.
+        push: what the push rounds share (`PushContext`: settings, ports, counters).
+        stats: the push rounds' counters (the `WorkerStats` of ``push``).
+        loop: the loop of `run`: held results, consumer, due work, push sends, ``rounds``.
 
     Example:
         >>> worker = Worker(lambda: psycopg.connect(dsn, autocommit=True), ReferenceHost(),
@@ -106,20 +112,9 @@ class Worker:
         >>> worker.run(stop=threading.Event())  # doctest: +SKIP
     """
 
-    policy: _Shared[Policy] = _Shared("policy")
-    config: _Shared[WorkerConfig] = _Shared("config")
-    clock: _Shared[Clock] = _Shared("clock")
-    host: _Shared[PipelineHostPorts] = _Shared("host")
-    providers: _Shared[Mapping[str, PushProvider]] = _Shared("providers")
-    sink: _Shared[HintSink | None] = _Shared("sink")
-    on_event: _Shared[Callable[[Conn, Event | None], None] | None] = _Shared("on_event")
-    recorder: _Shared[Recorder] = _Shared("recorder")
-    stats: _Shared[WorkerStats] = _Shared("stats")
-    _gate: _Shared[ProviderGate] = _Shared("gate")
-
     def __init__(
         self,
-        connect: Callable[[], Conn],
+        connect: Callable[[], Conn] | RoundConnection,
         host: PipelineHostPorts,
         *,
         schema: str = DEFAULT_SCHEMA,
@@ -131,19 +126,16 @@ class Worker:
         jitter: Callable[[], float] | None = None,
         on_event: Callable[[Conn, Event | None], None] | None = None,
         gate: ProviderGate | None = None,
-        rounds: Sequence[Callable[[Conn], int] | Round] = (),
+        rounds: Sequence[Round] = (),
         recorder: Recorder | None = None,
     ) -> None:
         self.schema = schema
         config = config or WorkerConfig()
-        #: The connection every round of the worker runs on.
-        self.connection = RoundConnection(
-            connect,
-            schema=schema,
-            idle_timeout=config.partition_takeover,
-            statement_timeout=config.statement_timeout,
+        self.connection = (
+            connect
+            if isinstance(connect, RoundConnection)
+            else worker_connection(connect, config, schema=schema)
         )
-        #: What the push rounds share (settings, ports, counters).
         self.push = PushContext(
             self.connection,
             host,
@@ -158,45 +150,25 @@ class Worker:
             gate=gate,
             recorder=recorder,
         )
+        self.stats = self.push.stats
         self._consumer = ConsumeRound(self.push)
         self._due = DueRound(self.push)
         self._send = SendRound(self.push)
-        extras = [self._round_of(r) for r in rounds]
-        #: The loop of `run`: held results, consumer, due work, push sends, the extra rounds.
         self.loop = Loop(
-            [*self.push_rounds(), *extras],
+            [HeldResults(self._send), self._consumer, self._due, self._send, *rounds],
             connection=self.connection,
             name=config.consumer,
             schema=schema,
             poll_interval=config.poll_interval,
             clock=lambda: self.push.clock(),
             recorder=self.push.recorder,
-            on_failure=self.count_failure,
+            on_failure=self._count_failure,
         )
 
-    def _round_of(self, extra: Callable[[Conn], int] | Round) -> Round:
-        if isinstance(extra, Round):
-            return extra
-        return ConnectionRound(extra, self.connection, self.push.recorder)
-
-    def push_rounds(self) -> list[Round]:
-        """The push path's rounds in the order of a pass: held results, consumer, due work,
-        push sends (`notify_pg.worker.build` puts them before the inbox and mail rounds)."""
-        return [HeldResults(self._send), self._consumer, self._due, self._send]
-
-    def count_failure(self, round_name: str, exc: Exception) -> None:
-        """Count a failed round in `stats` (the loop's ``on_failure``)."""
+    def _count_failure(self, round_name: str, exc: Exception) -> None:
         self.push.stats.failures += 1
 
     # --- what the host and tests reach -------------------------------------------------------
-
-    @property
-    def _conn(self) -> Conn | None:
-        return self.connection.conn
-
-    @property
-    def _connect(self) -> Callable[[], Conn]:
-        return self.connection.connect
 
     def close(self) -> None:
         """Close the worker's connection and its provider threads."""
@@ -214,7 +186,7 @@ class Worker:
         waits for rounds in progress; workers still running with the old count then fail
         with ``partition_count_changed``. `consume` calls it once per connection. With more
         than one partition the connection also counts among the consumer's workers from
-        then on (a shared advisory lock): a round takes up to the worker's share of the free
+        then on (a shared advisory lock): a batch takes up to the worker's share of the free
         partitions (`consume`).
 
         Raises:
@@ -225,19 +197,19 @@ class Worker:
         self._consumer.prepare()
 
     def consume(self) -> int:
-        """Run one consumer round on one partition; return the number of events it handled.
+        """Consume one batch of events (one transaction); return the number of events handled.
 
-        The round takes the most lagging partition that no other worker is running a round
-        of, and with it the other free partitions at the same position up to this worker's
-        share (the partitions over the consumer's workers, rounded up): they are handled
-        together, as one partition of their recipients. 0: that partition is at the head (so
-        all free ones are), or every partition is in another worker's round.
+        The batch takes the most lagging partition that no other worker is consuming, and
+        with it the other free partitions at the same position up to this worker's share
+        (the partitions over the consumer's workers, rounded up): they are handled together,
+        as one partition of their recipients. 0: that partition is at the head (so all free
+        ones are), or every partition is in another worker's batch.
 
         Raises:
             PartitionError: ``partition_change_refused`` (see `prepare`), or
                 ``partition_count_changed``: another worker replaced the cursors with another
                 count since this worker prepared them.
-            StorageError: PostgreSQL failed; the round is rolled back.
+            StorageError: PostgreSQL failed; the batch is rolled back.
         """
         return self._consumer.consume()
 
@@ -278,20 +250,21 @@ class Worker:
 
     # --- the loop ----------------------------------------------------------------------------
 
-    def run_once(self, *, max_rounds: int = 100, stop: threading.Event | None = None) -> int:
-        """Consume up to the head (at most ``max_rounds`` rounds), then run due work and one
-        push round, then the extra rounds (the inbox); return the work done (0: idle).
+    def run_once(self, *, max_batches: int = 100, stop: threading.Event | None = None) -> int:
+        """Run every round of the loop once: consume up to the head (at most ``max_batches``
+        batches, `consume`), then due work, one push round and the extra ``rounds``; return
+        the work done (0: idle).
 
         Results held over a database failure are written first. When that fails, consumer
         and due-work rounds still run (they claim no push send) and the call then raises the
         failure: no push round runs while results are held. With ``stop``, no round starts
         once it is set: the call returns after the round in progress.
         """
-        before, self._consumer.max_rounds = self._consumer.max_rounds, max_rounds
+        before, self._consumer.max_batches = self._consumer.max_batches, max_batches
         try:
             return self.loop.run_once(stop)
         finally:
-            self._consumer.max_rounds = before
+            self._consumer.max_batches = before
 
     def run(self, stop: threading.Event) -> None:
         """Work until ``stop`` is set; then finish the round in progress and return.

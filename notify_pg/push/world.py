@@ -43,8 +43,8 @@ class PgWorld:
             that, live routes fail closed: nobody's connections are read, so no device counts
             as live, nobody as active in a thread (D4), and every active device gets ``push``
             (D5), as with no gateway at all.
-        owns: the recipients of a partitioned consumer round (the pipeline's ``owns``):
-            `readers` answers only those, so a round of one partition does not load the
+        owns: the recipients of a partitioned consumer's batch (the pipeline's ``owns``):
+            `readers` answers only those, so a batch of one partition does not load the
             people of the others (the pipeline would drop them from the fan-out anyway).
     """
 

@@ -177,7 +177,7 @@ class PreferenceRepository:
                 appended by a consumer carries the time of the message it follows.
             defer: if given, the event is added to this list instead of being appended; the
                 caller appends it later in the same transaction (a consumer appends its
-                events at the end of its round, so it holds the log's append lock briefly).
+                events at the end of its batch, so it holds the log's append lock briefly).
 
         Returns:
             The inserted row, or ``None`` when a row existed.

@@ -6,23 +6,10 @@
   worker`` runs; docs/embedding.md).
 
 It sits beside `notify_pg.http` (the handlers never import a worker) above the mail wing.
-The push worker's names (``from notify_pg.worker import Worker``, its path before the
-wings) and the loop's are re-exported here.
+The push worker itself is `notify_pg.push.worker.Worker` (also ``from notify_pg import
+Worker``), the loop `notify_pg.rounds.loop.Loop`.
 """
 
-from notify_pg.push.worker import Clock, HintSink, Worker, WorkerConfig, WorkerStats
-from notify_pg.rounds.loop import Loop, Round
 from notify_pg.worker.build import MailOptions, WorkerLoop, build_worker
 
-__all__ = [
-    "Clock",
-    "HintSink",
-    "Loop",
-    "MailOptions",
-    "Round",
-    "Worker",
-    "WorkerConfig",
-    "WorkerLoop",
-    "WorkerStats",
-    "build_worker",
-]
+__all__ = ["MailOptions", "WorkerLoop", "build_worker"]

@@ -4,7 +4,7 @@
 the same way: the push path's rounds (`notify_pg.push.worker.Worker`: held results,
 consumer, due work, push sends), the inbox's fan-out and purge (`notify_pg.inbox.rounds`)
 and, given `MailOptions`, the mail drain (`notify_pg.mail.rounds`), all on one connection in
-one `notify_pg.rounds.loop.Loop`. docs/embedding.md shows it in a few lines.
+the worker's `notify_pg.rounds.loop.Loop`. docs/embedding.md shows it in a few lines.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.fanout import InboxFanOut, InboxHostPorts
 from notify_pg.inbox.rounds import FanOutRound, PurgeRound
-from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailHostPorts, MailRound, MailSender
-from notify_pg.mail.rounds import MailDrainRound
+from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailHostPorts, MailSender
+from notify_pg.mail.rounds import MailRound
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.push.context import Clock, HintSink, WorkerConfig, now_utc
 from notify_pg.push.providers import PushProvider
-from notify_pg.push.recorder import Recorder
-from notify_pg.push.worker import Worker
+from notify_pg.push.recorder import NullRecorder, Recorder
+from notify_pg.push.worker import Worker, worker_connection
 from notify_pg.rounds.loop import Loop, Round
 from notify_pg.stores.ports import PipelineHostPorts
 
@@ -42,7 +42,7 @@ class MailOptions:
         sender: opens a sender for a round that has a mail to send (e.g. ``lambda:
             SmtpSender(SmtpConfig.from_url(url))``, `notify_pg.mail.smtp`).
         address: the ``From`` and envelope sender address of every mail.
-        people: people whose due mails one drain round claims (1 to 1000; ``None``: the
+        people: people whose due mails one pass of the drain claims (1 to 1000; ``None``: the
             instance's mail batch size when the host keeps it, else 100).
         poll: the longest pause between two looks at the mail queue.
     """
@@ -57,20 +57,19 @@ class WorkerLoop:
     """A built worker: its loop and the parts whose counters a host reads.
 
     Attributes:
-        loop: every round, in order (`notify_pg.rounds.loop.Loop`).
-        worker: the push path (`Worker`: ``prepare``, ``stats``, ``close``).
+        loop: every round, in order (`notify_pg.rounds.loop.Loop`; the worker's loop).
+        worker: the push path and the loop (`Worker`: ``prepare``, ``stats``, ``close``).
         fanout: the inbox's fan-out (``stats``), ``None`` without inbox ports.
         mail: the mail drain, ``None`` without `MailOptions`.
     """
 
     def __init__(
         self,
-        loop: Loop,
         worker: Worker,
         fanout: InboxFanOut | None,
         mail: MailDrain | None,
     ) -> None:
-        self.loop = loop
+        self.loop: Loop = worker.loop
         self.worker = worker
         self.fanout = fanout
         self.mail = mail
@@ -159,28 +158,16 @@ def build_worker(
     if mail is not None and inbox is None:
         raise UsageError("mail_without_inbox", "mail needs the host's inbox ports (inbox=...)")
     config = config or WorkerConfig()
-    worker = Worker(
-        connect,
-        host,
-        schema=schema,
-        policy=policy,
-        config=config,
-        clock=clock,
-        providers=providers,
-        sink=sink,
-        recorder=recorder,
-    )
-    rounds: list[Round] = worker.push_rounds()
+    recorder = recorder or NullRecorder()
+    # The inbox's and the mail's rounds run on the worker's connection: it is built first.
+    connection = worker_connection(connect, config, schema=schema)
+    rounds: list[Round] = []
     fanout: InboxFanOut | None = None
     drain: MailDrain | None = None
     if inbox is not None:
         fanout = InboxFanOut(inbox, schema=schema, worker=config.consumer)
-        rounds.append(FanOutRound(fanout, worker.connection, worker.push.recorder))
-        rounds.append(
-            PurgeRound(
-                fanout, worker.connection, worker.push.recorder, every=purge_every, clock=clock
-            )
-        )
+        rounds.append(FanOutRound(fanout, connection, recorder))
+        rounds.append(PurgeRound(fanout, connection, recorder, every=purge_every, clock=clock))
     if mail is not None and fanout is not None:
         mail_host: MailHostPorts = inbox  # type: ignore[assignment]
         drain = MailDrain(
@@ -191,20 +178,20 @@ def build_worker(
             schema=schema,
             clock=clock,
         )
-        mail_round = MailDrainRound(
-            MailRound(drain, poll=mail.poll), worker.connection, worker.push.recorder
-        )
+        mail_round = MailRound(drain, connection, recorder, poll=mail.poll)
         # The fan-out of this worker tells the drain when the emails it queued fall due.
         fanout.on_written = lambda rows: mail_round.notice([r.email_after for r in rows])
         rounds.append(mail_round)
-    loop = Loop(
-        rounds,
-        connection=worker.connection,
-        name=config.consumer,
+    worker = Worker(
+        connection,
+        host,
         schema=schema,
-        poll_interval=config.poll_interval,
+        policy=policy,
+        config=config,
         clock=clock,
-        recorder=worker.push.recorder,
-        on_failure=worker.count_failure,
+        providers=providers,
+        sink=sink,
+        rounds=rounds,
+        recorder=recorder,
     )
-    return WorkerLoop(loop, worker, fanout, drain)
+    return WorkerLoop(worker, fanout, drain)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -15,8 +16,11 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.events.log import Event, parse_event
 from notify_pg.inbox.fanout import InboxFanOut
-from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
+from notify_pg.mail.drain import MailDrain, MailDrainConfig
+from notify_pg.mail.rounds import MailRound
 from notify_pg.mail.smtp import DkimKey, SmtpConfig, SmtpSender
+from notify_pg.push.recorder import NullRecorder
+from notify_pg.rounds.connection import RoundConnection
 from notify_reference_host.wiki import ReferenceWiki
 from notify_reference_host.wiki_load import WikiLoader
 
@@ -104,6 +108,16 @@ def at(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
 
 
+#: A stop event nobody sets: a round run by hand.
+NO_STOP = threading.Event()
+
+
+def mail_round_on(conn: psycopg.Connection[Any], mail: MailDrain, **options: Any) -> MailRound:
+    """The drain's round of a worker's loop, run on the test's connection."""
+    connection = RoundConnection(lambda: conn, schema=SCHEMA)
+    return MailRound(mail, connection, NullRecorder(), **options)
+
+
 class Run:
     """A worker's life over a wiki log: each event written as a host writes it (emit, then
     the fan-out at once), and the mail round run whenever it wakes before the next event.
@@ -114,7 +128,7 @@ class Run:
     def __init__(self, conn: psycopg.Connection[Any], mail_drain: MailDrain, clock: Clock) -> None:
         self.conn = conn
         self.clock = clock
-        self.round = MailRound(mail_drain, poll=timedelta(days=30))
+        self.mail_round = mail_round_on(conn, mail_drain, poll=timedelta(days=30))
         self.loader = WikiLoader(
             ReferenceWiki(HOST_SCHEMA),
             InboxFanOut(ReferenceWiki(HOST_SCHEMA), schema=SCHEMA),
@@ -124,14 +138,14 @@ class Run:
 
     def _mail_until(self, until: datetime, *, inclusive: bool) -> None:
         while True:
-            wake = self.round.next_wake()
+            wake = self.mail_round.next_wake()
             if wake is None:
                 wake = self.clock.now
             if wake > until or (wake == until and not inclusive):
                 return
             self.clock.now = max(self.clock.now, wake)
             self.wakes.append(self.clock.now)
-            self.round(self.conn)
+            self.mail_round.run(NO_STOP)
 
     def feed(self, log: Sequence[Event]) -> None:
         for event in log:
@@ -140,7 +154,7 @@ class Run:
             self.clock.now = max(self.clock.now, event.occurred_at)
             seen = len(self.loader.written)
             self.loader.feed(self.conn, event)
-            self.round.notice([w.email_after for w in self.loader.written[seen:]])
+            self.mail_round.notice([w.email_after for w in self.loader.written[seen:]])
 
     def until(self, end: datetime) -> None:
         self._mail_until(end, inclusive=True)

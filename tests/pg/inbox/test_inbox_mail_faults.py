@@ -42,9 +42,11 @@ from notify_core.replay.run import policy_from_mapping
 from notify_pg import StorageError, migrate
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.reads import emit
-from notify_pg.mail.drain import MailDrain, MailDrainConfig, MailRound
+from notify_pg.mail.drain import MailDrain, MailDrainConfig
+from notify_pg.mail.rounds import MailRound
 from notify_pg.mail.smtp import Outgoing, SmtpConfig, SmtpSender
-from notify_pg.push.worker import Worker, WorkerConfig
+from notify_pg.push.recorder import NullRecorder
+from notify_pg.push.worker import Worker, WorkerConfig, worker_connection
 from notify_reference_host import ReferenceHost, migrate_reference_host
 from notify_reference_host.wiki import ReferenceWiki
 
@@ -208,12 +210,16 @@ def test_a_real_restart_in_a_mail_drain_mails_each_entry_once_and_nobody_waits_f
         on_sent=on_sent,
     )
     caplog.set_level("INFO", logger="notify_pg")
+    config = WorkerConfig(poll_interval=timedelta(milliseconds=50))
+    connection = worker_connection(
+        lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5), config, schema=SCHEMA
+    )
     worker = Worker(
-        lambda: psycopg.connect(dsn, autocommit=True, connect_timeout=5),
+        connection,
         ReferenceHost(HOST_SCHEMA),
         schema=SCHEMA,
-        config=WorkerConfig(poll_interval=timedelta(milliseconds=50)),
-        rounds=[MailRound(mail, poll=timedelta(seconds=1))],
+        config=config,
+        rounds=[MailRound(mail, connection, NullRecorder(), poll=timedelta(seconds=1))],
     )
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,))
@@ -263,9 +269,9 @@ def test_a_mail_sent_again_keeps_its_message_id(
         raise Crash
 
     with pytest.raises(Crash):
-        drain(port, clock, on_sent=die).round(connect())
+        drain(port, clock, on_sent=die).drain_once(connect())
     clock.now += timedelta(minutes=11)  # after the lease
-    assert drain(port, clock).round(conn) == 1
+    assert drain(port, clock).drain_once(conn) == 1
     first, second = (
         [line for line in content.splitlines() if line.lower().startswith(b"message-id:")]
         for _f, _t, content in handler.received
@@ -424,7 +430,7 @@ def test_after_a_restart_the_fan_out_takes_its_own_claims_again_at_once(
 
     fanout = InboxFanOut(wiki, schema=SCHEMA, on_batch=on_batch)
     with pytest.raises((StorageError, psycopg.Error)):
-        fanout.round(psycopg.connect(dsn, autocommit=True))
+        fanout.fan_out_claim(psycopg.connect(dsn, autocommit=True))
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert outbox(conn) == (3, 47)
         assert fanout.drain(conn) == 117
@@ -444,7 +450,7 @@ def test_another_worker_takes_a_restarted_workers_claims_at_once(
         edits(conn, 60)
     first = InboxFanOut(wiki, schema=SCHEMA, on_batch=lambda _e: restart("immediate"))
     with pytest.raises((StorageError, psycopg.Error)):
-        first.round(psycopg.connect(dsn, autocommit=True))
+        first.fan_out_claim(psycopg.connect(dsn, autocommit=True))
     with psycopg.connect(dsn, autocommit=True) as conn:
         assert outbox(conn) == (1, 49)
         assert InboxFanOut(wiki, schema=SCHEMA).drain(conn) == 59
@@ -466,7 +472,7 @@ def test_a_killed_fan_out_workers_claims_are_taken_at_once_not_after_the_timeout
         "from notify_reference_host.wiki import ReferenceWiki\n"
         f"fanout = InboxFanOut(ReferenceWiki({HOST_SCHEMA!r}), schema={SCHEMA!r},\n"
         "    on_batch=lambda _e: os.kill(os.getpid(), signal.SIGKILL))\n"
-        f"fanout.round(psycopg.connect({db_dsn!r}, autocommit=True))\n"
+        f"fanout.fan_out_claim(psycopg.connect({db_dsn!r}, autocommit=True))\n"
     )
     killed = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()

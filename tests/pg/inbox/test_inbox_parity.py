@@ -195,13 +195,12 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
     E6: each mail reads the same, word for word (subject, both bodies, the unsubscribe URL):
     the same display names (a neutral word, "via storage sync") and the same links from the
     same templates (the handbook's follow seed 004's routes)."""
-    from mailpg import Clock, drain, smtp_server
+    from mailpg import NO_STOP, Clock, drain, mail_round_on, smtp_server
 
     from notify_cli.replay import _file_part
     from notify_core.inbox.drain import MailPlan
     from notify_core.inbox.mailing import REPLAY_SECRET
     from notify_core.values.instants import format_instant
-    from notify_pg.mail.drain import MailRound
     from notify_pg.mail.smtp import Outgoing
 
     mail_dir = tmp_path / "mails"
@@ -245,7 +244,8 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
 
         events = [parse_event(json.loads(text)) for text in source.read_text().splitlines()]
         clock = Clock(events[0].occurred_at)
-        mail_round = MailRound(
+        mail_round = mail_round_on(
+            conn,
             drain(port, clock, on_done=record, on_sent=sent.append, secret=REPLAY_SECRET),
             poll=timedelta(days=30),
         )
@@ -256,7 +256,7 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
                 if wake > until:
                     return
                 clock.now = max(clock.now, wake)
-                mail_round(conn)
+                mail_round.run(NO_STOP)
 
         got: list[Line] = []
         for event in events:

@@ -19,8 +19,12 @@ from notify_cli.main import cli
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import WikiUser
 from notify_pg.db.seam import Conn, array_element, load_queries, text_array
-from notify_pg.inbox.fanout import InboxFanOut, InboxRound, Written
+from notify_pg.inbox.fanout import InboxFanOut, Written
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, emit, purge
+from notify_pg.inbox.rounds import FanOutRound, PurgeRound
+from notify_pg.push.recorder import NullRecorder
+from notify_pg.rounds.connection import RoundConnection
+from notify_pg.rounds.loop import Loop
 from notify_reference_host.wiki import ReferenceWiki
 
 Connect = Callable[[], psycopg.Connection[Any]]
@@ -624,18 +628,23 @@ def test_h4_notify_worker_fans_out_the_outbox_and_h3_purges(
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
 
 
-def test_h3_the_inbox_round_purges_at_its_first_round_and_then_once_per_period(
+def test_h3_the_purge_round_purges_at_the_first_pass_and_then_once_per_period(
     conn: psycopg.Connection[Any], wiki: ReferenceWiki
 ) -> None:
-    """H3: scheduled in the worker: at the first round, then once per ``purge_every``."""
+    """H3: scheduled in the worker's loop: at the first pass, then once per ``purge_every``."""
     now = [T0 + timedelta(hours=1)]
-    run = InboxRound(fanout(wiki), clock=lambda: now[0], purge_every=timedelta(days=90))
+    connection = RoundConnection(lambda: conn, schema=SCHEMA)
+    worker = fanout(wiki)
+    purging = PurgeRound(
+        worker, connection, NullRecorder(), every=timedelta(days=90), clock=lambda: now[0]
+    )
+    loop = Loop([FanOutRound(worker, connection, NullRecorder()), purging], connection=connection)
     edit(conn, 0)
-    assert run(conn) == 1  # one event fanned out; nothing old enough to purge
-    assert run.next_purge == now[0] + timedelta(days=90)
+    assert loop.run_once() == 1  # one event fanned out; nothing old enough to purge
+    assert purging.next_purge == now[0] + timedelta(days=90)
     now[0] += timedelta(days=70)
-    assert run(conn) == 0  # the entries are past retention, but the purge waits its turn
-    assert run.purged == {"entries": 0, "outbox": 0}
+    assert loop.run_once() == 0  # the entries are past retention, but the purge waits its turn
+    assert purging.purged == {"entries": 0, "outbox": 0}
     now[0] += timedelta(days=20)
-    assert run(conn) == 3  # the two entries and the processed outbox row
-    assert run.purged == {"entries": 2, "outbox": 1}
+    assert loop.run_once() == 3  # the two entries and the processed outbox row
+    assert purging.purged == {"entries": 2, "outbox": 1}

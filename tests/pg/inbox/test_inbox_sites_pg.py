@@ -117,7 +117,7 @@ def test_e4_postgresql_drain_skips_the_deactivated_and_the_no_longer_allowed_sta
             (plan.recipient, None if plan.skip is None else plan.skip.value, outcome)
         ),
     )
-    mail.round(conn)
+    mail.drain_once(conn)
     assert sorted(outcomes) == [
         ("ana", None, "sent"),
         ("cy", "inactive", "skipped"),

@@ -24,6 +24,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from mail_keys import PRIVATE_KEY, PUBLIC_KEY_B64
 from mailpg import (
+    NO_STOP,
     SECRET,
     SENDER,
     Clock,
@@ -33,6 +34,7 @@ from mailpg import (
     drain,
     events,
     free_port,
+    mail_round_on,
     run_loader,
     smtp_server,
     states,
@@ -41,7 +43,6 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import slot_offset, verify_unsubscribe_token
-from notify_pg.mail.drain import MailRound
 from notify_pg.mail.settings import change_settings
 from notify_pg.mail.smtp import DkimKey, Outgoing
 from notify_reference_host.wiki import ReferenceWiki
@@ -247,7 +248,7 @@ def test_e5_three_451_answers_mark_the_entry_failed_600_s_apart(
     assert states(conn) == [
         ("alice", "watched_page", "failed", None, at("2026-11-30T10:23:00Z"), 3)
     ]
-    assert run.round.drain.stats.entries["failed"] == 1
+    assert run.mail_round.drain.stats.entries["failed"] == 1
 
 
 def test_e5_one_failing_person_never_stops_the_batch(
@@ -260,7 +261,7 @@ def test_e5_one_failing_person_never_stops_the_batch(
     run_loader(conn)(log)
     clock = Clock(at("2026-11-30T10:03:00Z"))
     mail = drain(port, clock)
-    assert mail.round(conn) == 3
+    assert mail.drain_once(conn) == 3
     assert sorted(to for _f, (to,), _c in handler.received) == [
         "alice@example.org",
         "cleo@example.org",
@@ -334,10 +335,13 @@ def test_e5_an_unreachable_smtp_server_stops_the_round_after_one_connection_atte
     clock = Clock(due)
     down = Unreachable(kind, monkeypatch)
     try:
-        mail_round = MailRound(
-            drain(down.port, clock), poll=timedelta(minutes=5), backoff=timedelta(seconds=5)
+        mail_round = mail_round_on(
+            conn,
+            drain(down.port, clock),
+            poll=timedelta(minutes=5),
+            backoff=timedelta(seconds=5),
         )
-        assert mail_round(conn) == 4
+        assert mail_round.run(NO_STOP) == 4
         assert down.attempts == 1
         mail = mail_round.drain
         assert (mail.unreachable, mail.stats.unreachable, mail.stats.released) == (True, 1, 3)
@@ -349,10 +353,10 @@ def test_e5_an_unreachable_smtp_server_stops_the_round_after_one_connection_atte
         # The backoff doubles while the server stays down, one connection attempt a round.
         assert mail_round.next_wake() == due + timedelta(seconds=5)
         clock.now = due + timedelta(seconds=4)
-        assert mail_round(conn) == 0
+        assert mail_round.run(NO_STOP) == 0
         assert down.attempts == 1
         clock.now = due + timedelta(seconds=5)
-        assert mail_round(conn) == 3
+        assert mail_round.run(NO_STOP) == 3
         assert down.attempts == 2
         assert mail_round.next_wake() == clock.now + timedelta(seconds=10)
         assert sum(1 for r in states(conn) if r[5] == 1) == 2
@@ -394,16 +398,16 @@ def test_e5_a_worker_killed_between_send_and_mark_sends_again_after_the_lease(
         raise Crash
 
     with pytest.raises(Crash):
-        drain(port, clock, on_sent=die).round(connect())
+        drain(port, clock, on_sent=die).drain_once(connect())
     assert len(handler.received) == 1
     ((_u, _c, state, lease, _e, attempts),) = states(conn)
     assert (state, lease, attempts) == ("sending", at("2026-11-30T10:13:00Z"), 1)
     # While the lease holds nobody sends it again; after it, another worker does.
     other = drain(port, clock)
     clock.now = at("2026-11-30T10:12:59Z")
-    assert other.round(conn) == 0 and len(handler.received) == 1
+    assert other.drain_once(conn) == 0 and len(handler.received) == 1
     clock.now = at("2026-11-30T10:13:00Z")
-    assert other.round(conn) == 1
+    assert other.drain_once(conn) == 1
     assert len(handler.received) == 2
     assert [s[2:5] for s in states(conn)] == [("sent", None, at("2026-11-30T10:13:00Z"))]
 
@@ -424,11 +428,11 @@ def test_e5_a_mark_after_the_lease_was_taken_over_changes_nothing(
 
     def pause(outgoing: Outgoing) -> None:
         # The first worker stalls here until the second one has claimed and sent anew.
-        taken.append(other.round(other_conn))
+        taken.append(other.drain_once(other_conn))
         clock.now = at("2026-11-30T10:15:00Z")
 
     first = drain(port, clock, on_sent=pause)
-    assert first.round(conn) == 1
+    assert first.drain_once(conn) == 1
     assert taken == [1]
     assert len(handler.received) == 2
     assert [s[2:6] for s in states(conn)] == [("sent", None, at("2026-11-30T10:14:00Z"), 2)]
@@ -533,19 +537,17 @@ def test_e2_e5_a_daily_digest_across_the_spring_change_goes_once_at_the_local_ho
 def test_e5_nothing_due_claims_nothing_and_the_round_sleeps_until_the_next_due(
     conn: psycopg.Connection[Any], server: tuple[Recorder, int]
 ) -> None:
-    from notify_pg.mail.drain import MailRound
-
     _handler, port = server
     log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])
     run_loader(conn)(log)
     clock = Clock(at("2026-11-30T10:01:00Z"))
-    mail_round = MailRound(drain(port, clock), poll=timedelta(minutes=5))
-    assert mail_round(conn) == 0
+    mail_round = mail_round_on(conn, drain(port, clock), poll=timedelta(minutes=5))
+    assert mail_round.run(NO_STOP) == 0
     assert mail_round.next_wake() == at("2026-11-30T10:03:00Z")
     clock.now = at("2026-11-30T10:02:59Z")
-    assert mail_round(conn) == 0  # not due yet: no query at all
+    assert mail_round.run(NO_STOP) == 0  # not due yet: no query at all
     clock.now = at("2026-11-30T10:03:00Z")
-    assert mail_round(conn) == 1
+    assert mail_round.run(NO_STOP) == 1
     assert mail_round.next_wake() == at("2026-11-30T10:08:00Z")  # the poll: nothing pending
 
 
@@ -728,7 +730,7 @@ def test_e5_db_status_shows_outbox_backlog_and_the_mail_queue(
     clock = Clock(now)
     mail = drain(port, clock)
     for _ in range(3):  # bea's three refused attempts, 600 s apart
-        mail.round(conn)
+        mail.drain_once(conn)
         clock.now += timedelta(seconds=600)
     # An event not fanned out yet: the outbox's backlog.
     emit(conn, "page.edited", {"page": "p1"}, actor="bob", occurred_at=now)
@@ -795,21 +797,20 @@ def test_e5_the_worker_sleeps_until_the_next_email_falls_due_not_its_poll_interv
 
     from pgworld import HOST_SCHEMA
 
-    from notify_pg.mail.drain import MailRound
-    from notify_pg.push.worker import Worker, WorkerConfig
+    from notify_pg.mail.rounds import MailRound
+    from notify_pg.push.recorder import NullRecorder
+    from notify_pg.push.worker import Worker, WorkerConfig, worker_connection
     from notify_reference_host import ReferenceHost
 
     handler, port = server
     log = events([*world(["alice", "bob"]), watch("alice"), edit("2026-11-30T10:00:00Z")])
     run_loader(conn)(log)
     conn.execute("UPDATE notify.inbox_entries SET email_after = now() + interval '1 second'")
-    mail_round = MailRound(drain(port, lambda: datetime.now(UTC)), poll=timedelta(seconds=60))
-    worker = Worker(
-        lambda: psycopg.connect(db_dsn, autocommit=True),
-        ReferenceHost(HOST_SCHEMA),
-        config=WorkerConfig(poll_interval=timedelta(seconds=60)),
-        rounds=[mail_round],
-    )
+    config = WorkerConfig(poll_interval=timedelta(seconds=60))
+    connection = worker_connection(lambda: psycopg.connect(db_dsn, autocommit=True), config)
+    mail = drain(port, lambda: datetime.now(UTC))
+    mail_round = MailRound(mail, connection, NullRecorder(), poll=timedelta(seconds=60))
+    worker = Worker(connection, ReferenceHost(HOST_SCHEMA), config=config, rounds=[mail_round])
     stop = threading.Event()
     thread = threading.Thread(target=worker.run, args=(stop,))
     started = time.monotonic()
@@ -845,7 +846,7 @@ def test_e5_a_worker_process_killed_after_its_send_never_loses_the_entry(
         f"sys.path[:0] = [{str(here)!r}, {str(here.parent)!r}]\n"
         "from mailpg import Clock, at, drain\n"
         f"mail = drain({port}, Clock(at('2026-11-30T10:03:00Z')), on_sent=lambda o: os._exit(9))\n"
-        f"mail.round(psycopg.connect({db_dsn!r}, autocommit=True))\n"
+        f"mail.drain_once(psycopg.connect({db_dsn!r}, autocommit=True))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, timeout=60, env=dict(os.environ)
@@ -855,7 +856,7 @@ def test_e5_a_worker_process_killed_after_its_send_never_loses_the_entry(
     ((_u, _c, state, lease, _e, attempts),) = states(conn)
     assert (state, lease, attempts) == ("sending", at("2026-11-30T10:13:00Z"), 1)
     clock = Clock(at("2026-11-30T10:13:00Z"))
-    assert drain(port, clock).round(conn) == 1
+    assert drain(port, clock).drain_once(conn) == 1
     assert len(handler.received) == 2
     assert [s[2:6] for s in states(conn)] == [("sent", None, at("2026-11-30T10:13:00Z"), 2)]
 
@@ -872,6 +873,6 @@ def test_h2a_the_instance_mail_batch_size_an_administrator_sets_is_the_drain_bat
     wiki = ReferenceWiki(HOST_SCHEMA)
     change_settings(conn, wiki, {"mail_batch_size": 1}, actor="admin", schema=SCHEMA)
     mail = drain(port, Clock(at("2026-11-30T10:03:00Z")), people=None)
-    assert mail.round(conn) == 1  # three watchers are due (bob edited), one a round
+    assert mail.drain_once(conn) == 1  # three watchers are due (bob edited), one a round
     change_settings(conn, wiki, {"mail_batch_size": 1000}, actor="admin", schema=SCHEMA)
-    assert mail.round(conn) == 2
+    assert mail.drain_once(conn) == 2

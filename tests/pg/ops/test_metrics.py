@@ -336,7 +336,7 @@ def test_sends_retries_and_deactivations_are_counted_r1_r2(run: PgRun) -> None:
     """Alex's phone is accepted, Sam's asks for a retry twice and is deactivated
     (repeated_failures, max 2): sent by outcome, one retry, one deactivation, and a send
     duration per provider call."""
-    provider = run.worker.providers["apns"]
+    provider = run.worker.push.providers["apns"]
     assert isinstance(provider, FakeProvider)
     provider.program("r-sam-phone", SendResult(result_class="retry"))
     mention(run, 1, ["alex", "sam"])

@@ -135,10 +135,10 @@ def test_restart_mid_round_no_duplicate_no_loss(
                 crash(round_conn)
 
         crashing = Worker(
-            run.worker._connect,
+            run.worker.connection.connect,
             run.host,
             schema=SCHEMA,
-            policy=run.worker.policy,
+            policy=run.worker.push.policy,
             config=config,
             clock=run.clock,
             sink=run.sink,

@@ -44,10 +44,10 @@ def cursors(conn: psycopg.Connection[Any]) -> list[tuple[str, int, int, int]]:
 def worker_for(run: PgRun, parts: int, **options: Any) -> Worker:
     """Another worker on the run's database, with its own connection and partition count."""
     return Worker(
-        run.worker._connect,
+        run.worker.connection.connect,
         run.host,
         schema=SCHEMA,
-        policy=run.worker.policy,
+        policy=run.worker.push.policy,
         config=WorkerConfig(partitions=parts, **options),
         clock=run.clock,
         sink=run.sink,
@@ -379,10 +379,10 @@ def test_rounds_of_different_partitions_run_side_by_side(
 
     def make() -> Worker:
         return Worker(
-            run.worker._connect,
+            run.worker.connection.connect,
             run.host,
             schema=SCHEMA,
-            policy=run.worker.policy,
+            policy=run.worker.push.policy,
             config=WorkerConfig(partitions=2, batch_size=1000),
             clock=run.clock,
             sink=run.sink,

@@ -37,7 +37,7 @@ class Scenario:
     def calls(self) -> list[FakeCall]:
         out: list[FakeCall] = []
         for name in ("apns", "fcm"):
-            provider = self.run.worker.providers[name]
+            provider = self.run.worker.push.providers[name]
             assert isinstance(provider, FakeProvider)
             out.extend(provider.calls)
         return out

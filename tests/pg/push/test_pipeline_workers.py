@@ -91,7 +91,7 @@ def test_two_workers_drain_one_database(
             try:
                 start.wait()
                 while not settled():
-                    worker.run_once(max_rounds=1)
+                    worker.run_once(max_batches=1)
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
@@ -137,7 +137,7 @@ def two_workers(dsn: str, run: PgRun, config: WorkerConfig) -> list[Worker]:
             lambda: psycopg.connect(dsn, autocommit=True),
             run.host,
             schema=SCHEMA,
-            policy=run.worker.policy,
+            policy=run.worker.push.policy,
             config=config,
             clock=run.clock,
             providers=providers,
@@ -187,7 +187,7 @@ def test_a_round_before_the_other_worker_joins_reads_its_events_once(
         assert second.consume() == 12  # it joins: 3 workers, one partition a round
         assert consumer_cursors(conn) == [(0, position + 6), (1, position + 6), (2, position + 12)]
         for _ in range(1_000):
-            if first.run_once(max_rounds=1) + second.run_once(max_rounds=1) == 0:
+            if first.run_once(max_batches=1) + second.run_once(max_batches=1) == 0:
                 break
         log_head = conn.execute(f"SELECT max(seq) FROM {SCHEMA}.event_log").fetchone()
         assert log_head is not None

@@ -46,7 +46,7 @@ def run(new_database: Callable[[str | None], str], pg_template: str) -> Iterator
 
 
 def provider(run: PgRun) -> FakeProvider:
-    found = run.worker.providers["apns"]
+    found = run.worker.push.providers["apns"]
     assert isinstance(found, FakeProvider)
     return found
 
@@ -83,7 +83,7 @@ def test_note10_without_a_sink_no_device_is_live_and_the_push_goes_out(run: PgRu
     """Seed 001 note 10: a worker without a sink cannot deliver ``gateway`` routes, so live
     routes fail closed: no connection counts, nobody is active in a thread (D4) and every
     active device gets ``push`` (D5); the hint is never left to a gateway nobody delivers."""
-    run.worker.sink = None
+    run.worker.push.sink = None
     mention_alex(run)
     run.push()
     [call] = provider(run).calls
@@ -96,18 +96,18 @@ def test_note10_a_sink_that_cannot_deliver_fails_the_round_and_drops_nothing(
 ) -> None:
     """Seed 001 note 10: a sink that raises rolls the round back (fail closed); the event is
     decided again once the sink delivers, and the hint is not lost."""
-    sink = run.worker.sink
+    sink = run.worker.push.sink
     calls = []
 
     def failing(conn: object, hint: object, notification_id: str | None) -> None:
         calls.append(hint)
         raise RuntimeError("gateway down")
 
-    run.worker.sink = failing
+    run.worker.push.sink = failing
     with pytest.raises(RuntimeError, match="gateway down"):
         mention_alex(run)
     assert calls and run.hints() == []
-    run.worker.sink = sink
+    run.worker.push.sink = sink
     run.drain()
     [hint] = [h for h in run.hints() if h["recipient"] == "alex"]
     assert hint["reason"] == "active_in_thread"
@@ -118,7 +118,7 @@ def test_note10_a_sink_that_cannot_deliver_fails_the_round_and_drops_nothing(
 
 def test_note12_every_push_carries_the_instance_id(run: PgRun) -> None:
     """Seed 001 note 12: a hint's push and a badge sync's push carry ``instance_id``."""
-    run.worker.sink = None
+    run.worker.push.sink = None
     mention_alex(run)
     run.push()
     run.event(
@@ -142,7 +142,7 @@ def test_note8_a_switch_that_is_not_a_boolean_counts_as_unset_and_warns_once(
 ) -> None:
     """Seed 001 note 8 (D3): ``notify.admin_enabled = "no"`` counts as unset, so the default
     (enabled) applies and the admin hint goes; one warning without the value or the person."""
-    run.worker.sink = None
+    run.worker.push.sink = None
     run.host.set_setting(run.conn, "alex", "notify.admin_enabled", "no")
     with caplog.at_level(logging.WARNING, logger="notify_pg"):
         run.event(
@@ -176,7 +176,7 @@ def test_note4d_a_pending_device_appends_device_pending_in_its_transaction(run: 
     transaction of the insert; the consumer turns it into a ``security`` hint to the owner's
     other devices; an active device appends nothing."""
     log = EventLog(SCHEMA)
-    run.worker.sink = None
+    run.worker.push.sink = None
     seq = run.host.register_device(
         run.conn,
         "alex-new",

@@ -59,7 +59,7 @@ def run(new_database: Callable[[str | None], str], pg_template: str) -> Iterator
 
 
 def provider(run: PgRun, name: str = "apns") -> FakeProvider:
-    found = run.worker.providers[name]
+    found = run.worker.push.providers[name]
     assert isinstance(found, FakeProvider)
     return found
 
@@ -378,12 +378,12 @@ def test_send_runs_outside_any_transaction(run: PgRun) -> None:
 
     class Watching(FakeProvider):
         def send(self, registration: Registration, notification: Notification) -> SendResult:
-            conn = run.worker._conn
+            conn = run.worker.connection.conn
             assert conn is not None
             seen.append(conn.info.transaction_status)
             return super().send(registration, notification)
 
-    run.worker.providers = {"apns": Watching("apns")}
+    run.worker.push.providers = {"apns": Watching("apns")}
     mention_alex(run)
     run.push()
     assert seen == [psycopg.pq.TransactionStatus.IDLE]
@@ -405,9 +405,9 @@ def test_the_gate_limits_concurrent_provider_requests(run: PgRun) -> None:
         )
     release = threading.Event()
     blocking = FakeProvider("apns", gate=release)
-    run.worker.providers = {"apns": blocking}
-    run.worker._gate = ProviderGate(4)
-    run.worker.config = attrs.evolve(CONFIG, send_batch=100, max_concurrent_requests=16)
+    run.worker.push.providers = {"apns": blocking}
+    run.worker.push.gate = ProviderGate(4)
+    run.worker.push.config = attrs.evolve(CONFIG, send_batch=100, max_concurrent_requests=16)
     mention_alex(run)
     assert len(run.push_sends()) == 100
     sender = threading.Thread(target=run.push)
@@ -453,8 +453,8 @@ def test_concurrent_calls_give_each_send_its_own_result_once(run: PgRun) -> None
     retried = set(regs[::3])
     for reg in retried:
         slow.program(reg, SendResult(result_class="retry"))
-    run.worker.providers = {"apns": slow}
-    run.worker.config = attrs.evolve(CONFIG, send_batch=100, max_concurrent_requests=8)
+    run.worker.push.providers = {"apns": slow}
+    run.worker.push.config = attrs.evolve(CONFIG, send_batch=100, max_concurrent_requests=8)
     mention_alex(run)
     assert run.push() == 41
     assert sorted(c.registration_id for c in slow.calls) == sorted([*regs, "r-alex-phone"])
