@@ -35,6 +35,7 @@ import orjson
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
+from notify_cli.install import install_hint
 from notify_cli.options import (
     STDIN,
     BadInput,
@@ -55,7 +56,6 @@ from notify_core.replay.partitions import Partition, partition_of
 from notify_core.replay.run import Replay, Summary
 
 __all__ = [
-    "INSTALL",
     "LOCAL_CLUSTER_CONFIG",
     "Spool",
     "SpooledRun",
@@ -63,6 +63,7 @@ __all__ = [
     "check_options",
     "decompress",
     "even_owners",
+    "install",
     "replay_dask",
     "replay_partition",
     "run_dask_replay",
@@ -70,8 +71,11 @@ __all__ = [
     "unspool",
 ]
 
+
 #: What the CLI says when Dask is missing.
-INSTALL = "--engine dask needs the Dask extra: pip install 'notify-engine[dask]'"
+def install() -> str:
+    """What `--engine dask` says when the Dask extra is missing: the command that adds it."""
+    return f"--engine dask needs the Dask extra: {install_hint('dask')}"
 
 
 #: Lines per compressed chunk: big enough for the codec to find the lines' repetitions, small
@@ -129,7 +133,7 @@ def decompress(chunk: bytes) -> bytes:
         try:
             import lz4.frame
         except ImportError:
-            raise BadInput(f"the Dask workers send LZ4 chunks: {INSTALL}") from None
+            raise BadInput(f"the Dask workers send LZ4 chunks: {install()}") from None
         data: bytes = lz4.frame.decompress(chunk)
         return data
     return zlib.decompress(chunk)
@@ -370,7 +374,7 @@ def _client(scheduler: str | None, partitions: int | None) -> Iterator[tuple[Any
         import dask.config
         import distributed
     except ImportError:
-        raise BadInput(INSTALL) from None
+        raise BadInput(install()) from None
     # distributed has no complete type hints: its objects are used as Any.
     dist: Any = distributed
     Client, LocalCluster = dist.Client, dist.LocalCluster

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import attrs
 import click
 
+from notify_cli.install import install_hint
 from notify_cli.options import BadInput, dsn_option, lines_of, read_policy, schema_option
 from notify_cli.startup import require_schemas
 from notify_core.events.log import parse_event
+from notify_core.values.instants import format_instant, parse_instant
 
 if TYPE_CHECKING:
     from notify_core.hints.pipeline import Hint
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 
 @click.group()
 def db() -> None:
-    """Manage notify's PostgreSQL schema (needs psycopg: pip install 'notify-engine[pg]')."""
+    """Manage notify's PostgreSQL schema (needs psycopg: the pg extra)."""
 
 
 @db.command()
@@ -44,7 +46,7 @@ def migrate(dsn: str, schema: str, reference_host: str | None) -> None:
         from notify_pg import migrate as apply
         from notify_reference_host import migrate_reference_host
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+        raise BadInput(f"db needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema:
         raise BadInput("--schema must not be empty")
     try:
@@ -88,7 +90,7 @@ def status(dsn: str, schema: str, host_schema: str) -> None:
         from notify_core.values.errors import NotifyError
         from notify_pg.ops.status import pipeline_status
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+        raise BadInput(f"db needs the pg extra ({install_hint('pg')}): {exc}") from None
     try:
         report = pipeline_status(
             dsn,
@@ -167,9 +169,13 @@ def load(
     consumer runs between events). Loading is idempotent: an event loaded before (the same
     JSON object, before --end-now) is recognised, counted and not written again, so a log
     loaded twice, or again after a failure, is written once. Every line is checked first: a
-    bad line (also a NUL character, which PostgreSQL cannot store) is reported with file,
-    line and member, nothing is written and the exit code is 2; so is a schema or host
-    schema missing or not migrated (the line names the command to run). Progress goes to stderr, and
+    bad line (also a NUL character, which PostgreSQL cannot store, and an event dated before
+    the last one the database's event log holds: its clock never goes back, formats.md
+    section 2) is reported with file, line and member as `notify replay` reports it,
+    nothing is written and the exit code is 2; so is a schema or host schema missing or not
+    migrated (the line names the command to run). With --end-now, a log of which some events
+    are loaded already is moved by the span they were moved by, so that it goes on where
+    they stopped. Progress goes to stderr, and
     a closing line says what was loaded, what was loaded already, and which event types the
     reference host does not know (appended to the event log only, as a consumer ignores
     them). `notify replay --from-pg DSN` then gives what `notify replay LOG` gives (with
@@ -188,7 +194,7 @@ def load(
             shift_to_end_now,
         )
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(f"db needs the pg extra (pip install 'notify-engine[pg]'): {exc}") from None
+        raise BadInput(f"db needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema or not host_schema:
         raise BadInput("--schema and --host-schema must not be empty")
     if not consume and (hints_file or policy_file or include_skips or partitions != 1):
@@ -202,7 +208,6 @@ def load(
         span = shift_to_end_now(objects) if end_now else None
     except NotifyError as exc:
         raise BadInput(f"db load --end-now: {log}: {exc}") from None
-    events = [parse_event(obj) for obj in objects]
     hints: list[Hint] = []
 
     def sink(conn: object, hint: Hint, notification_id: str | None) -> None:
@@ -217,9 +222,16 @@ def load(
     # not an error on the log's first line.
     require_schemas(dsn, schema, host_schema=host_schema, command="db load")
     number = 0
-    progress = _Progress(len(events))
+    resumed = None
     try:
         with connect() as conn:
+            if span is not None:
+                resumed = LogLoader(conn, schema=schema, host_schema=host_schema).last_loaded(
+                    digests
+                )
+                span = _resume_span(log, objects, span, resumed)
+            events = [parse_event(obj) for obj in objects]
+            progress = _Progress(len(events))
             worker, clock = None, None
             if consume and events:
                 clock = SettableClock(events[0].occurred_at)
@@ -235,6 +247,9 @@ def load(
             loader = LogLoader(
                 conn, schema=schema, host_schema=host_schema, worker=worker, clock=clock
             )
+            back = loader.going_back(events, digests)
+            if back is not None:
+                _refuse_going_back(log, numbers[back[0]], back[1], schema)
             try:
                 if worker is None:
                     for part in loader.segments(events, LOAD_BATCH):
@@ -279,6 +294,8 @@ def load(
     closing += f" and the reference host {host_schema}"
     if span is not None:
         closing += f", shifted by {_span_text(span)} to end now"
+        if resumed is not None:
+            closing = closing.removesuffix(" to end now") + " as its events loaded before"
     if loader.already:
         closing += f"; {loader.already:,} loaded before, skipped"
     if consume:
@@ -288,6 +305,40 @@ def load(
         kinds = ", ".join(f"{kind} ({n:,})" for kind, n in sorted(loader.unknown.items()))
         closing += f"; types the reference host does not know, in the event log only: {kinds}"
     click.echo(closing, err=True)
+
+
+def _resume_span(
+    log: str, objects: list[dict[str, Any]], span: timedelta, resumed: tuple[int, datetime] | None
+) -> timedelta:
+    """The span --end-now moves a log by: to end now, or, when some of its events are loaded
+    already, the span they were moved by (``resumed``: the last one's index and instant in
+    the database), so that the rest continues their clock instead of going back from it."""
+    from notify_core.values.errors import NotifyError
+    from notify_reference_host.load import shift_by
+
+    if resumed is None:
+        return span
+    index, stored = resumed
+    earlier = stored - (parse_instant(objects[index]["occurred_at"]) - span)
+    try:
+        shift_by(objects, earlier - span)
+    except NotifyError as exc:
+        raise BadInput(f"db load --end-now: {log}: {exc}") from None
+    return earlier
+
+
+def _refuse_going_back(log: str, number: int, last: datetime, schema: str) -> NoReturn:
+    """A line whose clock goes back from the event log's: refused before anything is
+    written, in the words of `notify replay` (formats.md section 2)."""
+    click.echo(
+        f"{log}:{number}: bad event at /occurred_at: occurred_at goes back from "
+        f"{last.isoformat()} (clock_went_back)",
+        err=True,
+    )
+    raise BadInput(
+        f"{log}: 1 bad line: the database's event log ({schema}.event_log) already ends at "
+        f"{format_instant(last)}; nothing was loaded"
+    )
 
 
 #: Events `notify db load` writes per transaction without --consume.
@@ -435,8 +486,7 @@ def _pgserver(directory: str, cleanup_mode: str | None) -> Any:
             from pgserver.postgres_server import get_server
     except ImportError as exc:
         raise BadInput(
-            "db up needs the server extra (pip install 'notify-engine[server]', which brings "
-            f"pgserver): {exc}"
+            f"db up needs the server extra ({install_hint('server')}, which brings pgserver): {exc}"
         ) from None
     try:
         Path(directory).mkdir(parents=True, exist_ok=True)
@@ -457,17 +507,28 @@ def _pgserver(directory: str, cleanup_mode: str | None) -> Any:
 def up(directory: str) -> None:
     """Start a throwaway PostgreSQL server for trying notify out, and print its DSN.
 
-    Needs the server extra (pip install 'notify-engine[server]'): the embedded server of
+    Needs the server extra (from a clone: pip install -e '.[server]'): the embedded server of
     pgserver, with its data in DIR/data and its socket there (no TCP port). The server runs on
-    after the command; started again, it prints the DSN of the running one. Stop it with
-    `notify db down`. Run as root, pgserver runs the server as its own system user
-    `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx; it names
-    on stderr the directories it changes): use a
-    DIR under /tmp there. Not for production: use a PostgreSQL you run and back up.
+    after the command; started again, it prints the DSN of the running one (and says so on
+    stderr). Stop it with `notify db down`. Run as root, pgserver runs the server as its own
+    system user `pgserver` and opens every parent directory of DIR to traversal (chmod go+rx;
+    it names on stderr the directories it changes): use a DIR under /tmp there. Not for
+    production: use a PostgreSQL you run and back up.
     """
     _say_permissions(directory)
+    # Said, not silent: a block that reuses a server someone else started must not take it
+    # for its own (and delete it with `db down --delete`).
+    running = (Path(directory) / "data" / "postmaster.pid").exists()
     server = _pgserver(directory, None)
     click.echo(str(server.get_uri()))
+    if running:
+        click.echo(
+            f"{directory}: a server of `notify db up` was running here already: its DSN "
+            "(its data is not new; a --dir of your own starts a new one)",
+            err=True,
+        )
+    else:
+        click.echo(f"{directory}: started a new server", err=True)
 
 
 def _say_permissions(directory: str) -> None:

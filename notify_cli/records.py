@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from notify_cli.install import install_hint
 from notify_cli.options import BadInput, Utf8Text, dsn_option, schema_option
 
 _CONNECT_TIMEOUT_S = 10
@@ -45,7 +46,7 @@ class InstantType(_ParamType):
 
 @click.group()
 def records() -> None:
-    """Preference records (needs psycopg: pip install 'notify-engine[pg]').
+    """Preference records (needs psycopg: the pg extra).
 
     A principal's preferences as records that are never changed, only superseded, suspended
     or deleted; the rules of the store are in docs/rules.md#records.
@@ -143,9 +144,7 @@ def audit(
         from notify_pg.db.errors import translate
         from notify_pg.stores.records import PreferenceRecordRepository
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(
-            f"records needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
-        ) from None
+        raise BadInput(f"records needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema:
         raise BadInput("--schema must not be empty")
     instant = at if at is not None else datetime.now(UTC)  # the CLI is the host: it reads now
@@ -318,9 +317,7 @@ def inbox_audit(
         from notify_pg.db.errors import translate
         from notify_pg.mail.settings import audit_log
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(
-            f"records needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
-        ) from None
+        raise BadInput(f"records needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema:
         raise BadInput("--schema must not be empty")
     if person is not None and instance:

@@ -14,11 +14,11 @@ from urllib.parse import quote
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from notify_cli import fastjson
 from notify_cli.batch import batch_gc
+from notify_cli.install import install_hint
 from notify_cli.options import (
     EXIT_BAD_INPUT,
     STDIN,
@@ -31,6 +31,7 @@ from notify_cli.options import (
     write_file,
     writing,
 )
+from notify_cli.progress import input_size, progress_lines
 from notify_cli.report import check_report, write_report
 from notify_core.events.log import EventError
 from notify_core.hints.decide import Policy
@@ -48,37 +49,19 @@ def _report(path: str, error: EventError) -> None:
     click.echo(f"{path}:{error.line}: bad event{pointer}: {error.message} ({error.code})", err=True)
 
 
-def _progress_lines(path: str, lines: Iterable[str | bytes]) -> Iterator[str | bytes]:
-    """Show a spinner-style progress on stderr when it is a terminal; data stays on stdout."""
-    if not sys.stderr.isatty():
-        yield from lines
-        return
-    with Progress(
-        TextColumn("replaying"),
-        BarColumn(bar_width=None),
-        TextColumn("{task.completed:,} lines"),
-        TimeElapsedColumn(),
-        console=_stderr,
-        transient=True,
-    ) as progress:
-        task = progress.add_task(path, total=None)
-        for count, line in enumerate(lines, start=1):
-            if count % 10_000 == 0:
-                progress.update(task, completed=count)
-            yield line
-
-
 def _source(
     path: str | None, dsn: str | None, schema: str, name: str | None = None
-) -> tuple[str, Iterable[str | bytes]]:
-    """Return a label for messages and the lines of the log: a file, stdin or ``event_log``.
+) -> tuple[str, Iterable[str | bytes], int | None]:
+    """Return a label for messages, the lines of the log (a file, stdin or ``event_log``)
+    and its size in bytes where it is known (a regular file: the progress line's total).
 
     ``name`` is the path the user gave, when ``path`` is a copy of it (`_twice`).
     """
     if dsn is None:
         assert path is not None
-        return label(name or path), lines_of(path)
-    return f"postgresql {schema}.event_log", _pg_lines(dsn, schema)
+        size = None if path == STDIN else input_size(path)
+        return label(name or path), lines_of(path), size
+    return f"postgresql {schema}.event_log", _pg_lines(dsn, schema), None
 
 
 @contextmanager
@@ -101,9 +84,7 @@ def _pg_lines(dsn: str, schema: str) -> Iterator[str]:
 
         from notify_pg.stores.events import read_event_log
     except ImportError:
-        raise BadInput(
-            "--from-pg needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
-        ) from None
+        raise BadInput(f"--from-pg needs the PostgreSQL extra: {install_hint('pg')}") from None
     try:
         with psycopg.connect(dsn, autocommit=True) as conn:
             for event in read_event_log(conn, schema):
@@ -135,9 +116,7 @@ def _mail_writer(mail_dir: str, replay: Replay) -> Callable[[MailLine], None]:
     try:
         from notify_pg.mail.smtp import mail_message
     except ImportError:
-        raise BadInput(
-            "--mail-dir needs the PostgreSQL extra: pip install 'notify-engine[pg]'"
-        ) from None
+        raise BadInput(f"--mail-dir needs the PostgreSQL extra: {install_hint('pg')}") from None
 
     wiki = replay.inbox.wiki
 
@@ -159,7 +138,7 @@ def _mail_writer(mail_dir: str, replay: Replay) -> Callable[[MailLine], None]:
 
 
 def _replay(
-    source: tuple[str, Iterable[str | bytes]],
+    source: tuple[str, Iterable[str | bytes], int | None],
     policy: Policy,
     include_skips: bool,
     out: IO[str] | None,
@@ -167,7 +146,7 @@ def _replay(
     report: bool = True,
     mail_dir: str | None = None,
 ) -> tuple[Summary, bool]:
-    path, lines = source
+    path, lines, size = source
     replay = Replay(policy=policy, include_skips=include_skips, reader=fastjson.reader())
     bad = False
     mail = _mail_writer(mail_dir, replay) if mail_dir is not None else None
@@ -176,7 +155,7 @@ def _replay(
         # Lines go out as orjson's bytes: `item_to_json`'s objects, as `dumps_item` encodes.
         write = fastjson.line_writer(out) if out is not None else None
         encode, line = fastjson.encode, fastjson.LINE
-        for item in replay.run(_progress_lines(path, lines)):
+        for item in replay.run(progress_lines(path, lines, size, _stderr, sys.stderr.isatty())):
             if isinstance(item, EventError):
                 if report:
                     _report(path, item)
@@ -219,13 +198,15 @@ def _summary_table(summary: Summary) -> Table:
     if data["entries_by_category"] and not data["mail_configured"]:
         table.add_row("mail configured", "no: no email is sent")
     table.add_row("zone data (tzdata)", str(data["tzdata"]))
-    table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
-    volume = data["push_volume_per_recipient"]
-    assert isinstance(volume, dict)
-    table.add_row(
-        "pushes per recipient p50/p90/p99/max",
-        f"{volume['p50']}/{volume['p90']}/{volume['p99']}/{volume['max']}",
-    )
+    # The hints' rows only where the log had chat: a wiki's pushes are none, not 0/0/0/0.
+    if "hints" in summary.pipelines():
+        table.add_row("quiet share of sends", f"{data['quiet_share']:.1%}")
+        volume = data["push_volume_per_recipient"]
+        assert isinstance(volume, dict)
+        table.add_row(
+            "pushes per recipient p50/p90/p99/max",
+            f"{volume['p50']}/{volume['p90']}/{volume['p99']}/{volume['max']}",
+        )
     if summary.bad_lines:
         table.add_row("bad lines", f"{summary.bad_lines:,}")
     return table

@@ -14,6 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from notify_cli.install import install_hint
 from notify_cli.options import BadInput, write_file
 from notify_core.replay.report import report_data
 from notify_core.replay.run import Summary
@@ -29,7 +30,6 @@ __all__ = [
 
 _WIDTH = 420
 _HEIGHT = 220
-_MISSING = "--report needs the report extra: pip install 'notify-engine[report]'"
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1000px;
@@ -49,7 +49,7 @@ def _libraries() -> tuple[Any, Any]:
         import altair
         import vl_convert
     except ImportError:
-        raise BadInput(_MISSING) from None
+        raise BadInput(f"--report needs the report extra: {install_hint('report')}") from None
     return altair, vl_convert
 
 
@@ -146,12 +146,27 @@ def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str,
     assert isinstance(totals, list)
     charts: dict[str, Any] = {}
 
-    def bars(key: str, build: Any) -> None:
+    def bars(key: str, build: Any, title: str) -> None:
         if any(_rows(data, key, p) for p in policies):
-            charts[key] = _side_by_side(alt, [build(_rows(data, key, p), p) for p in policies])
+            charts[key] = _side_by_side(
+                alt,
+                [
+                    build(rows, p) if (rows := _rows(data, key, p)) else none(p, title)
+                    for p in policies
+                ],
+            )
 
     def titled(policy: str, text: str) -> str:
         return f"{text} ({policy})" if len(policies) == 2 else text
+
+    def none(policy: str, title: str) -> Any:
+        """The frame of a policy without rows beside one with some: labelled, not empty."""
+        return (
+            alt.Chart(alt.Data(values=[{"label": "none"}]), title=titled(policy, title))
+            .mark_text(fontSize=16, color="#57606a")
+            .encode(text="label:N", x=alt.value(_WIDTH / 2), y=alt.value(_HEIGHT / 2))
+            .properties(width=_WIDTH, height=_HEIGHT)
+        )
 
     # Pushes per hour of the day by kind.
     def by_hour(rows: list[dict[str, object]], policy: str) -> Any:
@@ -166,7 +181,7 @@ def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str,
             .properties(width=_WIDTH, height=_HEIGHT)
         )
 
-    bars("pushes_by_hour", by_hour)
+    bars("pushes_by_hour", by_hour, "pushes per hour (UTC)")
 
     # The quiet share of sends.
     def quiet(rows: list[dict[str, object]], policy: str) -> Any:
@@ -188,7 +203,12 @@ def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str,
     # Pushes per recipient: the distribution, and the summary's percentiles.
     def per_recipient(rows: list[dict[str, object]], policy: str) -> Any:
         total = next(t for t in totals if t["policy"] == policy)
-        marks = [{"at": total[q], "percentile": q} for q in ("p50", "p90", "p99")]
+        # Percentiles of one value share one line, named together ("p90 = p99"): drawn
+        # apart, the later one hid the earlier (small logs).
+        names: dict[object, list[str]] = {}
+        for q in ("p50", "p90", "p99"):
+            names.setdefault(total[q], []).append(q)
+        marks = [{"at": at, "percentile": " = ".join(qs)} for at, qs in names.items()]
         histogram = (
             alt.Chart(alt.Data(values=rows))
             .mark_bar(opacity=0.6)
@@ -200,13 +220,38 @@ def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str,
         rules = (
             alt.Chart(alt.Data(values=marks))
             .mark_rule(strokeDash=[5, 3], strokeWidth=2)
-            .encode(x="at:Q", color=alt.Color("percentile:N", title="percentile"))
+            .encode(
+                x="at:Q",
+                color=alt.Color(
+                    "percentile:N", title="percentile", sort=[m["percentile"] for m in marks]
+                ),
+            )
         )
-        return alt.layer(histogram, rules, title=titled(policy, "pushes per recipient")).properties(
-            width=_WIDTH, height=_HEIGHT
-        )
+        # Each line's name at its top, so that one line of several percentiles says so: on
+        # the right of a line in the left half of the axis, on the left in the right half.
+        top = max((float(str(row["pushes"])) for row in rows), default=0.0)
 
-    bars("pushes_per_recipient", per_recipient)
+        def labels(side: str, values: list[dict[str, object]]) -> Any:
+            return (
+                alt.Chart(alt.Data(values=values))
+                .mark_text(align=side, dx=3 if side == "left" else -3, baseline="top", fontSize=10)
+                .encode(
+                    x="at:Q",
+                    y=alt.value(2),
+                    text="percentile:N",
+                    color=alt.Color("percentile:N", legend=None),
+                )
+            )
+
+        right = [m for m in marks if float(str(m["at"])) > top / 2]
+        left = [m for m in marks if m not in right]
+        layers = [histogram, rules] + [
+            labels(side, values) for side, values in (("left", left), ("right", right)) if values
+        ]
+        title = titled(policy, "pushes per recipient")
+        return alt.layer(*layers, title=title).properties(width=_WIDTH, height=_HEIGHT)
+
+    bars("pushes_per_recipient", per_recipient, "pushes per recipient")
 
     # Skips by reason, on a log scale: `level` alone is ~760 of the example week's 780 skips
     # and on a linear axis hid every other reason. The table beside the chart gives the counts.
@@ -237,7 +282,7 @@ def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str,
     powers = [1]
     while powers[-1] < most:  # up to the power the log scale's nice domain ends at
         powers.append(powers[-1] * 10)
-    bars("skips_by_reason", skips)
+    bars("skips_by_reason", skips, "skips by reason (log scale)")
 
     # Bundling: messages per flush.
     def flushes(rows: list[dict[str, object]], policy: str) -> Any:
@@ -251,7 +296,7 @@ def _charts(alt: Any, data: dict[str, object], policies: list[str]) -> dict[str,
             .properties(width=_WIDTH, height=_HEIGHT)
         )
 
-    bars("messages_per_flush", flushes)
+    bars("messages_per_flush", flushes, "messages per flush")
     return charts
 
 
@@ -337,7 +382,8 @@ def render_report(
     parts.append(
         figure(
             "pushes_per_recipient",
-            "recipients by number of pushes; dashed: p50, p90, p99 of the summary",
+            "recipients by number of pushes; dashed and named at the top: p50, p90, p99 of "
+            "the summary (one line for percentiles of the same value)",
             "No pushes.",
         )
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from notify_cli.install import install_hint
 from notify_cli.options import (
     BadInput,
     Seconds,
@@ -228,9 +229,7 @@ def serve(
         from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
         from notify_reference_host.wiki import ReferenceWiki
     except ImportError as exc:  # werkzeug or uvicorn missing: no serve extra
-        raise BadInput(
-            f"serve needs the serve extra (pip install 'notify-engine[serve]'): {exc}"
-        ) from None
+        raise BadInput(f"serve needs the serve extra ({install_hint('serve')}): {exc}") from None
     if not schema or host_schema == "":
         raise BadInput("--schema and --host-schema must not be empty")
     try:

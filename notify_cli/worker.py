@@ -20,6 +20,7 @@ from typing import Any, Final
 
 import click
 
+from notify_cli.install import install_hint
 from notify_cli.logs import JsonLines, TextLines, configure
 from notify_cli.options import (
     BadInput,
@@ -246,9 +247,7 @@ def worker(
         from notify_reference_host import ReferenceHost
         from notify_reference_host.wiki import ReferenceWiki
     except ImportError as exc:  # psycopg missing: the pg extra is not installed
-        raise BadInput(
-            f"worker needs the pg extra (pip install 'notify-engine[pg]'): {exc}"
-        ) from None
+        raise BadInput(f"worker needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema:
         raise BadInput("--schema must not be empty")
     policy = read_policy(policy_file)
@@ -348,7 +347,7 @@ def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:
         from notify_pg.ops.metrics import Metrics
     except ImportError as exc:  # opentelemetry missing: the metrics extra is not installed
         raise BadInput(
-            f"--metrics-port needs the metrics extra (pip install 'notify-engine[metrics]'): {exc}"
+            f"--metrics-port needs the metrics extra ({install_hint('metrics')}): {exc}"
         ) from None
     try:
         return Metrics.start(port, host, service)

@@ -37,7 +37,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.push.worker import Worker
-from notify_pg.stores.events import EventLog, NewEvent
+from notify_pg.stores.events import EventLog, NewEvent, read_event_log
 from notify_reference_host import DEFAULT_HOST_SCHEMA
 from notify_reference_host.wiki import ReferenceWiki
 from notify_reference_host.wiki_load import WikiLoader
@@ -49,6 +49,7 @@ __all__ = [
     "SettableClock",
     "event_digest",
     "loadable",
+    "shift_by",
     "shift_to_end_now",
 ]
 
@@ -145,6 +146,40 @@ class LogLoader:
         (a host that writes a batch); return their seqs. Without a worker between them, the
         database ends as after `append` of each in turn; an error writes none of them."""
         return [seq for seq in self.write(events) if seq is not None]
+
+    def last_loaded(self, digests: Sequence[str]) -> tuple[int, datetime] | None:
+        """Find the last of a log's events (by their `event_digest`) that is loaded already;
+        return its index and its instant in the event log, ``None`` when none is loaded."""
+        rows = self._marks.all(self.conn, "loaded_event_seqs", {"digests": list(digests)})
+        seqs = {str(row[0]): int(row[1]) for row in rows}
+        index = max((i for i, digest in enumerate(digests) if digest in seqs), default=None)
+        if index is None:
+            return None
+        seq = seqs[digests[index]]
+        stored = next(read_event_log(self.conn, self._log.schema, seq - 1, page_size=1))
+        return index, parse_instant(str(stored["occurred_at"]))
+
+    def going_back(
+        self, events: Sequence[Event], digests: Sequence[str] | None = None
+    ) -> tuple[int, datetime] | None:
+        """Find the first event to write whose ``occurred_at`` goes back from the event
+        log's newest instant or from the event before it (formats.md section 2: the clock
+        never decreases); return its index and the instant it goes back from, or ``None``.
+
+        Events loaded before (by their ``digests``) are not written again and not checked.
+        `write` does not check: a host's append never fails for its clock (the event log
+        raises an instant that would go back, `notify_pg.stores.events.NewEvent`); a loader
+        of a whole log (`notify db load`) asks first and refuses the log as a replay would.
+        """
+        known = self._known(digests) if digests is not None else set()
+        last = self._log.last_instant(self.conn)
+        for index, event in enumerate(events):
+            if digests is not None and digests[index] in known:
+                continue
+            if last is not None and event.occurred_at < last:
+                return index, last
+            last = event.occurred_at
+        return None
 
     def segments(self, events: Sequence[Event], size: int) -> Iterator[range]:
         """Split events into the batches `write` takes: an event the wiki handles alone (its
@@ -299,8 +334,18 @@ def shift_to_end_now(objects: list[dict[str, Any]], now: datetime | None = None)
             last = parse_instant(at) if last is None else max(last, parse_instant(at))
     if last is None:
         return timedelta(0)
-    target = (now or datetime.now(UTC)).replace(microsecond=0)
-    span = target - last
+    span = (now or datetime.now(UTC)).replace(microsecond=0) - last
+    shift_by(objects, span)
+    return span
+
+
+def shift_by(objects: list[dict[str, Any]], span: timedelta) -> None:
+    """Move every instant of a log's events by ``span``, as `shift_to_end_now` does (a load
+    resumed with ``--end-now`` keeps the span of the events loaded before).
+
+    Raises:
+        InvalidInput: ``instant_out_of_range`` as `shift_to_end_now`; nothing is changed then.
+    """
     moves: list[tuple[dict[str, Any], str, str]] = []  # (object, member, new value)
     for obj in objects:
         at = obj.get("occurred_at")
@@ -316,7 +361,6 @@ def shift_to_end_now(objects: list[dict[str, Any]], now: datetime | None = None)
     # Changed only once every instant fits: an error leaves the objects as they were.
     for target_obj, member, value in moves:
         target_obj[member] = value
-    return span
 
 
 def _shifted(text: str, span: timedelta, obj: Mapping[str, Any], pointer: str) -> str:

@@ -196,6 +196,10 @@ _PUSH_TEXT: Final = Via.PUSH.value
 _FLUSH: Final = Trigger.FLUSH
 _EVENT: Final = Trigger.EVENT
 _NOT_ALLOWED: Final = SkipReason.NOT_ALLOWED
+#: Event types of the hints' pipeline alone, and of the inbox's alone (``user.created`` and
+#: ``user.updated`` are both's): what `Summary.pipelines` tells a log's pipelines by.
+_CHAT_ONLY: Final = frozenset(PAYLOADS) - INBOX_TYPES
+_WIKI_ONLY: Final = INBOX_TYPES - {"user.created", "user.updated"}
 #: A member of `REFERENCES` as a replay checks it: the payload member (``None``: the
 #: envelope's ``audience``), the type of object, the collection of those (``None``: a target,
 #: whose value names the type) and the pointer of an unknown one.
@@ -309,6 +313,18 @@ class Summary:
             self.mail_skips[line.reason.value] += 1
         elif line.template is not None:
             self.mails[line.template] += 1
+
+    def pipelines(self) -> frozenset[str]:
+        """The pipelines the log used: ``hints`` (chat events, or any hint decision) and
+        ``inbox`` (wiki events, or any entry or mail line). A log of neither (empty, or
+        people only) counts as ``hints``: the summary table's default rows."""
+        used = set()
+        if self.decisions or any(t in _CHAT_ONLY for t in self.events):
+            used.add("hints")
+        lines = self.entries or self.mails or self.mail_skips
+        if lines or any(t in _WIKI_ONLY for t in self.events):
+            used.add("inbox")
+        return frozenset(used or {"hints"})
 
     def to_json(self) -> dict[str, object]:
         """Return the summary as JSON (the ``--summary-json`` file)."""

@@ -18,6 +18,7 @@ __all__ = [
     "RunState",
     "kind_code",
     "kind_from_code",
+    "kind_name",
     "run_active",
 ]
 
@@ -100,6 +101,18 @@ def kind_from_code(code: object) -> Kind:
     if kind is None:
         raise InvalidKind("unknown_kind_code", f"unknown kind code: {code!r}")
     return kind
+
+
+def kind_name(code: int) -> str:
+    """Return the name of the kind with code ``code`` as logs and metrics write it; a code
+    this version does not know (a newer writer's) as its digits, so that it is not lost.
+
+    Example:
+        >>> kind_name(9), kind_name(42)
+        ('sync', '42')
+    """
+    kind = _KINDS_BY_CODE.get(code) if type(code) is int else None
+    return str(code) if kind is None else kind.value
 
 
 class RunState(enum.StrEnum):

@@ -42,7 +42,6 @@ from prometheus_client import CollectorRegistry, generate_latest, start_http_ser
 
 from notify_core.hints.decide import METRIC_REASONS, Collect, Send, Skip
 from notify_core.hints.pipeline import Hint
-from notify_core.values.kinds import kind_from_code
 from notify_pg.db.seam import Conn, Seam
 
 __all__ = ["DatabaseGauges", "HttpMetrics", "Metrics", "OtelRecorder"]
@@ -54,13 +53,6 @@ MAIL_WINDOW = timedelta(hours=24)
 
 #: Bucket bounds of the durations (seconds): provider calls take milliseconds to seconds.
 DURATION_BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-
-
-def _kind_name(code: int) -> str:
-    try:
-        return kind_from_code(code).value
-    except Exception:  # a code of a newer version: counted, not lost
-        return str(code)
 
 
 class OtelRecorder:

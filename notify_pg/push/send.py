@@ -14,8 +14,8 @@ before anything else once it is back, so an outage never sends a push twice: `He
 writes them at the start of every pass of the loop, and the push round claims nothing while
 any is held.
 
-Logs carry counts, kind codes, reasons, outcomes, provider names and error types: never a
-person, a thread, a message or a token (a token's hash prefix at most).
+Logs carry counts, kind names (as the metrics do), reasons, outcomes, provider names and error
+types: never a person, a thread, a message or a token (a token's hash prefix at most).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from notify_core.hints.delivery import (
     retry_delay,
 )
 from notify_core.hints.pipeline import Pipeline
-from notify_core.values.kinds import THREAD_KINDS, Kind, kind_from_code
+from notify_core.values.kinds import THREAD_KINDS, Kind, kind_from_code, kind_name
 from notify_pg.push.context import PushContext
 from notify_pg.push.providers import PushProvider
 from notify_pg.push.session import Session
@@ -258,7 +258,8 @@ class SendRound:
                 self.push.stats.skipped[checked] += 1
                 self.push.recorder.push_skipped(checked, claimed.kind)
                 _log.info(
-                    "push skipped", extra={"fields": {"kind": claimed.kind, "reason": checked}}
+                    "push skipped",
+                    extra={"fields": {"kind": kind_name(claimed.kind), "reason": checked}},
                 )
             else:
                 ready.append(checked)
@@ -465,7 +466,7 @@ class SendRound:
             extra={
                 "fields": {
                     "provider": item.provider.name,
-                    "kind": claimed.kind,
+                    "kind": kind_name(claimed.kind),
                     "outcome": outcome,
                     "action": action,
                     "attempt": claimed.attempt,
@@ -475,7 +476,10 @@ class SendRound:
         if expired:
             self.push.stats.skipped["expired"] += 1
             self.push.recorder.push_skipped("expired", claimed.kind)
-            _log.info("push skipped", extra={"fields": {"kind": claimed.kind, "reason": "expired"}})
+            _log.info(
+                "push skipped",
+                extra={"fields": {"kind": kind_name(claimed.kind), "reason": "expired"}},
+            )
 
 
 class HeldResults:

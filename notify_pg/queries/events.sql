@@ -16,6 +16,10 @@ VALUES (
     %(actor)s, %(audience)s, %(scope)s, %(payload)s, %(origin)s)
 RETURNING seq
 
+-- name: last_event_at
+-- The newest event's instant (a loader refuses an event that would go back from it).
+SELECT occurred_at FROM {schema}.event_log ORDER BY seq DESC LIMIT 1
+
 -- name: read_events
 -- One page of the log after a seq, in seq order.
 SELECT seq, type, occurred_at, actor, audience, origin, scope, payload

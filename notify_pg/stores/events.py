@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import attrs
@@ -118,6 +118,14 @@ class EventLog:
         """Raise `LimitReached` when ``payload`` is larger than the bound."""
         if payload_size(payload) > self.max_payload_bytes:
             raise LimitReached()
+
+    def last_instant(self, conn: Conn) -> datetime | None:
+        """Return the newest event's ``occurred_at``, ``None`` for an empty log."""
+        row = self._seam.one(conn, "last_event_at", {})
+        if row is None:
+            return None
+        at: datetime = row[0]
+        return at.astimezone(UTC)  # as a log's instants read, whatever the session's zone
 
     def append(self, conn: Conn, event: NewEvent) -> int:
         """Append one event and return its ``seq`` (see `append_many`)."""

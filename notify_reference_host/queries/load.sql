@@ -4,6 +4,10 @@
 -- Which of these events (by digest) are loaded already.
 SELECT digest FROM {schema}.loaded_events WHERE digest = ANY(%(digests)s::text[])
 
+-- name: loaded_event_seqs
+-- Which of these events (by digest) are loaded already, with their seq in notify's event log.
+SELECT digest, event_seq FROM {schema}.loaded_events WHERE digest = ANY(%(digests)s::text[])
+
 -- name: mark_loaded
 -- Remember one loaded event (in the transaction that writes it).
 INSERT INTO {schema}.loaded_events (digest, log_seq, event_seq)

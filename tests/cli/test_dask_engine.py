@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from notify_cli.install import install_hint
 from notify_cli.main import cli
 from notify_cli.synth_logs import SynthConfig, synth_events
 from notify_core.replay.partitioned import Group
@@ -124,7 +125,9 @@ def test_missing_dask_says_how_to_install_it(
     log = str(TESTS / "replay" / "badge_sync.jsonl")
     result = CliRunner().invoke(cli, ["replay", log, "--engine", "dask"])
     assert result.exit_code == 2
-    assert "pip install 'notify-engine[dask]'" in result.stderr
+    # Run from the clone: the command that installs the extra there, not the index's name.
+    assert install_hint("dask").endswith("[dask]'") and install_hint("dask") in result.stderr
+    assert "install -e '" in result.stderr and "notify-engine" not in result.stderr
 
 
 def test_a_task_that_fails_on_its_worker_is_a_one_line_error(

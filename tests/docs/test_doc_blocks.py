@@ -5,6 +5,7 @@ tests/pg/docs/test_doc_blocks_pg.py."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -54,6 +55,49 @@ def test_every_block_runs_or_is_marked_as_a_fragment() -> None:
     assert unmarked == [], "run these blocks in a test, or mark them <!-- fragment: why -->"
 
 
+def shows_output(block: Block) -> str | None:
+    """Why a block that no test runs shows what a command prints, ``None`` when it does not:
+    a line under a ``$ `` command, replay or table lines (JSON with a ``trigger``), or a
+    marker that says it shows what something prints."""
+    lines = [line for line in block.body.splitlines() if line.strip()]
+    if block.kind == "fragment":
+        pairs = itertools.pairwise(lines)
+        if any(a.startswith("$ ") and not b.startswith("$ ") for a, b in pairs):
+            return "a line under a $ command"
+        if re.search(r"\b(prints|printed|output)\b", block.marker or ""):
+            return f"its marker: {block.marker}"
+    if block.kind in ("fragment", "data"):
+        for line in lines:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict) and "trigger" in value:
+                return "a replay line"
+    return None
+
+
+def test_every_shown_output_is_its_commands_output() -> None:
+    """What a page shows as a command's output is that command's output in a test: under its
+    ``$ `` command in a console block, or in an output block after the block that runs
+    (issue 40 point 3); never a data block or fragment a reader takes for one."""
+    shown = [f"{block.where}: {why}" for block in BLOCKS if (why := shows_output(block))]
+    assert shown == [], "show these under their command in a console block (or Output:)"
+    assert all(block in OUTPUTS.values() for block in BLOCKS if block.kind == "output")
+
+
+def test_shown_output_rules_see_what_they_refuse() -> None:
+    """The rules above refuse what docs/inbox.md once showed (a line its command never
+    printed, in a data block) and a fragment with lines under a command."""
+    page = ROOT / "docs" / "inbox.md"
+    line = '{"seq":12,"trigger":"inbox","recipient":"ana","decision":"new"}\n'
+    assert shows_output(Block(page, 1, "json", line, "```", "data")) == "a replay line"
+    console = "$ notify table check t.jsonl\n11 passed, 0 failed\n"
+    fragment = Block(page, 1, "", console, "<!-- fragment: why -->", "fragment")
+    assert shows_output(fragment) == "a line under a $ command"
+    assert shows_output(Block(page, 1, "json", '{"seq": 1}\n', "```", "data")) is None
+
+
 def test_the_classification_sees_each_kind() -> None:
     kinds = {block.kind for block in BLOCKS}
     assert {"python", "python-pg", "console", "sh", "output", "help", "fragment"} <= kinds
@@ -83,11 +127,18 @@ def console_steps(block: Block) -> list[tuple[str, list[str]]]:
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
     "optional-dependencies"
 ]
-PIP_INSTALL = re.compile(r"pip install '?notify-engine\[([\w,]+)\]'?$")
+#: The docs install an extra from the clone they are read in (notify is on no index).
+PIP_INSTALL = re.compile(r"pip install -e '\.\[([\w,]+)\]'$")
+
+
+#: A console command's expected exit code other than 0, as the page writes it: ``# exit 1``.
+EXIT = re.compile(r"#\s*exit (\d+)\s*$")
 
 
 @pytest.mark.parametrize("where", sorted(by_where("console")))
 def test_console_block_runs_as_written(where: str, tmp_path: Path) -> None:
+    """Each ``$ `` command runs in a clone, in order; the lines shown under it are its whole
+    stdout, and it exits 0 (or the code its ``# exit N`` comment says)."""
     block = by_where("console")[where]
     work = fake_clone(tmp_path / "clone")
     shown = OUTPUTS[block].body.splitlines() if block in OUTPUTS else []
@@ -105,7 +156,9 @@ def test_console_block_runs_as_written(where: str, tmp_path: Path) -> None:
             timeout=TIMEOUT,
             check=False,
         )
-        assert done.returncode == 0, f"{command}: {done.stderr[-3000:]}"
+        code = EXIT.search(command)
+        expected = int(code.group(1)) if code else 0
+        assert done.returncode == expected, f"{command}: {done.stderr[-3000:]}"
         assert "Traceback" not in done.stderr, command
         if output:
             assert done.stdout.splitlines() == output, command
@@ -115,22 +168,24 @@ def test_console_block_runs_as_written(where: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", sorted(by_where("sh")))
 def test_sh_block_runs_as_written(where: str, tmp_path: Path) -> None:
     """The README's commands, with ``.venv/bin/notify`` of a clone: ``set -eu`` only, so a
-    pipe into ``head`` ends as it does in a reader's shell."""
+    pipe into ``head`` ends as it does in a reader's shell. Each block runs twice in the same
+    clone (issue 40 point 1): a second run finds the first one's files and does the same."""
     block = by_where("sh")[where]
     work = fake_clone(tmp_path / "clone")
-    done = subprocess.run(
-        ["bash", "-c", f"set -eu\n{block.body}"],
-        cwd=work,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    if block in OUTPUTS:
-        assert done.stdout == OUTPUTS[block].body
+    for run in (1, 2):
+        done = subprocess.run(
+            ["bash", "-c", f"set -eu\n{block.body}"],
+            cwd=work,
+            env=environment(),
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        assert done.returncode == 0, (run, done.stderr[-3000:])
+        assert "Traceback" not in done.stderr
+        if block in OUTPUTS:
+            assert done.stdout == OUTPUTS[block].body, run
 
 
 @pytest.mark.parametrize("where", sorted(by_where("data")))

@@ -166,31 +166,67 @@ def subpackages(*packages: ModuleType) -> list[ModuleType]:
     ]
 
 
+#: The API reference: an overview and one page per package wing (mkdocs.yml's nav).
+API_PAGES = [ROOT / "docs" / "api.md", *sorted((ROOT / "docs").glob("api-*.md"))]
+#: A ``:::`` line, and the options under it (``members: false`` renders a docstring only).
+DIRECTIVE = re.compile(r"^::: ([\w.]+)\n((?:    .*\n)*)", re.MULTILINE)
+
+
+def api_directives(page: Path) -> list[tuple[str, bool]]:
+    """The modules a page renders, in order, each with whether its members are rendered."""
+    text = page.read_text(encoding="utf-8")
+    return [
+        (name, re.search(r"^ +members: false$", options, re.MULTILINE) is None)
+        for name, options in DIRECTIVE.findall(text)
+    ]
+
+
+def exported_homes() -> dict[str, set[str]]:
+    """The modules that hold the names a package or a wing exports -> those packages."""
+    homes: dict[str, set[str]] = {}
+    for package in (
+        notify_core,
+        notify_pg,
+        notify_reference_host,
+        *subpackages(notify_core, notify_pg),
+    ):
+        for name in getattr(package, "__all__", ()):
+            value = getattr(package, name)
+            if inspect.isclass(value) or inspect.isfunction(value):
+                homes.setdefault(value.__module__, set()).add(package.__name__)
+    return homes
+
+
 def test_api_reference_renders_every_module_a_package_exports_from() -> None:
-    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
-    rendered = set(re.findall(r"^::: ([\w.]+)$", api, re.MULTILINE))
-    homes = {
-        getattr(package, name).__module__
-        for package in (
-            notify_core,
-            notify_pg,
-            notify_reference_host,
-            *subpackages(notify_core, notify_pg),
-        )
-        for name in getattr(package, "__all__", ())
-        if inspect.isclass(getattr(package, name)) or inspect.isfunction(getattr(package, name))
-    }
-    # A name exported by a subpackage counts as rendered with the subpackage's page section.
+    """Over the split pages of the reference: every module that holds an exported name is
+    rendered with its members, by a ``:::`` line of its own or of a subpackage whose members
+    are rendered (a ``members: false`` line shows the docstring only: it covers nothing)."""
+    rendered = {name for page in API_PAGES for name, members in api_directives(page) if members}
     missing = {
         home
-        for home in homes
-        if home not in rendered
-        and not any(
-            home.startswith(f"{r}.")
-            for r in rendered - {"notify_core", "notify_pg", "notify_reference_host"}
-        )
+        for home in exported_homes()
+        if home not in rendered and not any(home.startswith(f"{r}.") for r in rendered)
     }
-    assert sorted(missing) == [], "docs/api.md: add a ::: line for these modules"
+    assert sorted(missing) == [], "docs/api-*.md: add a ::: line for these modules"
+    in_nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert [page.name for page in API_PAGES if page.name not in in_nav] == []
+
+
+def test_api_reference_pages_show_the_public_names_first() -> None:
+    """On each page, the modules of exported names come before the per-module helpers, and
+    no module is rendered twice (issue 40 point 8: the reference split by wing)."""
+    homes = exported_homes()
+    seen: list[str] = []
+    for page in API_PAGES:
+        order = [
+            name in homes or any(h.startswith(f"{name}.") for h in homes)
+            for name, members in api_directives(page)
+            if members
+        ]
+        assert order == sorted(order, reverse=True), f"{page.name}: exported names first"
+        seen += [name for name, members in api_directives(page) if members]
+    assert len(seen) == len(set(seen)), "a module rendered on two pages"
+    assert len(API_PAGES) >= 10  # one page per wing, not one page of everything
 
 
 def fenced_blocks(text: str) -> list[str]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from notify_cli.install import install_hint
 from notify_cli.main import cli
 from notify_cli.report import chart_specs, render_report, skip_table
 from notify_core.replay.report import report_data
@@ -152,7 +153,8 @@ def test_missing_extra_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     result = CliRunner().invoke(cli, ["replay", str(WEEK), "--report", str(tmp_path / "r.html")])
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert result.stderr.count("\n") == 1 and "notify-engine[report]" in result.stderr
+    assert result.stderr.count("\n") == 1 and install_hint("report") in result.stderr
+    assert "install -e '" in result.stderr  # from the clone the tests run in
     assert not (tmp_path / "r.html").exists()
 
 
@@ -218,3 +220,47 @@ def test_skips_by_reason_is_a_log_scale_beside_a_table_of_every_reason() -> None
     beside = re.search(r'<div class="beside">(.*?)</div>', page, re.S)
     assert beside is not None and 'data-chart="skips_by_reason"' in beside.group(1)
     assert "<td>active_in_thread</td><td>0</td><td>15</td>" in beside.group(1)
+
+
+def _figure_texts(page: str, chart: str) -> list[str]:
+    figure = re.search(rf'data-chart="{chart}".*?</figure>', page, re.S)
+    assert figure is not None, chart
+    return re.findall(r"<text[^>]*>([^<]*)</text>", figure.group(0))
+
+
+def test_percentiles_of_one_value_share_a_named_line() -> None:
+    """On a small log p90 and p99 fall on one value: one line named ``p90 = p99``, where two
+    lines on top of each other showed one (issue 40 point 7); distinct values keep theirs."""
+    pushes = {f"u-{n}": 3 for n in range(5)} | {"u-x": 9}
+    summary = _summary(pushes, {("message", 9): 24})
+    assert (summary.to_json()["push_volume_per_recipient"]) == {
+        "recipients": 6,
+        "p50": 3,
+        "p90": 9,
+        "p99": 9,
+        "max": 9,
+    }
+    page = render_report([("policy", summary)], "log.jsonl", [None])
+    texts = _figure_texts(page, "pushes_per_recipient")
+    assert "p50" in texts and "p90 = p99" in texts
+    assert "p90" not in texts and "p99" not in texts
+    rules = [
+        v
+        for v in _layers(chart_specs([("policy", summary)])["pushes_per_recipient"])
+        if v["mark"]["type"] == "rule"
+    ]
+    assert len(rules) == 1  # one layer of rules: one line per distinct value (2 here)
+
+
+def test_a_policy_without_flushes_beside_one_with_them_says_none() -> None:
+    """Compare mode: policy B sent no flush; its frame says "none" instead of staying empty."""
+    a = _summary({"u-a": 1}, {("message", 9): 1})
+    b = _summary({"u-a": 1}, {("message", 9): 1})
+    b.flush_counts = Counter()
+    page = render_report([("A", a), ("B", b)], "log.jsonl", [None, None])
+    texts = _figure_texts(page, "messages_per_flush")
+    assert "messages per flush (A)" in texts and "messages per flush (B)" in texts
+    assert texts.count("none") == 1
+    # With flushes on both sides, no label.
+    both = render_report([("A", a), ("B", a)], "log.jsonl", [None, None])
+    assert "none" not in _figure_texts(both, "messages_per_flush")

@@ -226,3 +226,61 @@ def test_a_log_longer_than_a_batch_loads_as_event_by_event_and_stops_at_a_bad_ev
     with psycopg.connect(dsn) as conn:
         loaded = conn.execute(f"SELECT count(*), max(seq) FROM {SCHEMA}.event_log").fetchone()
     assert loaded == (bad_line - 1, bad_line - 1)
+
+
+def _clock_line(stderr: str) -> str:
+    return next(line for line in stderr.splitlines() if "(clock_went_back)" in line)
+
+
+def test_a_clock_going_back_is_refused_as_replay_refuses_it(
+    new_database: Callable[[str | None], str], pg_template: str, tmp_path: Path
+) -> None:
+    """formats.md section 2: ``occurred_at`` never decreases. Within one log `db load`
+    prints `notify replay`'s line for it; after events the database holds already, an event
+    dated before them is refused with the same line (file, line, the instant it goes back
+    from), exit 2, and nothing of that log is written (the log would raise it silently)."""
+    runner = CliRunner()
+    dsn = new_database(pg_template)
+    back = tmp_path / "back.jsonl"
+    back.write_text(
+        '{"seq":1,"type":"user.created","occurred_at":"2026-10-19T08:00:00Z",'
+        '"payload":{"user":"u-a","kind":"human"}}\n'
+        '{"seq":2,"type":"user.created","occurred_at":"2020-10-19T08:00:00Z",'
+        '"payload":{"user":"u-b","kind":"human"}}\n'
+    )
+    replay = runner.invoke(cli, ["replay", str(back)])
+    loaded = runner.invoke(cli, ["db", "load", str(back), "--dsn", dsn])
+    assert replay.exit_code == loaded.exit_code == 2
+    expected = (
+        f"{back}:2: bad event at /occurred_at: occurred_at goes back from "
+        "2026-10-19T08:00:00+00:00 (clock_went_back)"
+    )
+    assert _clock_line(replay.stderr) == _clock_line(loaded.stderr) == expected
+
+    first = runner.invoke(cli, ["db", "load", str(SPEC), "--dsn", dsn])
+    assert first.exit_code == 0, first.output
+    old = tmp_path / "old.jsonl"
+    old.write_text(
+        '{"seq":1,"type":"user.created","occurred_at":"2020-10-19T08:00:00Z",'
+        '"payload":{"user":"u-a","kind":"human"}}\n'
+        '{"seq":2,"type":"user.created","occurred_at":"2030-10-19T08:00:00Z",'
+        '"payload":{"user":"u-b","kind":"human"}}\n'
+    )
+    for consume in ([], ["--consume"]):
+        result = runner.invoke(cli, ["db", "load", str(old), "--dsn", dsn, *consume])
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output
+        assert _clock_line(result.stderr) == (
+            f"{old}:1: bad event at /occurred_at: occurred_at goes back from "
+            "2026-10-23T09:00:20+00:00 (clock_went_back)"
+        )
+        assert result.stderr.splitlines()[-1] == (
+            f"notify: {old}: 1 bad line: the database's event log ({SCHEMA}.event_log) "
+            "already ends at 2026-10-23T09:00:20Z; nothing was loaded"
+        )
+    with psycopg.connect(dsn) as conn:
+        count = conn.execute(f"SELECT count(*) FROM {SCHEMA}.event_log").fetchone()
+    assert count == (13,)
+    again = runner.invoke(cli, ["db", "load", str(SPEC), "--dsn", dsn])
+    assert again.exit_code == 0, again.output  # loaded before: skipped, nothing goes back
+    assert "13 loaded before, skipped" in again.stderr

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_cli.main import cli
+from notify_core.values.instants import parse_instant
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = ROOT / "examples" / "spec-example.jsonl"
@@ -95,7 +96,9 @@ def test_a_log_loaded_again_is_written_once(
 ) -> None:
     """Half a wiki log, then the whole (to end now): the second load skips the first half
     and writes the rest; a third writes nothing. The database ends as one load of the whole
-    log leaves it (the inbox of the replay), even though --end-now moved the instants."""
+    log leaves it (the inbox of the replay), even though --end-now moved the instants: the
+    rest keeps the span the first half was moved by (ending now would take it back in time
+    from the first half, which formats.md section 2 refuses)."""
     lines = WIKI.read_text().splitlines(keepends=True)
     half = tmp_path / "half.jsonl"
     half.write_text("".join(lines[:150]))
@@ -116,9 +119,15 @@ def test_a_log_loaded_again_is_written_once(
     assert count(dsn, f"SELECT count(*) FROM {SCHEMA}.event_log") == len(lines)
     assert count(dsn, f"SELECT count(*) FROM {SCHEMA}.inbox_outbox") >= 0
     assert entries(dsn) == replay_entries(WIKI)
-    # --end-now shifted the wiki too: its last event happened just now.
-    last = count(dsn, f"SELECT max(occurred_at) FROM {SCHEMA}.event_log")
-    assert abs(datetime.now(UTC) - last) < timedelta(minutes=5)
+    # --end-now shifted the half to end just now, and the rest by the same span.
+    assert " as its events loaded before;" in second.stderr
+    at = {
+        seq: count(dsn, f"SELECT occurred_at FROM {SCHEMA}.event_log WHERE seq = {seq}")
+        for seq in (150, len(lines))
+    }
+    assert abs(datetime.now(UTC) - at[150]) < timedelta(minutes=5)
+    logged = [parse_instant(json.loads(lines[i])["occurred_at"]) for i in (149, len(lines) - 1)]
+    assert at[len(lines)] - at[150] == logged[1] - logged[0] > timedelta(0)
 
 
 def test_with_the_consumer_a_second_load_skips_what_is_loaded(
@@ -139,8 +148,9 @@ def test_with_the_consumer_a_second_load_skips_what_is_loaded(
 def test_a_taken_key_of_a_second_log_is_named(
     new_database: Callable[[str | None], str], pg_template: str, tmp_path: Path
 ) -> None:
-    def log(name: str, user: str, device: str) -> Path:
-        at = "2026-10-23T08:00:0{}Z"
+    def log(name: str, user: str, device: str, minute: int) -> Path:
+        # The second log comes later: one dated before the first is refused (formats.md 2).
+        at = f"2026-10-23T08:0{minute}:0{{}}Z"
         objects = [
             {"type": "user.created", "payload": {"user": user, "kind": "human"}},
             {
@@ -165,11 +175,11 @@ def test_a_taken_key_of_a_second_log_is_named(
     runner = CliRunner()
     assert (
         runner.invoke(
-            cli, ["db", "load", str(log("a.jsonl", "u-a", "d-a")), "--dsn", dsn]
+            cli, ["db", "load", str(log("a.jsonl", "u-a", "d-a", 0)), "--dsn", dsn]
         ).exit_code
         == 0
     )
-    second = log("b.jsonl", "u-b", "d-b")
+    second = log("b.jsonl", "u-b", "d-b", 1)
     result = runner.invoke(cli, ["db", "load", str(second), "--dsn", dsn])
     assert result.exit_code == 2
     assert result.stderr == (

@@ -61,6 +61,11 @@ def test_worker_once_consumes_and_pushes(conn: psycopg.Connection[Any], db_dsn: 
     lines = [json.loads(line) for line in result.stderr.splitlines()]
     assert {line["msg"] for line in lines} >= {"consumer round", "push sent"}
     assert sum(1 for line in lines if line["msg"] == "push sent") == 2  # Alex's mention, Sam's m2
+    # The kind by its name, as the metrics write it, not its code (K1).
+    assert sorted(line["kind"] for line in lines if line["msg"] == "push sent") == [
+        "mention",
+        "message",
+    ]
     for person in PEOPLE:
         assert person not in result.stderr
     status = json.loads(runner.invoke(cli, ["db", "status", "--dsn", db_dsn]).stdout)
