@@ -48,6 +48,8 @@ class ProviderHealth:
         provider: the provider's name (logs and alerts).
         pause: how long a configuration fault stops the provider's sends.
         alerts: where pauses and resumptions are reported (none: logs only).
+        mismatch_limit: answers in a row that refuse a token as another sender's or
+            topic's before the provider's own id is taken to be wrong (`mismatch`).
         clock: a monotonic clock in seconds (tests pass their own).
     """
 
@@ -57,6 +59,7 @@ class ProviderHealth:
         *,
         pause: timedelta = timedelta(minutes=5),
         alerts: ProviderAlerts | None = None,
+        mismatch_limit: int = 10,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.provider = provider
@@ -65,6 +68,8 @@ class ProviderHealth:
         self._clock = clock
         self._lock = threading.Lock()
         self._until = 0.0
+        self.mismatch_limit = mismatch_limit
+        self._mismatches = 0
         #: The reason of the fault of the current episode (None: healthy).
         self.fault_reason: str | None = None
 
@@ -104,8 +109,19 @@ class ProviderHealth:
                 self.alerts.provider_paused(self.provider, reason)
         return SendResult(result_class=ResultClass.CONFIG_ERROR)
 
+    def mismatch(self, result: SendResult, reason: str) -> SendResult:
+        """A token refused as another sender's or topic's: ``result`` (the registration is
+        deactivated, R1), unless ``mismatch_limit`` such answers came in a row with no other
+        answer between. Then the provider's own id (the FCM project, the APNs team) is
+        wrong rather than every token: a configuration fault, and the provider pauses."""
+        with self._lock:
+            self._mismatches += 1
+            many = self._mismatches >= self.mismatch_limit
+        return self.fault(reason) if many else result
+
     def answered(self) -> None:
         """The provider gave an answer that is no configuration fault: end an episode."""
+        self._mismatches = 0
         if self.fault_reason is None:  # the common case, without the lock
             return
         with self._lock:
