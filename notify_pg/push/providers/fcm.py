@@ -35,9 +35,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from notify_core.hints.delivery import DisableReason, Notification, ResultClass, SendResult
 from notify_core.values.kinds import Kind
+from notify_pg.push.providers.h2client import ConnectionLost, H2Client, Reply
 from notify_pg.push.providers.health import ProviderAlerts, ProviderHealth
 from notify_pg.push.providers.payload import FCM_DATA_LIMIT, fcm_data, is_visible
-from notify_pg.push.providers.transport import client, log_answer, retry_after
+from notify_pg.push.providers.transport import client, log_answer, retry_after, tls_context
 from notify_pg.stores.registrations import Registration
 
 __all__ = ["FCM_SCOPE", "FcmProvider", "OAuthTokens", "ServiceAccount", "TokenFault"]
@@ -176,14 +177,16 @@ def _oauth_error(answer: httpx.Response) -> str:
         error = answer.json().get("error")
     except (ValueError, AttributeError):
         error = None
-    return error if isinstance(error, str) and error.isidentifier() else f"token_{answer.status_code}"
+    return (
+        error if isinstance(error, str) and error.isidentifier() else f"token_{answer.status_code}"
+    )
 
 
-def _fcm_error(answer: httpx.Response) -> tuple[str, str, bool]:
+def _fcm_error(body: bytes) -> tuple[str, str, bool]:
     """The answer's FCM error code, its status and whether a field violation names the
     token."""
     try:
-        error: Mapping[str, Any] = answer.json().get("error") or {}
+        error: Mapping[str, Any] = json.loads(body).get("error") or {}
     except (ValueError, AttributeError):
         return "", "", False
     status = str(error.get("status", ""))
@@ -228,8 +231,10 @@ class FcmProvider:
         data_limit: int = FCM_DATA_LIMIT,
     ) -> None:
         self.account = account
-        self._send_url = f"{url.rstrip('/')}/v1/projects/{account.project_id}/messages:send"
-        self._http = client(http2=True, ca_file=ca_file, timeout=timeout)
+        self._send_path = f"/v1/projects/{account.project_id}/messages:send"
+        # Sends share one HTTP/2 connection; the token trades (one at a time) go over HTTP/1.1.
+        self._h2 = H2Client(url.rstrip("/"), context=tls_context(ca_file), timeout=timeout)
+        self._http = client(http2=False, ca_file=ca_file, timeout=timeout)
         self.tokens = OAuthTokens(account, self._http, token_uri=token_uri)
         self.ttl = f"{int(max_age.total_seconds())}s"
         self.data_limit = data_limit
@@ -241,7 +246,8 @@ class FcmProvider:
         return "fcm"
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connections."""
+        self._h2.close()
         self._http.close()
 
     def message(self, registration: Registration, notification: Notification) -> bytes:
@@ -269,33 +275,34 @@ class FcmProvider:
         body = self.message(registration, notification)
         try:
             answer = self._post(body)
-            if answer.status_code == 401 and _fcm_error(answer)[1] == "UNAUTHENTICATED":
+            if answer.status == 401 and _fcm_error(answer.body)[1] == "UNAUTHENTICATED":
                 # The token may have been revoked early: one more try with a fresh one.
                 answer = self._post(body, fresh=True)
         except TokenFault as fault:
             log_answer("fcm", 0, fault.reason, registration.token_ref)
             return self.health.fault(fault.reason)
-        except httpx.HTTPError:
+        except (httpx.HTTPError, ConnectionLost, TimeoutError, OSError):
             return SendResult(result_class=ResultClass.RETRY)
         return self._sorted(answer, registration)
 
-    def _post(self, body: bytes, *, fresh: bool = False) -> httpx.Response:
+    def _post(self, body: bytes, *, fresh: bool = False) -> Reply:
         token = self.tokens.token()
         if fresh:
             self.tokens.forget(token)
             token = self.tokens.token()
-        return self._http.post(
-            self._send_url,
-            content=body,
-            headers={"authorization": f"Bearer {token}", "content-type": "application/json"},
+        return self._h2.request(
+            "POST",
+            self._send_path,
+            {"authorization": f"Bearer {token}", "content-type": "application/json"},
+            body,
         )
 
-    def _sorted(self, answer: httpx.Response, registration: Registration) -> SendResult:
-        status = answer.status_code
+    def _sorted(self, answer: Reply, registration: Registration) -> SendResult:
+        status = answer.status
         if status == 200:
             self.health.answered()
             return SendResult(result_class=ResultClass.ACCEPTED)
-        code, grpc_status, on_token = _fcm_error(answer)
+        code, grpc_status, on_token = _fcm_error(answer.body)
         reason = code or grpc_status or str(status)
         log_answer("fcm", status, reason, registration.token_ref)
         if code == "UNREGISTERED":

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import httpx
 
-__all__ = ["client", "log_answer", "retry_after"]
+__all__ = ["client", "log_answer", "retry_after", "tls_context"]
 
 _log = logging.getLogger("notify_pg.worker")
 
@@ -39,13 +39,10 @@ def client(
         timeout: seconds for connecting and for each read and write.
         connections: connections kept per host (HTTP/1.1 needs one per concurrent request).
     """
-    verify: ssl.SSLContext | bool = (
-        ssl.create_default_context(cafile=ca_file) if ca_file is not None else True
-    )
     return httpx.Client(
         http2=http2,
         http1=True,
-        verify=verify,
+        verify=tls_context(ca_file),
         timeout=httpx.Timeout(timeout),
         limits=httpx.Limits(
             max_connections=connections,
@@ -55,6 +52,12 @@ def client(
         trust_env=False,  # a proxy from the environment would see every push
         follow_redirects=False,
     )
+
+
+def tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """A client TLS context that trusts ``ca_file`` (a PEM file of CA certificates), or the
+    system's CAs when None."""
+    return ssl.create_default_context(cafile=ca_file)
 
 
 def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> timedelta:

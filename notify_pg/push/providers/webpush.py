@@ -250,8 +250,9 @@ class WebPushProvider:
         self.vapid = vapid
         self.ttl = str(int(max_age.total_seconds()))
         self.health = ProviderHealth(name, pause=pause, alerts=alerts)
+        # HTTP/1.1: a push service per browser vendor, a connection per concurrent push.
         self._client = client(
-            http2=True, ca_file=ca_file, timeout=timeout, connections=connections
+            http2=False, ca_file=ca_file, timeout=timeout, connections=connections
         )
 
     @property

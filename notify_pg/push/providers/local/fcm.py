@@ -55,7 +55,7 @@ def fcm_error(
         )
     body = {"error": {"code": status, "message": grpc_status, "status": grpc_status}}
     if details:
-        body["error"]["details"] = details  # type: ignore[index]
+        body["error"]["details"] = details
     headers = {"content-type": "application/json"}
     if retry_after is not None:
         headers["retry-after"] = str(retry_after)
@@ -79,9 +79,7 @@ class LocalFcm:
         token_lifetime: seconds an access token lives.
     """
 
-    def __init__(
-        self, ca: LocalCa, *, latency: float = 0.0, token_lifetime: int = 3600
-    ) -> None:
+    def __init__(self, ca: LocalCa, *, latency: float = 0.0, token_lifetime: int = 3600) -> None:
         self.server = H2Server(ca, self._handle, latency=latency)
         self.token_lifetime = token_lifetime
         self.received: list[ReceivedMessage] = []
@@ -205,7 +203,9 @@ class LocalFcm:
         if answer is not None:
             return answer
         name = f"projects/{project}/messages/{len(self.received)}"
-        return Answer(200, {"content-type": "application/json"}, json.dumps({"name": name}).encode())
+        return Answer(
+            200, {"content-type": "application/json"}, json.dumps({"name": name}).encode()
+        )
 
 
 def _oauth(error: str) -> Answer:

@@ -1,11 +1,12 @@
 """A small HTTP/2 server over TLS on loopback, the base of the local provider servers.
 
 `H2Server` runs an asyncio loop on its own thread, accepts connections on ``127.0.0.1`` with a
-certificate of a `notify_pg.push.providers.local.tls.LocalCa` (ALPN ``h2``) and hands every
-complete request to a handler, which answers synchronously; ``latency`` delays each answer
-(without holding other streams), as a distant server would. ``goaway_after`` ends a
-connection gracefully after that many answers: a GOAWAY naming the last stream it answers,
-then the streams in flight are answered and the connection closed, as APNs does.
+certificate of a `notify_pg.push.providers.local.tls.LocalCa` (ALPN ``h2``, or HTTP/1.1 for a
+client that does not offer it) and hands every complete request to a handler, which answers
+synchronously; ``latency`` delays each answer (without holding other streams), as a distant
+server would. ``goaway_after`` ends a connection gracefully after that many answers: it takes
+no new stream, answers those in flight, then sends a GOAWAY naming the last stream it took and
+closes the connection.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ class _Connection:
         self.in_flight = 0
         self.last_dispatched = 0
         self.going_away = False
+        self.goaway_sent = False
         self.closed = False
 
     def flush(self) -> None:
@@ -128,16 +130,19 @@ class _Connection:
             return
         self.answered += 1
         limit = self.server.goaway_after
-        if limit is not None and self.answered >= limit and not self.going_away:
-            self.going_away = True
-            self.flush()
-            # A graceful GOAWAY written by hand: h2 would refuse the answers still owed.
+        if limit is not None and self.answered >= limit:
+            self.going_away = True  # no new stream is taken from now on
+        self.flush()
+        if self.going_away and self.in_flight == 0 and not self.goaway_sent:
+            # Every stream taken is answered: a GOAWAY naming the last one (written by hand,
+            # h2 would refuse it as a server with streams open), then the end. Streams sent
+            # meanwhile lie above it, and the client sends them again on a new connection.
+            self.goaway_sent = True
             frame = GoAwayFrame(0, last_stream_id=self.last_dispatched, error_code=0)
             self.writer.write(frame.serialize())
-        self.flush()
-        if self.going_away and self.in_flight == 0:
-            await self.writer.drain()
-            self.close()
+            # Closed by the client, or a second later: closing at once, with the client's
+            # streams still arriving, would reset the connection and lose the GOAWAY.
+            asyncio.get_running_loop().call_later(1.0, self.close)
 
     def close(self) -> None:
         if not self.closed:
@@ -185,7 +190,7 @@ class H2Server:
     def start(self) -> H2Server:
         """Bind and serve on a thread of its own; return self."""
         self._thread.start()
-        context = self.ca.server_context(["h2"])
+        context = self.ca.server_context(["h2", "http/1.1"])
         future = asyncio.run_coroutine_threadsafe(
             asyncio.start_server(self._accept, "127.0.0.1", 0, ssl=context), self._loop
         )
@@ -195,6 +200,10 @@ class H2Server:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        ssl_object = writer.get_extra_info("ssl_object")
+        if ssl_object is not None and ssl_object.selected_alpn_protocol() != "h2":
+            await self._http1(reader, writer, self.connections)
+            return
         connection = _Connection(self, self.connections, writer)
         connection.h2.initiate_connection()
         # A large window: the answers are small, the requests many.
@@ -211,6 +220,37 @@ class H2Server:
             pass
         finally:
             connection.close()
+
+    async def _http1(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int
+    ) -> None:
+        """HTTP/1.1 with keep-alive, for clients that do not offer h2 (requests with a
+        Content-Length body only)."""
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                line, *fields = head.decode("latin-1").split("\r\n")
+                method, path, _version = line.split(" ", 2)
+                headers = {}
+                for field in fields:
+                    if ":" in field:
+                        name, value = field.split(":", 1)
+                        headers[name.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if self.latency:
+                    await asyncio.sleep(self.latency)
+                try:
+                    answer = self.handler(Request(method, path, headers, body, number))
+                except Exception:
+                    answer = Answer(500)
+                lines = [f"HTTP/1.1 {answer.status} X", f"content-length: {len(answer.body)}"]
+                lines += [f"{name}: {value}" for name, value in answer.headers.items()]
+                writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + answer.body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError, OSError, ValueError):
+            pass
+        finally:
+            writer.close()
 
     def close(self) -> None:
         """Stop serving and end the thread."""

@@ -98,14 +98,10 @@ class LocalPushService:
         scheme, _space, params = authorization.partition(" ")
         if scheme.lower() != "vapid":
             raise ValueError("not a vapid authorization")
-        values = dict(
-            part.strip().split("=", 1) for part in params.split(",") if "=" in part
-        )
+        values = dict(part.strip().split("=", 1) for part in params.split(",") if "=" in part)
         if values.get("k") != self.vapid_public_key:
             raise ValueError("not the expected application server key")
-        public = ec.EllipticCurvePublicKey.from_encoded_point(
-            ec.SECP256R1(), unb64url(values["k"])
-        )
+        public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), unb64url(values["k"]))
         claims: dict[str, object] = jwt.decode(
             values["t"],
             public,
@@ -132,9 +128,10 @@ class LocalPushService:
             claims = self._claims(request.headers.get("authorization", ""))
         except (ValueError, KeyError, jwt.PyJWTError):
             return Answer(401)
-        if request.headers.get("content-encoding") != "aes128gcm" or not request.headers.get(
-            "ttl", ""
-        ).isdigit():
+        if (
+            request.headers.get("content-encoding") != "aes128gcm"
+            or not request.headers.get("ttl", "").isdigit()
+        ):
             return Answer(400)
         programmed = self._programmed(subscription)
         if programmed is not None and programmed.status >= 300:

@@ -191,6 +191,9 @@ def test_encrypt_round_trips_through_http_ece_with_a_fixed_salt() -> None:
         b"hello"
     )
     token = json.dumps(
-        {"endpoint": "https://push.example.com/x", "keys": {"p256dh": b64url(ua_public), "auth": b64url(auth)}}
+        {
+            "endpoint": "https://push.example.com/x",
+            "keys": {"p256dh": b64url(ua_public), "auth": b64url(auth)},
+        }
     )
     assert Subscription(token).audience == "https://push.example.com"
