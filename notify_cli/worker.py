@@ -332,10 +332,9 @@ def worker(
             from notify_pg.ops.status import warn_plain_http  # there: the pg extra is in
             from notify_pg.push.providers.announce import announce_providers
 
-            announce_providers(connect, schema, providers, built.worker.push.unserved_warned)
-
             warn_plain_http(connect, wiki, log)
             if once:
+                announce_providers(connect, schema, providers, built.worker.push.unserved_warned)
                 # A signal ends --once after the round in progress, too.
                 built.run_until_idle(stop)
         except NotifyError as exc:
@@ -354,6 +353,7 @@ def worker(
             "worker started",
             extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
         )
+        announce_providers(connect, schema, providers, built.worker.push.unserved_warned)
         built.run(stop)
         _close_providers(providers)
         if metrics is not None:

@@ -50,17 +50,22 @@ def announce_providers(
 ) -> list[str]:
     """Log the providers served and warn for each provider with active registrations that
     none serves (`warn_unserved` with the worker's ``warned``); return the names of those.
-
-    Raises:
-        StorageError: PostgreSQL failed.
+    When the registrations cannot be counted (PostgreSQL failed), says so in a warning and
+    returns none: the send round still warns once per provider it lacks.
     """
     served = sorted(provider.name for provider in providers)
     _log.info("push providers", extra={"fields": {"providers": served}})
-    conn = connect()
     try:
-        rows = Seam("notify_pg", schema).all(conn, "metrics_registrations")
-    finally:
-        conn.close()
+        conn = connect()
+        try:
+            rows = Seam("notify_pg", schema).all(conn, "metrics_registrations")
+        finally:
+            conn.close()
+    except Exception as exc:  # a count for a warning must not stop the worker
+        _log.warning(
+            "push registrations not counted", extra={"fields": {"error_type": type(exc).__name__}}
+        )
+        return []
     unserved = [(str(name), int(count)) for name, count in rows if name not in served]
     for name, count in unserved:
         warn_unserved(name, warned, count)

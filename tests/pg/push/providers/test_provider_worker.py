@@ -20,7 +20,7 @@ from notify_core.events.log import parse_event
 from notify_pg import EventLog, NewEvent
 from notify_pg.push.providers.local.apns import LocalApns
 from notify_pg.push.providers.local.tls import LocalCa
-from notify_pg.reference_host.world import WorldLoader
+from notify_reference_host.world import WorldLoader
 
 TEAM, KID = "TEAM123456", "KEY1234567"
 
