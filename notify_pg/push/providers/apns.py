@@ -63,7 +63,10 @@ _FAULTS = frozenset(
         "Forbidden",
     }
 )
-_HEX = frozenset("0123456789abcdefABCDEF")
+#: The characters of a device token (APNs gives hex; anything else could leave the path).
+_TOKEN_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_")
+#: Headers whose values change from push to push (never indexed by HPACK).
+_VOLATILE = frozenset({"apns-id", "apns-expiration", "apns-collapse-id"})
 
 
 @attrs.frozen(kw_only=True)
@@ -236,7 +239,7 @@ class ApnsProvider:
             return paused
         device = registration.token
         environment = registration.environment
-        if not device or not set(device) <= _HEX or environment not in self._urls:
+        if not device or not set(device) <= _TOKEN_CHARS or environment not in self._urls:
             log_answer("apns", 0, "BadDeviceToken", registration.token_ref)
             return SendResult(
                 result_class=ResultClass.DISABLE, disable_reason=DisableReason.TOKEN_INVALID
@@ -247,7 +250,7 @@ class ApnsProvider:
         path = f"/3/device/{device}"
         try:
             answer = self._clients[environment].request(
-                "POST", path, headers, apns_payload(notification)
+                "POST", path, headers, apns_payload(notification), _VOLATILE
             )
         except (ConnectionLost, TimeoutError, OSError):
             # A push whose connection ended under it may have been taken: at least once (the

@@ -22,8 +22,13 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
+from hpack import HeaderTuple, NeverIndexedHeaderTuple
 
 __all__ = ["ConnectionLost", "H2Client", "Reply"]
+
+
+#: One header field of a request: a plain pair, or one HPACK must never index.
+_Field = tuple[str, str] | HeaderTuple
 
 
 class ConnectionLost(Exception):
@@ -49,20 +54,41 @@ class _Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        config = h2.config.H2Configuration(client_side=True, header_encoding="utf-8")
+        # The headers are the provider's own: checking each one again costs a third of a
+        # request's CPU time (bench/bench_push_providers.py).
+        config = h2.config.H2Configuration(
+            client_side=True,
+            header_encoding="utf-8",
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False,
+        )
         self.h2 = h2.connection.H2Connection(config=config)
+        # Huffman coding of every literal costs more CPU time than its few bytes save on a
+        # request of some hundred bytes (a device token in the path, ids): plain literals.
+        encode = self.h2.encoder.encode
+        self.h2.encoder.encode = lambda headers, huffman=False: encode(headers, huffman=False)  # type: ignore[method-assign]
         self.h2.initiate_connection()
         self.h2.increment_flow_control_window(2**24)
         self.streams: dict[int, tuple[asyncio.Future[Reply], list[tuple[str, str]], bytearray]] = {}
         self.usable = True
+        self.flush_due = False
         self.changed = asyncio.Event()  # settings, windows or streams changed
         self.flush()
         self.task = asyncio.get_running_loop().create_task(self.read())
 
     def flush(self) -> None:
+        self.flush_due = False
         data = self.h2.data_to_send()
         if data:
             self.writer.write(data)
+
+    def flush_soon(self) -> None:
+        """Write at the end of this turn of the loop: the requests started in one turn go
+        out in one TLS record and one system call, not one each."""
+        if not self.flush_due:
+            self.flush_due = True
+            asyncio.get_running_loop().call_soon(self.flush)
 
     async def read(self) -> None:
         try:
@@ -136,9 +162,10 @@ class _Connection:
         status = int(values.pop(":status", "0"))
         future.set_result(Reply(status, values, bytes(body)))
 
-    async def request(self, headers: list[tuple[str, str]], body: bytes) -> asyncio.Future[Reply]:
+    async def request(self, headers: list[_Field], body: bytes) -> asyncio.Future[Reply]:
         """Open one stream and send the request; the future of its answer."""
-        while self.h2.open_outbound_streams >= self.h2.remote_settings.max_concurrent_streams:
+        # len(self.streams): h2's own count walks every stream at each call.
+        while len(self.streams) >= self.h2.remote_settings.max_concurrent_streams:
             if not self.usable:
                 raise _NotTaken()
             self.changed.clear()
@@ -166,7 +193,7 @@ class _Connection:
             chunk = body[sent : sent + window]
             sent += len(chunk)
             self.h2.send_data(stream_id, chunk, end_stream=sent == len(body))
-        self.flush()
+        self.flush_soon()
         return future
 
     def close(self) -> None:
@@ -209,8 +236,16 @@ class H2Client:
         )
         self._thread.start()
 
-    def request(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
-        """Send one request and wait for its answer (from any thread).
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        volatile: frozenset[str] = frozenset(),
+    ) -> Reply:
+        """Send one request and wait for its answer (from any thread). ``headers`` have
+        lower-case names; those in ``volatile`` change with each request (never indexed).
 
         Raises:
             ConnectionLost: the connection ended under the stream.
@@ -218,7 +253,7 @@ class H2Client:
             OSError: no connection could be opened.
         """
         future = asyncio.run_coroutine_threadsafe(
-            self._request(method, path, headers, body), self._loop
+            self._request(method, path, headers, body, volatile), self._loop
         )
         return future.result()
 
@@ -242,14 +277,26 @@ class H2Client:
                 self.opened += 1
             return connection
 
-    async def _request(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
-        fields = [
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        volatile: frozenset[str],
+    ) -> Reply:
+        # Values that change with each request are never indexed: HPACK's dynamic table then
+        # holds only the repeated ones, and its linear search stays short.
+        fields: list[_Field] = [
             (":method", method),
             (":authority", self.authority),
             (":scheme", "https"),
-            (":path", path),
-            *((name.lower(), value) for name, value in headers.items()),
-            ("content-length", str(len(body))),
+            NeverIndexedHeaderTuple(":path", path),
+            *(
+                NeverIndexedHeaderTuple(name, value) if name in volatile else (name, value)
+                for name, value in headers.items()
+            ),
+            NeverIndexedHeaderTuple("content-length", str(len(body))),
         ]
         for _attempt in range(5):  # streams not taken go again on the next connection
             connection = await self._usable()

@@ -1,6 +1,6 @@
 """The README's PostgreSQL paths, run as written (no line rewritten): a throwaway server
-(`notify db up`), the schema, a synthetic log loaded to end now, one worker pass with fake
-providers, the status and the replay of what was written; and the wiki quickstart (the
+(`notify db up`), the schema, a synthetic log loaded to end now, one worker pass with the
+real providers against the local provider servers, the status and the replay of what was written; and the wiki quickstart (the
 example wiki loaded to end now, a worker pass mailing to a local SMTP sink, a mail opened,
 the inbox asked, the one-click unsubscribe posted, the status). Each runs in a directory that
 looks like the clone the README speaks from: ``.venv`` (this interpreter's environment) and
@@ -8,9 +8,11 @@ looks like the clone the README speaks from: ``.venv`` (this interpreter's envir
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -66,6 +68,11 @@ def run_as_written(lines: list[str], work: Path, env: dict[str, str] | None = No
 
 
 def cleanup(work: Path) -> None:
+    sandbox = work / ".notify-push"
+    if (sandbox / "sandbox.pid").exists() and not (sandbox / "received.json").exists():
+        # The script failed before the sandbox's `stop`: end its process.
+        with contextlib.suppress(OSError, ValueError):
+            os.kill(int((sandbox / "sandbox.pid").read_text()), signal.SIGTERM)
     if (work / ".notify-pg" / "data").exists():  # the script failed before `db down`
         notify = Path(sys.prefix) / "bin" / "notify"
         subprocess.run([str(notify), "db", "down", "--delete"], cwd=work, timeout=300)
@@ -89,6 +96,12 @@ def test_the_readme_postgresql_path_runs_as_written() -> None:
         logged = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
         sent = [line for line in logged if line["msg"] == "push sent"]
         assert sent and all(line["outcome"] == "accepted" for line in sent)
+        # Real providers to the local servers: every push sent was taken by one of them.
+        assert {line["provider"] for line in sent} <= {"apns", "fcm"}
+        (taken,) = [line for line in done.stdout.splitlines() if line.startswith("pushes taken")]
+        counts = dict(part.split() for part in taken.removeprefix("pushes taken: ").split(", "))
+        assert int(counts["apns"]) + int(counts["fcm"]) == len(sent)
+        assert (work / ".notify-push" / "providers.toml").exists()
         assert not [line for line in logged if line.get("reason") == "expired"]
         assert (work / "from-pg.jsonl").read_text().count('"decision":"send"') >= len(sent) // 2
         assert "to end now" in done.stderr

@@ -58,15 +58,24 @@ class LocalApns:
         ca: the test CA of its certificate.
         latency: seconds each answer waits.
         goaway_after: answers per connection before a GOAWAY (None: never).
+        open_devices: take pushes to any device token, for any topic (a demo whose devices
+            were never registered here); the other checks stay.
     """
 
     def __init__(
-        self, ca: LocalCa, *, latency: float = 0.0, goaway_after: int | None = None
+        self,
+        ca: LocalCa,
+        *,
+        latency: float = 0.0,
+        goaway_after: int | None = None,
+        open_devices: bool = False,
     ) -> None:
+        self.open_devices = open_devices
         self.server = H2Server(ca, self._handle, latency=latency, goaway_after=goaway_after)
         self.received: list[ReceivedPush] = []
         #: Distinct provider tokens seen.
         self.provider_tokens: set[str] = set()
+        self._verified: dict[str, int] = {}
         self._keys: dict[str, tuple[str, ec.EllipticCurvePublicKey]] = {}
         self._devices: dict[str, str] = {}
         self._answers: dict[str, list[Answer]] = {}
@@ -105,6 +114,11 @@ class LocalApns:
         scheme, _space, token = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             return apns_error(403, "MissingProviderToken")
+        issued = self._verified.get(token)
+        if issued is not None:  # verified before (as APNs keeps a token it checked)
+            if issued < time.time() - 3600:
+                return apns_error(403, "ExpiredProviderToken")
+            return None
         try:
             kid = jwt.get_unverified_header(token).get("kid")
             team, public = self._keys[str(kid)]
@@ -119,6 +133,7 @@ class LocalApns:
             return apns_error(403, "ExpiredProviderToken")
         with self._lock:
             self.provider_tokens.add(token)
+            self._verified[token] = int(claims["iat"])
         return None
 
     def _checked(self, request: Request, device: str) -> Answer | None:
@@ -126,10 +141,11 @@ class LocalApns:
         topic = headers.get("apns-topic")
         if not topic:
             return apns_error(400, "MissingTopic")
-        if device not in self._devices:
-            return apns_error(400, "BadDeviceToken")
-        if self._devices[device] != topic:
-            return apns_error(400, "DeviceTokenNotForTopic")
+        if not self.open_devices:
+            if device not in self._devices:
+                return apns_error(400, "BadDeviceToken")
+            if self._devices[device] != topic:
+                return apns_error(400, "DeviceTokenNotForTopic")
         if headers.get("apns-push-type") not in ("alert", "background"):
             return apns_error(400, "InvalidPushType")
         if headers.get("apns-priority") not in ("5", "10"):
