@@ -1,8 +1,9 @@
 """The README's PostgreSQL paths, run as written (no line rewritten): a throwaway server
 (`notify db up`), the schema, a synthetic log loaded to end now, one worker pass with the
-real providers against the local provider servers, the status and the replay of what was written; and the wiki quickstart (the
-example wiki loaded to end now, a worker pass mailing to a local SMTP sink, a mail opened,
-the inbox asked, the one-click unsubscribe posted, the status). Each runs in a directory that
+real providers against the local provider servers, the status and the replay of what was
+written; and the wiki quickstart (the example wiki loaded to end now, a worker pass mailing
+to a local SMTP sink, a mail opened, the inbox asked, the one-click unsubscribe posted, the
+status). Each runs in a directory that
 looks like the clone the README speaks from: ``.venv`` (this interpreter's environment) and
 ``examples`` linked in. The servers are stopped and deleted at the end."""
 

@@ -6,7 +6,8 @@ its token endpoint and a local Web Push service, each over TLS with a test CA ma
 it writes there the keys (a team's ``.p8``, a service account, a VAPID key) and
 ``DIR/providers.toml``, which ``notify worker --providers`` takes as it is, and prints that
 path once the servers answer. ``... stop DIR`` ends the process and prints how many pushes
-each server took (``pushes taken: apns 12, fcm 9, webpush 0``). For tests, staging and the README's path; nothing leaves loopback.
+each server took (``pushes taken: apns 12, fcm 9, webpush 0``). For tests, staging and the
+README's path; nothing leaves loopback.
 
 `serve_pipe` is the same servers in a child process driven over a pipe
 (bench/bench_push_providers.py).
