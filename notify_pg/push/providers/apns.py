@@ -254,7 +254,7 @@ class ApnsProvider:
             )
         except (ConnectionLost, TimeoutError, OSError):
             # A push whose connection ended under it may have been taken: at least once (the
-            # app replaces a push by its id, seed 001).
+            # app replaces a push by its id, R1 and docs/push-providers.md).
             return SendResult(result_class=ResultClass.RETRY)
         return self._sorted(answer, registration, token)
 

@@ -3,7 +3,7 @@
 One vocabulary serves every provider: ``k`` (the kind, or ``sync``), ``id`` (the notification
 id), ``thread``, ``message``, ``target``, ``quiet``, ``count``, ``badge``, ``instance`` and,
 for a badge sync, ``cleared``. Members that are absent (no thread, count 0, not quiet) are left
-out. The forms per provider (seed 001, the provider port):
+out. The forms per provider (R3, docs/push-providers.md):
 
 - APNs (`apns_payload`): ``aps`` with the badge, the thread as ``thread-id`` and, for a
   hint, an alert that names only a localisation key of the app (``hint.<kind>``) and
