@@ -90,6 +90,8 @@ def test_the_worker_pushes_through_apns(
     assert "PRIVATE KEY" not in result.stderr and key.splitlines()[1] not in result.stderr
     for token in apns.received:
         assert token.device not in result.stderr
+    status = CliRunner().invoke(cli, ["db", "status", "--dsn", db_dsn])
+    assert status.exit_code == 0 and key.splitlines()[1] not in status.output
     successes = conn.execute(
         f"SELECT count(*) FROM {SCHEMA}.push_registrations WHERE last_success_at IS NOT NULL"
     ).fetchone()
