@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import attrs
 import h2.config
 import h2.connection
+import h2.errors
 import h2.events
 import h2.exceptions
 from hpack import HeaderTuple, NeverIndexedHeaderTuple
@@ -162,8 +163,11 @@ class _Connection:
         status = int(values.pop(":status", "0"))
         future.set_result(Reply(status, values, bytes(body)))
 
-    async def request(self, headers: list[_Field], body: bytes) -> asyncio.Future[Reply]:
-        """Open one stream and send the request; the future of its answer."""
+    async def request(
+        self, headers: list[_Field], body: bytes
+    ) -> tuple[int, asyncio.Future[Reply]]:
+        """Open one stream and send the request; the stream's id and the future of its
+        answer."""
         # len(self.streams): h2's own count walks every stream at each call.
         while len(self.streams) >= self.h2.remote_settings.max_concurrent_streams:
             if not self.usable:
@@ -188,13 +192,23 @@ class _Connection:
                 self.changed.clear()
                 await self.changed.wait()
                 if future.done():
-                    return future
+                    return stream_id, future
                 continue
             chunk = body[sent : sent + window]
             sent += len(chunk)
             self.h2.send_data(stream_id, chunk, end_stream=sent == len(body))
         self.flush_soon()
-        return future
+        return stream_id, future
+
+    def abandon(self, stream_id: int) -> None:
+        """Give up a stream whose answer did not come in time: reset it and free its place."""
+        if self.streams.pop(stream_id, None) is None:
+            return
+        with contextlib.suppress(h2.exceptions.H2Error):
+            self.h2.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
+        self.flush_soon()
+        self.changed.set()
+        self.close_when_done()
 
     def close(self) -> None:
         self.usable = False
@@ -301,8 +315,12 @@ class H2Client:
         for _attempt in range(5):  # streams not taken go again on the next connection
             connection = await self._usable()
             try:
-                future = await connection.request(fields, body)
-                return await asyncio.wait_for(future, self.timeout)
+                stream_id, future = await connection.request(fields, body)
+                try:
+                    return await asyncio.wait_for(future, self.timeout)
+                except TimeoutError:
+                    connection.abandon(stream_id)
+                    raise
             except _NotTaken:
                 continue
         raise ConnectionLost("the server took the request on no connection")

@@ -240,3 +240,19 @@ def test_the_provider_token_is_made_anew_before_an_hour_and_not_before_20_minute
 def test_an_expired_provider_token_is_a_retry(apns: LocalApns, provider: ApnsProvider) -> None:
     apns.program(DEVICE, apns_error(403, "ExpiredProviderToken"))
     assert provider.send(registration("apns", DEVICE), HINT).result_class == "retry"
+
+
+def test_an_answer_that_does_not_come_in_time_is_a_retry_and_frees_its_stream(
+    ca: LocalCa, key: ApnsKey
+) -> None:
+    slow = LocalApns(ca, latency=1.0, open_devices=True).start()
+    key = ApnsKey.from_p8(slow.team_key(TEAM, KID), key_id=KID, team_id=TEAM)
+    provider = ApnsProvider(key, production_url=slow.server.url, ca_file=ca.ca_file, timeout=0.2)
+    try:
+        results = [provider.send(registration("apns", DEVICE), HINT) for _ in range(3)]
+        connection = provider._clients["production"]._connection
+        assert connection is not None and connection.streams == {}
+    finally:
+        provider.close()
+        slow.close()
+    assert [r.result_class.value for r in results] == ["retry"] * 3
