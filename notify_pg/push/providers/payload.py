@@ -12,7 +12,8 @@ out. The forms per provider (R3, docs/push-providers.md):
 - FCM (`fcm_data`): a data message, every value a string; ``cleared`` is the ids joined
   by commas in their order, left out entirely when the data would pass `FCM_DATA_LIMIT`.
 - Web Push and UnifiedPush (`webpush_payload`): the members as JSON with their own types,
-  ``cleared`` as a list, encrypted (RFC 8291) before it leaves.
+  ``cleared`` as a list (left out entirely when it would not fit one record), encrypted
+  (RFC 8291) before it leaves.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from notify_core.values.kinds import Kind
 
 __all__ = [
     "FCM_DATA_LIMIT",
+    "WEBPUSH_LIMIT",
     "apns_payload",
     "fcm_data",
     "is_visible",
@@ -106,6 +108,15 @@ def fcm_data(notification: Notification, limit: int = FCM_DATA_LIMIT) -> dict[st
     return data
 
 
-def webpush_payload(notification: Notification) -> bytes:
-    """The Web Push (and UnifiedPush) plaintext: the members as compact JSON."""
-    return _compact(members(notification))
+#: The largest Web Push plaintext: one aes128gcm record of a 4096-byte message (RFC 8291:
+#: 86 bytes of header, a 16-byte tag and the delimiter).
+WEBPUSH_LIMIT: Final = 4096 - 86 - 17
+
+
+def webpush_payload(notification: Notification, limit: int = WEBPUSH_LIMIT) -> bytes:
+    """The Web Push (and UnifiedPush) plaintext: the members as compact JSON; a badge sync's
+    ``cleared`` is left out entirely when it would not fit ``limit`` bytes (as for FCM)."""
+    plain = _compact(members(notification))
+    if len(plain) > limit and notification.kind is Kind.SYNC:
+        return _compact({k: v for k, v in members(notification).items() if k != "cleared"})
+    return plain

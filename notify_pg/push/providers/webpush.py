@@ -38,6 +38,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from notify_core.hints.delivery import DisableReason, Notification, ResultClass, SendResult
+from notify_core.values.kinds import Kind
 from notify_pg.push.providers.health import ProviderAlerts, ProviderHealth
 from notify_pg.push.providers.payload import is_visible, webpush_payload
 from notify_pg.push.providers.transport import client, log_answer, retry_after
@@ -217,7 +218,7 @@ def _topic(notification: Notification) -> str | None:
     ``sync`` for a badge sync."""
     if notification.thread is not None:
         return b64url(hashlib.sha256(notification.thread.encode()).digest()[:16])
-    return "sync" if notification.kind.value == "sync" else None
+    return "sync" if notification.kind is Kind.SYNC else None
 
 
 class WebPushProvider:

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from provider_parts import HINT, QUIET, SYNC, Alerts, registration
 
-from notify_core.hints.delivery import ResultClass, SendResult
+from notify_core.hints.delivery import Notification, ResultClass, SendResult
 from notify_pg.push.providers.local.h2server import Answer
 from notify_pg.push.providers.local.tls import LocalCa
 from notify_pg.push.providers.local.webpush import LocalPushService
@@ -197,3 +197,16 @@ def test_encrypt_round_trips_through_http_ece_with_a_fixed_salt() -> None:
         }
     )
     assert Subscription(token).audience == "https://push.example.com"
+
+
+def test_a_sync_whose_cleared_would_not_fit_one_record_leaves_cleared_out(
+    service: LocalPushService, provider: WebPushProvider
+) -> None:
+    token = service.subscribe("s-1")
+    many = [f"thread-{i:06d}" for i in range(400)]  # about 6 kB as a JSON list
+    sync = Notification(id="n-9", kind="sync", badge=0, cleared=many)
+    assert provider.send(registration("webpush", token), sync).result_class == "accepted"
+    assert decrypted(service, 0) == {"k": "sync", "id": "n-9", "badge": 0}
+    fits = Notification(id="n-10", kind="sync", badge=0, cleared=many[:100])
+    provider.send(registration("webpush", token), fits)
+    assert decrypted(service, 1)["cleared"] == many[:100]
