@@ -40,7 +40,7 @@ def lint(session: nox.Session) -> None:
 
 #: What the types session installs: every extra the packages import (mypy reads their
 #: types), as the dev extras hold them. tests/project/test_nox.py checks it against pyproject.toml.
-TYPES_EXTRAS = ".[pg,server,serve,report,dask,metrics]"
+TYPES_EXTRAS = ".[pg,server,serve,report,dask,metrics,push]"
 #: What the docs session installs: mkdocs, its theme and plugins of mkdocs.yml, and the
 #: packages with every extra (mkdocstrings imports them). tests/project/test_nox.py checks it.
 DOCS_TOOLS_INSTALL = [".[dev]", "mkdocs>=1.6", "mkdocstrings[python]>=0.25", "mkdocs-material>=9.5"]

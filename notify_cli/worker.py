@@ -79,6 +79,14 @@ def _logging(level: str, log_format: str = "json") -> None:
     help="Accept every push for provider NAME without sending (demo and tests; repeatable).",
 )
 @click.option(
+    "--providers",
+    "providers_file",
+    metavar="FILE",
+    help="TOML file of the push providers to send through (apns, fcm, webpush, unifiedpush): "
+    "their ids, key files or variables, endpoints (docs/push-providers.md). Needs the push "
+    "extra.",
+)
+@click.option(
     "--partitions",
     type=click.IntRange(min=1),
     default=DEFAULT_PARTITIONS,
@@ -194,6 +202,7 @@ def worker(
     policy_file: str | None,
     poll_interval: float,
     fake_providers: tuple[str, ...],
+    providers_file: str | None,
     partitions: int,
     partition_takeover: float,
     statement_timeout: float,
@@ -217,8 +226,11 @@ def worker(
 
     Reads the event log of --schema in seq order, decides hints with the facts of the
     reference host in --host-schema, runs windows, delayed pushes and badge syncs when they
-    come due and sends pushes through the registered providers (none unless --fake-provider:
-    pushes of other providers are skipped as no_provider), and fans out the inbox's outbox
+    come due and sends pushes through the providers of --providers (and --fake-provider). The
+    worker logs the providers it serves at start and warns once for each provider that has
+    registrations but is not served: their pushes are skipped as no_provider. A provider's
+    configuration fault (a bad key, a wrong team, a revoked account) pauses that provider with
+    one log line and the alert metric. It fans out the inbox's outbox
     into entries (the reference host's wiki, or the host's own ports given by --inbox-host; the
     purge at the start and then every --purge-every seconds). SIGTERM or SIGINT finish the
     round in progress only and exit 0 (provider results not written yet are written first
@@ -282,6 +294,14 @@ def worker(
         dsn, schema, host_schema=host_schema, host_migrated=inbox_host is None, command="worker"
     )
     metrics = _metrics(metrics_port, metrics_host) if metrics_port is not None else None
+    providers: list[Any] = [FakeProvider(name) for name in fake_providers]
+    if providers_file is not None:
+        try:
+            providers += _providers(providers_file, config.max_age, metrics, set(fake_providers))
+        except BadInput:
+            if metrics is not None:
+                metrics.close()
+            raise
 
     def connect() -> psycopg.Connection[Any]:
         return psycopg.connect(
@@ -299,7 +319,7 @@ def worker(
         schema=schema,
         policy=policy,
         config=config,
-        providers=[FakeProvider(name) for name in fake_providers],
+        providers=providers,
         recorder=metrics.recorder if metrics is not None else None,
         purge_every=timedelta(seconds=purge_every),
     )
@@ -315,18 +335,22 @@ def worker(
             # round, with the positions named (PartitionError), not retried in the loop.
             built.prepare()
             from notify_pg.ops.status import warn_plain_http  # there: the pg extra is in
+            from notify_pg.push.providers.announce import announce_providers
 
             warn_plain_http(connect, wiki, log)
             if once:
+                announce_providers(connect, schema, providers, built.worker.push.unserved_warned)
                 # A signal ends --once after the round in progress, too.
                 built.run_until_idle(stop)
         except NotifyError as exc:
             built.close()
+            _close_providers(providers)
             if metrics is not None:
                 metrics.close()
             raise BadInput(f"worker: {exc}") from None
         if once:
             built.close()
+            _close_providers(providers)
             if metrics is not None:
                 metrics.close()
             return
@@ -334,11 +358,41 @@ def worker(
             "worker started",
             extra={"fields": {"consumer": config.consumer, "partitions": config.partitions}},
         )
+        announce_providers(connect, schema, providers, built.worker.push.unserved_warned)
         built.run(stop)
+        _close_providers(providers)
         if metrics is not None:
             metrics.close()
         counts = work_counts(built.worker) | inbox_counts(built.fanout)
         log.info("worker stopped", extra={"fields": counts})
+
+
+def _providers(path: str, max_age: timedelta, metrics: Any, fakes: set[str]) -> list[Any]:
+    """The providers of ``--providers FILE`` (`notify_pg.push.providers.config`), or exit 2
+    saying why not (never with a secret)."""
+    try:
+        from notify_pg.push.providers.config import ProviderConfigError, load_providers
+    except ImportError as exc:  # httpx, h2 or PyJWT missing: the push extra is not installed
+        raise BadInput(
+            f"--providers needs the push extra (pip install 'notify-engine[push]'): {exc}"
+        ) from None
+    alerts = metrics.recorder if metrics is not None else None
+    try:
+        providers = load_providers(path, max_age=max_age, alerts=alerts)
+    except ProviderConfigError as exc:
+        raise BadInput(f"--providers {path}: {exc}") from None
+    both = sorted({p.name for p in providers} & fakes)
+    if both:
+        _close_providers(providers)
+        raise BadInput(f"--providers {path}: {both[0]} is also a --fake-provider")
+    return providers
+
+
+def _close_providers(providers: list[Any]) -> None:
+    """Close the providers' connections (`notify_pg.push.providers.announce.close_providers`)."""
+    from notify_pg.push.providers.announce import close_providers
+
+    close_providers(providers)
 
 
 def _metrics(port: int, host: str, service: str = "notify-worker") -> Any:

@@ -223,7 +223,7 @@ CREATE TABLE {schema}.push_registrations (
     disabled_reason    text,
     CONSTRAINT push_registrations_pkey PRIMARY KEY (id),
     CONSTRAINT push_registrations_provider_check
-        CHECK (provider IN ('apns', 'fcm', 'unifiedpush', 'wns')),
+        CHECK (provider IN ('apns', 'fcm', 'unifiedpush', 'webpush', 'wns')),
     CONSTRAINT push_registrations_environment_check
         CHECK (environment IN ('production', 'sandbox')),
     CONSTRAINT push_registrations_disabled_reason_check

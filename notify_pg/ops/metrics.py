@@ -118,6 +118,17 @@ class OtelRecorder:
             unit="{round}",
             description="Worker rounds that failed and rolled back, by round.",
         )
+        self._paused = meter.create_up_down_counter(
+            "notify.push.provider.paused",
+            unit="{provider}",
+            description="1 while a provider is paused by a configuration fault (alert on it), "
+            "by provider.",
+        )
+        self._faults = meter.create_counter(
+            "notify.push.provider.faults",
+            unit="{pause}",
+            description="Pauses of a provider by a configuration fault, by provider and reason.",
+        )
 
     def hints(self, hints: Sequence[Hint]) -> None:
         """Count each hint by kind and decision, and each skip by its metric reason (D10)."""
@@ -171,6 +182,15 @@ class OtelRecorder:
     def round_failed(self, round_name: str) -> None:
         """Count a failed round."""
         self._failures.add(1, {"notify.round": round_name})
+
+    def provider_paused(self, provider: str, reason: str) -> None:
+        """A provider paused by a configuration fault (`notify_pg.push.providers.health`)."""
+        self._paused.add(1, {"notify.push.provider": provider})
+        self._faults.add(1, {"notify.push.provider": provider, "notify.reason": reason})
+
+    def provider_resumed(self, provider: str) -> None:
+        """A paused provider answered without a fault again."""
+        self._paused.add(-1, {"notify.push.provider": provider})
 
 
 #: Bucket bounds of request durations (seconds): most answers take a few milliseconds.

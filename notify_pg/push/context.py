@@ -260,6 +260,9 @@ class PushContext:
         self.preferences = PreferenceRepository(host, self.events, schema)
         self.registrations = RegistrationRepository(schema)
         self.gate = gate or ProviderGate.for_process(config.max_concurrent_requests)
+        #: Providers with registrations this worker has warned about (it serves none of that
+        #: name): the warning comes once, not per push.
+        self.unserved_warned: set[str] = set()
 
     def pipeline(
         self,

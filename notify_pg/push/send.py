@@ -45,6 +45,7 @@ from notify_core.hints.pipeline import Pipeline
 from notify_core.values.kinds import THREAD_KINDS, Kind, kind_from_code, kind_name
 from notify_pg.push.context import PushContext
 from notify_pg.push.providers import PushProvider
+from notify_pg.push.providers.announce import warn_unserved
 from notify_pg.push.session import Session
 from notify_pg.push.world import PgWorld
 from notify_pg.stores.registrations import Registration
@@ -257,10 +258,16 @@ class SendRound:
                 finished.append(claimed.id)
                 self.push.stats.skipped[checked] += 1
                 self.push.recorder.push_skipped(checked, claimed.kind)
-                _log.info(
-                    "push skipped",
-                    extra={"fields": {"kind": kind_name(claimed.kind), "reason": checked}},
-                )
+                if checked == "no_provider":
+                    # One warning per provider and process, not a line per push.
+                    warn_unserved(
+                        found[claimed.registration_id][0].provider, self.push.unserved_warned
+                    )
+                else:
+                    _log.info(
+                        "push skipped",
+                        extra={"fields": {"kind": kind_name(claimed.kind), "reason": checked}},
+                    )
             else:
                 ready.append(checked)
         if finished:

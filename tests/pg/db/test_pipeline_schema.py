@@ -50,7 +50,7 @@ def test_push_registrations_as_seed_001_note_2(conn: psycopg.Connection[Any]) ->
     defs = {n: d for t, n, _k, d in cat["constraints"] if t == "push_registrations"}
     assert defs["push_registrations_provider_token_key"] == "UNIQUE (provider, token)"
     assert (
-        "'apns'::text, 'fcm'::text, 'unifiedpush'::text, 'wns'::text"
+        "'apns'::text, 'fcm'::text, 'unifiedpush'::text, 'webpush'::text, 'wns'::text"
         in (defs["push_registrations_provider_check"])
     )
     assert "'production'::text, 'sandbox'::text" in defs["push_registrations_environment_check"]

@@ -87,11 +87,18 @@ def test_worker_without_provider_skips_no_provider(
     seed_now(conn)
     result = CliRunner().invoke(cli, ["worker", "--dsn", db_dsn, "--once"])
     assert result.exit_code == 0, result.output
-    skipped = [json.loads(line) for line in result.stderr.splitlines()]
-    assert [line["reason"] for line in skipped if line["msg"] == "push skipped"] == [
-        "no_provider",
-        "no_provider",
-    ]
+    lines = [json.loads(line) for line in result.stderr.splitlines()]
+    assert [line["providers"] for line in lines if line["msg"] == "push providers"] == [[]]
+    # One warning at start, naming the provider and its registrations; no line per push.
+    (missing,) = [line for line in lines if line["msg"] == "push provider missing"]
+    assert (missing["level"], missing["provider"], missing["registrations"]) == (
+        "warning",
+        "apns",
+        3,
+    )
+    assert not [line for line in lines if line["msg"] == "push skipped"]
+    (push_round,) = [line for line in lines if line["msg"] == "push round"]
+    assert (push_round["sends"], push_round["calls"]) == (2, 0)  # both skipped, no_provider
 
 
 def test_worker_stops_cleanly_on_sigterm(conn: psycopg.Connection[Any], db_dsn: str) -> None:

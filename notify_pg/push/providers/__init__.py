@@ -1,10 +1,15 @@
-"""Push providers (R1, R3): the port, the process-wide request limit and a fake.
+"""Push providers (R1, R3): the port, the process-wide request limit, a fake, the real ones.
 
 A provider sends one `notify_core.hints.delivery.Notification` to one `Registration` and sorts the
-answer into a `notify_core.hints.delivery.SendResult`. Real providers (APNs, FCM ...) live outside
-this package; `FakeProvider` is the test double: programmable results per registration and a
-record of every call. A notification carries only IDs, the kind, flags, a count and the badge
-(R3), so nothing a provider receives is text of a message.
+answer into a `notify_core.hints.delivery.SendResult`. `FakeProvider` is the test double:
+programmable results per registration and a record of every call. The real providers are the
+modules of this package, one per provider: `apns` (HTTP/2, ES256 provider tokens), `fcm` (FCM
+HTTP v1, a service account's OAuth tokens), `webpush` (Web Push and UnifiedPush: VAPID and
+aes128gcm), built from a TOML file by `config`; `health` pauses a provider after a
+configuration fault, `announce` names the providers a worker serves and lacks, `payload` builds
+what each carries, `local` holds local servers that speak their protocols (tests, bench,
+staging). A notification carries only IDs, the kind, flags, a count and the badge (R3), so
+nothing a provider receives is text of a message.
 """
 
 from __future__ import annotations

@@ -1,0 +1,180 @@
+"""Speed of the real push providers against local servers with 20 ms of latency, as JSON.
+
+Issue 36 item 7: pushes per second that one worker sends to the local APNs and FCM servers
+(`notify_pg.push.providers.local`: HTTP/2 over TLS, every request checked: the APNs provider
+token verified, the FCM access token and message checked) answering each push after
+``--latency`` seconds (20 ms), with nothing lost or doubled: every push is counted by its
+notification id at the server. Goal: at least 3,000 pushes per second per worker.
+
+The client side is the worker's send step (`notify_pg.push.send.SendRound`, step 2): up to
+``max_concurrent_requests`` provider calls at once under a `notify_pg.push.providers.ProviderGate`,
+each pool thread taking the next call, every call an `ApnsProvider.send` or `FcmProvider.send`
+(payload, headers, JWT, one stream of the provider's one HTTP/2 connection, the answer sorted).
+It runs for each ``--concurrency`` (``push.max_concurrent_requests``; the default is 16, and with
+20 ms per answer 16 calls at once cannot pass 800 pushes a second). The servers run in a child
+process, so ``cpu_ms_per_push`` is this process's CPU time (all its threads) over the pushes:
+the client's cost alone. Database work of the push round (claims, results) is not in these
+figures: bench/bench_pg_pipeline.py measures that side. Run:
+``python bench/bench_push_providers.py [--pushes 6000] [--latency 0.02] [--concurrency 16,64,128]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from datetime import UTC, datetime
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from notify_core.hints.delivery import Notification, SendResult
+from notify_pg.push.providers import ProviderGate, PushProvider
+from notify_pg.push.providers.apns import ApnsKey, ApnsProvider
+from notify_pg.push.providers.fcm import FcmProvider, ServiceAccount
+from notify_pg.push.providers.local.sandbox import KEY_ID, TEAM, TOPIC, serve_pipe
+from notify_pg.stores.registrations import Registration
+
+
+def device(index: int) -> str:
+    """The APNs device token of registration ``index`` (hex, as APNs gives them)."""
+    return f"{index:064x}"
+
+
+def registration(provider: str, index: int) -> Registration:
+    """Registration ``index`` of ``provider``."""
+    return Registration(
+        id=f"r-{index}",
+        user_id=f"u-{index}",
+        device_id=f"d-{index}",
+        provider=provider,
+        environment="production",
+        app_id=TOPIC,
+        created_at=datetime(2026, 12, 1, tzinfo=UTC),
+        token=device(index) if provider == "apns" else f"fcm-token-{index}",
+    )
+
+
+def step2(
+    provider: PushProvider, calls: list[tuple[Registration, Notification]], limit: int
+) -> list[SendResult]:
+    """The send step of a push round: ``limit`` threads, each taking the next call, under a
+    gate of ``limit`` requests (as `SendRound._step2` does)."""
+    gate = ProviderGate(limit)
+    results: list[SendResult | None] = [None] * len(calls)
+    pending = deque(range(len(calls)))
+
+    def work() -> None:
+        while True:
+            try:
+                index = pending.popleft()
+            except IndexError:
+                return
+            registration, notification = calls[index]
+            with gate.slot():
+                results[index] = provider.send(registration, notification)
+
+    threads = [threading.Thread(target=work) for _ in range(min(limit, len(calls)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [r for r in results if r is not None]
+
+
+def run(
+    name: str,
+    provider: PushProvider,
+    pipe: Connection,
+    pushes: int,
+    limit: int,
+) -> dict[str, Any]:
+    """One measured run: ``pushes`` pushes at ``limit`` at once; the figures and the count
+    of every notification id at the server."""
+    calls = [
+        (
+            registration(name, i),
+            Notification(
+                id=f"{name}-{limit}-{i}",
+                kind="message",
+                thread=f"t-{i % 97}",
+                message=f"m-{i}",
+                badge=i % 9,
+                quiet=i % 3 == 0,
+            ),
+        )
+        for i in range(pushes)
+    ]
+    start, cpu = time.perf_counter(), time.process_time()
+    results = step2(provider, calls, limit)
+    wall, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    pipe.send("counts")
+    received = pipe.recv()
+    expected = {notification.id for _r, notification in calls}
+    got = {k: v for k, v in received.items() if k.startswith(f"{name}-{limit}-")}
+    return {
+        "provider": name,
+        "concurrency": limit,
+        "pushes": pushes,
+        "pushes_per_s": round(pushes / wall),
+        "wall_s": round(wall, 3),
+        "cpu_ms_per_push": round(cpu_s * 1000 / pushes, 3),
+        "results": dict(Counter(r.result_class.value for r in results)),
+        "lost": len(expected - set(got)),
+        "doubled": sum(1 for count in got.values() if count > 1),
+    }
+
+
+def main(argv: list[str] | None = None, out: Callable[[str], object] = print) -> dict[str, Any]:
+    """Run the bench; print and return its figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pushes", type=int, default=6000)
+    parser.add_argument("--latency", type=float, default=0.02)
+    parser.add_argument("--concurrency", default="16,64,128")
+    args = parser.parse_args(argv)
+    limits = [int(v) for v in args.concurrency.split(",")]
+    with tempfile.TemporaryDirectory() as folder:
+        parent, child = mp.get_context("spawn").Pipe()
+        server = mp.get_context("spawn").Process(
+            target=serve_pipe, args=(child, folder, args.latency), daemon=True
+        )
+        server.start()
+        apns_url, fcm_url, key, account, ca_file = parent.recv()
+        apns = ApnsProvider(
+            ApnsKey.from_p8(key, key_id=KEY_ID, team_id=TEAM),
+            production_url=apns_url,
+            ca_file=ca_file,
+        )
+        fcm = FcmProvider(
+            ServiceAccount.from_json(Path(account).read_text()), url=fcm_url, ca_file=ca_file
+        )
+        runs = []
+        try:
+            for name, provider in (("apns", apns), ("fcm", fcm)):
+                run(name, provider, parent, 20, 4)  # warm: the connection, the token
+                for limit in limits:
+                    runs.append(run(name, provider, parent, args.pushes, limit))
+        finally:
+            apns.close()
+            fcm.close()
+            parent.send("stop")
+            server.join(timeout=10)
+    figures = {
+        "latency_s": args.latency,
+        "goal_pushes_per_s": 3000,
+        "runs": runs,
+        "cores": len(os.sched_getaffinity(0)),
+    }
+    out(json.dumps(figures, indent=2))
+    return figures
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,339 @@
+"""One HTTP/2 connection over TLS to one origin, shared by the worker's threads.
+
+`H2Client.request` may be called from any thread: the connection lives on an event loop
+thread of its own (so TLS and the HTTP/2 state are only ever touched there), each request is
+one stream of it, and as many streams run at once as the server's
+``SETTINGS_MAX_CONCURRENT_STREAMS`` allows. A GOAWAY is honoured as RFC 9113 6.8 says: the
+streams up to its last stream id still get their answers, the streams above it were not taken
+and go again on a new connection, which the next request opens. A connection lost under a
+stream raises `ConnectionLost` (the request may have been taken: at least once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import threading
+from urllib.parse import urlsplit
+
+import attrs
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+from hpack import HeaderTuple, NeverIndexedHeaderTuple
+
+__all__ = ["ConnectionLost", "H2Client", "Reply"]
+
+
+#: One header field of a request: a plain pair, or one HPACK must never index.
+_Field = tuple[str, str] | HeaderTuple
+
+
+class ConnectionLost(Exception):
+    """The connection ended under a stream: the request may or may not have been taken."""
+
+
+class _NotTaken(Exception):
+    """The server did not take the stream (above a GOAWAY's last stream): send it again."""
+
+
+@attrs.frozen
+class Reply:
+    """One answer: the status, the headers (lower-case names) and the body."""
+
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+class _Connection:
+    """One connection; every method runs on the loop thread."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        # The headers are the provider's own: checking each one again costs a third of a
+        # request's CPU time (bench/bench_push_providers.py).
+        config = h2.config.H2Configuration(
+            client_side=True,
+            header_encoding="utf-8",
+            validate_outbound_headers=False,
+            normalize_outbound_headers=False,
+            validate_inbound_headers=False,
+        )
+        self.h2 = h2.connection.H2Connection(config=config)
+        # Huffman coding of every literal costs more CPU time than its few bytes save on a
+        # request of some hundred bytes (a device token in the path, ids): plain literals.
+        encode = self.h2.encoder.encode
+        self.h2.encoder.encode = lambda headers, huffman=False: encode(headers, huffman=False)  # type: ignore[method-assign]
+        self.h2.initiate_connection()
+        self.h2.increment_flow_control_window(2**24)
+        self.streams: dict[int, tuple[asyncio.Future[Reply], list[tuple[str, str]], bytearray]] = {}
+        self.usable = True
+        self.flush_due = False
+        self.changed = asyncio.Event()  # settings, windows or streams changed
+        self.flush()
+        self.task = asyncio.get_running_loop().create_task(self.read())
+
+    def flush(self) -> None:
+        self.flush_due = False
+        data = self.h2.data_to_send()
+        if data:
+            self.writer.write(data)
+
+    def flush_soon(self) -> None:
+        """Write at the end of this turn of the loop: the requests started in one turn go
+        out in one TLS record and one system call, not one each."""
+        if not self.flush_due:
+            self.flush_due = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    async def read(self) -> None:
+        try:
+            while True:
+                data = await self.reader.read(65536)
+                if not data:
+                    break
+                self.received(data)
+        except (ConnectionError, OSError, h2.exceptions.ProtocolError, ssl.SSLError):
+            pass
+        self.usable = False
+        self.fail(lambda _sid: ConnectionLost("the connection ended"))
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+    def fail(self, error: object) -> None:
+        for stream_id, (future, _h, _b) in list(self.streams.items()):
+            if not future.done():
+                future.set_exception(error(stream_id))  # type: ignore[operator]
+        self.streams.clear()
+        self.changed.set()
+
+    def received(self, data: bytes) -> None:
+        for event in self.h2.receive_data(data):
+            if isinstance(event, h2.events.ResponseReceived):
+                held = self.streams.get(event.stream_id or 0)
+                if held is not None:
+                    held[1].extend(event.headers or ())  # type: ignore[arg-type]
+            elif isinstance(event, h2.events.DataReceived):
+                held = self.streams.get(event.stream_id or 0)
+                if held is not None:
+                    held[2].extend(event.data or b"")
+                self.h2.acknowledge_received_data(
+                    event.flow_controlled_length or 0, event.stream_id or 0
+                )
+            elif isinstance(event, h2.events.StreamEnded):
+                self.finish(event.stream_id or 0)
+            elif isinstance(event, h2.events.StreamReset):
+                held = self.streams.pop(event.stream_id or 0, None)
+                if held is not None and not held[0].done():
+                    held[0].set_exception(ConnectionLost("the server reset the stream"))
+                self.changed.set()
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                self.usable = False
+                last = event.last_stream_id or 0
+                above = {sid for sid in self.streams if sid > last}
+                for sid in above:
+                    future = self.streams.pop(sid)[0]
+                    if not future.done():
+                        future.set_exception(_NotTaken())
+                self.changed.set()
+                self.close_when_done()
+            elif isinstance(event, h2.events.RemoteSettingsChanged | h2.events.WindowUpdated):
+                self.changed.set()
+        self.flush()
+
+    def close_when_done(self) -> None:
+        """After a GOAWAY, close once the last stream it left open is answered."""
+        if not self.usable and not self.streams:
+            with contextlib.suppress(Exception):
+                self.writer.close()
+
+    def finish(self, stream_id: int) -> None:
+        held = self.streams.pop(stream_id, None)
+        self.changed.set()
+        self.close_when_done()
+        if held is None or held[0].done():
+            return
+        future, headers, body = held
+        values = dict(headers)
+        status = int(values.pop(":status", "0"))
+        future.set_result(Reply(status, values, bytes(body)))
+
+    async def request(
+        self, headers: list[_Field], body: bytes
+    ) -> tuple[int, asyncio.Future[Reply]]:
+        """Open one stream and send the request; the stream's id and the future of its
+        answer."""
+        # len(self.streams): h2's own count walks every stream at each call.
+        while len(self.streams) >= self.h2.remote_settings.max_concurrent_streams:
+            if not self.usable:
+                raise _NotTaken()
+            self.changed.clear()
+            await self.changed.wait()
+        if not self.usable:
+            raise _NotTaken()
+        stream_id = self.h2.get_next_available_stream_id()
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self.streams[stream_id] = (future, [], bytearray())
+        self.h2.send_headers(stream_id, headers, end_stream=not body)
+        sent = 0
+        while sent < len(body):
+            window = min(
+                self.h2.local_flow_control_window(stream_id),
+                self.h2.max_outbound_frame_size,
+                len(body) - sent,
+            )
+            if window <= 0:
+                self.flush()
+                self.changed.clear()
+                await self.changed.wait()
+                if future.done():
+                    return stream_id, future
+                continue
+            chunk = body[sent : sent + window]
+            sent += len(chunk)
+            self.h2.send_data(stream_id, chunk, end_stream=sent == len(body))
+        self.flush_soon()
+        return stream_id, future
+
+    def abandon(self, stream_id: int) -> None:
+        """Give up a stream whose answer did not come in time: reset it and free its place."""
+        if self.streams.pop(stream_id, None) is None:
+            return
+        with contextlib.suppress(h2.exceptions.H2Error):
+            self.h2.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
+        self.flush_soon()
+        self.changed.set()
+        self.close_when_done()
+
+    def close(self) -> None:
+        self.usable = False
+        with contextlib.suppress(Exception):
+            self.h2.close_connection()
+            self.flush()
+            self.writer.close()
+        self.task.cancel()
+
+
+class H2Client:
+    """HTTP/2 over TLS to one origin (``https://host[:port]``), on a loop thread of its own.
+
+    Args:
+        url: the origin.
+        context: the TLS context (its CA decides whom the client trusts); ALPN ``h2`` is set.
+        timeout: seconds to connect, and for each answer.
+
+    Attributes:
+        opened: connections opened so far.
+    """
+
+    def __init__(self, url: str, *, context: ssl.SSLContext, timeout: float = 10.0) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError("an HTTP/2 provider URL is https://host[:port]")
+        self.host = parts.hostname
+        self.port = parts.port or 443
+        self.authority = parts.netloc
+        self.timeout = timeout
+        context.set_alpn_protocols(["h2"])
+        self._context = context
+        self._connection: _Connection | None = None
+        self._opening: asyncio.Lock | None = None
+        self.opened = 0
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="notify-h2", daemon=True
+        )
+        self._thread.start()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        volatile: frozenset[str] = frozenset(),
+    ) -> Reply:
+        """Send one request and wait for its answer (from any thread). ``headers`` have
+        lower-case names; those in ``volatile`` change with each request (never indexed).
+
+        Raises:
+            ConnectionLost: the connection ended under the stream.
+            TimeoutError: no answer within the timeout.
+            OSError: no connection could be opened.
+        """
+        future = asyncio.run_coroutine_threadsafe(
+            self._request(method, path, headers, body, volatile), self._loop
+        )
+        return future.result()
+
+    async def _usable(self) -> _Connection:
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            connection = self._connection
+            if connection is None or not connection.usable:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(
+                        self.host, self.port, ssl=self._context, server_hostname=self.host
+                    ),
+                    self.timeout,
+                )
+                protocol = writer.get_extra_info("ssl_object").selected_alpn_protocol()
+                if protocol != "h2":
+                    writer.close()
+                    raise ConnectionLost(f"the server does not speak HTTP/2 ({protocol})")
+                connection = self._connection = _Connection(reader, writer)
+                self.opened += 1
+            return connection
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        volatile: frozenset[str],
+    ) -> Reply:
+        # Values that change with each request are never indexed: HPACK's dynamic table then
+        # holds only the repeated ones, and its linear search stays short.
+        fields: list[_Field] = [
+            (":method", method),
+            (":authority", self.authority),
+            (":scheme", "https"),
+            NeverIndexedHeaderTuple(":path", path),
+            *(
+                NeverIndexedHeaderTuple(name, value) if name in volatile else (name, value)
+                for name, value in headers.items()
+            ),
+            NeverIndexedHeaderTuple("content-length", str(len(body))),
+        ]
+        for _attempt in range(5):  # streams not taken go again on the next connection
+            connection = await self._usable()
+            try:
+                stream_id, future = await connection.request(fields, body)
+                try:
+                    return await asyncio.wait_for(future, self.timeout)
+                except TimeoutError:
+                    connection.abandon(stream_id)
+                    raise
+            except _NotTaken:
+                continue
+        raise ConnectionLost("the server took the request on no connection")
+
+    def close(self) -> None:
+        """Close the connection and stop the loop thread."""
+
+        async def stop() -> None:
+            if self._connection is not None:
+                self._connection.close()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
