@@ -388,7 +388,7 @@ def _check_record(record: PreferenceRecord) -> None:
         assert record.suspended_at <= record.deleted_at
 
 
-TestPreferenceStore = PreferenceStoreMachine.LocalCase
+TestPreferenceStore = PreferenceStoreMachine.TestCase
 # max_examples comes from the loaded hypothesis profile (tests/conftest.py).
 TestPreferenceStore.settings = settings(
     stateful_step_count=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
