@@ -326,12 +326,15 @@ def test_query_files_are_named_and_described() -> None:
         assert queries
         for name, text in queries.items():
             # Session settings name no table: the worker's timeouts, a read-write transaction;
-            # nor does the count of a consumer's workers (their advisory locks in pg_locks).
+            # nor does the count of a consumer's workers (their advisory locks in pg_locks), nor
+            # the start-up checks of a schema and its tables (the name is a value of the catalog).
             sessionwide = name in {
                 "lock_migrations",
                 "worker_session",
                 "read_write",
                 "consumer_workers",
+                "schema_exists",
+                "schema_tables",
             }
             assert "{schema}" in text or sessionwide or "pg_advisory" in text, name
             # Values are parameters: no quoted literal other than fixed kinds, levels and keys.
