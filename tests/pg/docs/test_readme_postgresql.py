@@ -1,6 +1,7 @@
 """The README's PostgreSQL paths, run as written (no line rewritten): a throwaway server
-(`notify db up`), the schema, a synthetic log loaded to end now, one worker pass with fake
-providers, the status and the replay of what was written; and the wiki quickstart (the
+(`notify db up`), the schema, a synthetic log loaded to end now, one worker pass with the
+real APNs and FCM providers against the local provider servers, the status and the replay of what
+was written; and the wiki quickstart (the
 example wiki loaded to end now, a worker pass mailing to a local SMTP sink, a mail opened,
 the inbox asked, the one-click unsubscribe posted, the status). Each runs in a directory that
 looks like the clone the README speaks from: ``.venv`` (this interpreter's environment) and
@@ -11,9 +12,11 @@ are stopped and deleted at the end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -87,6 +90,10 @@ def run_as_written(lines: list[str], work: Path, env: dict[str, str] | None = No
 
 
 def cleanup(work: Path) -> None:
+    for pid in (work / ".notify-pg").glob("*/push/sandbox.pid"):
+        if not (pid.parent / "received.json").exists():  # a script failed before its `stop`
+            with contextlib.suppress(OSError, ValueError):
+                os.kill(int(pid.read_text()), signal.SIGTERM)
     notify = Path(sys.prefix) / "bin" / "notify"
     for data in (work / ".notify-pg").glob("*/pg/data"):  # a script failed before `db down`
         down = [str(notify), "db", "down", "--dir", str(data.parent), "--delete"]
@@ -123,6 +130,14 @@ def test_the_readme_postgresql_path_runs_as_written() -> None:
             logged = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
             sent = [line for line in logged if line["msg"] == "push sent"]
             assert sent and all(line["outcome"] == "accepted" for line in sent)
+            # Real providers to the local servers: every push sent was taken by one of them.
+            assert {line["provider"] for line in sent} <= {"apns", "fcm"}
+            (taken,) = [
+                line for line in done.stdout.splitlines() if line.startswith("pushes taken")
+            ]
+            counts = dict(part.split() for part in taken.removeprefix("pushes taken: ").split(", "))
+            assert int(counts["apns"]) + int(counts["fcm"]) == len(sent), run
+            assert (runs_of(work, "demo")[-1] / "push" / "providers.toml").exists()
             assert not [line for line in logged if line.get("reason") == "expired"]
             from_pg = runs_of(work, "demo")[-1] / "from-pg.jsonl"
             assert from_pg.read_text().count('"decision":"send"') >= len(sent) // 2
