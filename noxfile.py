@@ -123,6 +123,7 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/core/hints/test_decide.py",
             "tests/core/hints/test_decide_switches.py",
             "tests/core/hints/test_decision_values_fast.py",
+            "tests/core/hints/test_decide_boundaries.py",
         ],
     ),
     "delivery": (["notify_core/hints/delivery.py"], ["tests/core/hints/test_delivery.py"]),
@@ -131,7 +132,10 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["tests/core/hints/test_badge.py", "tests/core/hints/test_badge_reference.py"],
     ),
     "fanout": (["notify_core/inbox/fanout.py"], ["tests/core/inbox/test_inbox.py"]),
-    "coalesce": (["notify_core/inbox/coalesce.py"], ["tests/core/inbox/test_inbox.py"]),
+    "coalesce": (
+        ["notify_core/inbox/coalesce.py"],
+        ["tests/core/inbox/test_inbox.py", "tests/core/inbox/test_coalesce.py"],
+    ),
     "cadence": (
         ["notify_core/mail/cadence.py"],
         ["tests/core/mail/test_mail_cadence.py", "tests/core/mail/test_mail_tables.py"],
