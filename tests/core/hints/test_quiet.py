@@ -554,3 +554,12 @@ class TestLocalCache:
         berlin = ZoneInfo("Europe/Berlin")
         assert covered([self.RULE], at("2026-10-23T08:30:00Z"), berlin, cache)  # type: ignore[arg-type]
         assert cache == {berlin: (4, 10 * 60 + 30)}
+
+
+def test_q6_an_offset_change_from_utc_plus_zero_is_found() -> None:
+    # London springs forward at 01:00Z on 2026-03-29, from +00 (the offset of a machine on
+    # UTC): a rule to 01:30 local ends when the clock jumps to 02:00.
+    rule = QuietRule(
+        weekdays=EVERY_DAY, start_local="22:00", end_local="01:30", time_zone="Europe/London"
+    )
+    assert quiet_until([rule], at("2026-03-29T00:30:00Z"), None) == at("2026-03-29T01:00:00Z")
