@@ -668,3 +668,49 @@ def test_e2_errors_carry_code_message_and_pointer(
     with pytest.raises(kind) as err:
         make()  # type: ignore[operator]
     assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)  # type: ignore[attr-defined]
+
+
+def test_e3_the_delay_given_is_the_delay_used() -> None:
+    entries = [QueuedEmail(entry="a", category="watched_page", email="pending")]
+    moved = reschedule(
+        entries,
+        person="ana",
+        old=DAILY_9,
+        new=IMMEDIATE,
+        old_time_zone=None,
+        new_time_zone=None,
+        now=at("2026-11-30T12:00:00Z"),
+        digest_categories=DIGEST_KEYS,
+        delay=timedelta(seconds=7),
+    )
+    assert moved == {"a": at("2026-11-30T12:00:07Z")}
+
+
+def test_e3_reschedule_names_now() -> None:
+    with pytest.raises(NaiveDatetime) as err:
+        reschedule(
+            [],
+            person="ana",
+            old=DAILY_9,
+            new=IMMEDIATE,
+            old_time_zone=None,
+            new_time_zone=None,
+            now=datetime(2026, 11, 30, 12),
+            digest_categories=DIGEST_KEYS,
+        )
+    assert err.value.message == "now is a naive datetime: give it a time zone"
+
+
+def test_e2_daily_slots_at_the_ends_of_the_datetime_range() -> None:
+    # The day before the first date does not exist: the search goes on with the first day.
+    first = person_with_offset(0)
+    start = datetime(1, 1, 1, tzinfo=UTC)
+    slot = email_after_for(daily(9), start, person=first, digest=True, time_zone="UTC")
+    assert slot == datetime(1, 1, 1, 9, tzinfo=UTC)
+    # After the last date's slot there is none left: an error that says so.
+    with pytest.raises(InvalidInput) as err:
+        due(daily(0), "9999-12-31T23:30:00Z", first, "UTC")
+    assert (err.value.code, err.value.message) == (
+        "instant_out_of_range",
+        "no daily slot within the datetime range",
+    )
