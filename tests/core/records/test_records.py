@@ -322,3 +322,18 @@ def test_a_gap_exactly_at_the_bound_is_a_supersession() -> None:
     [at] = supersession_gaps(history, timedelta(microseconds=1))
     [past] = supersession_gaps(history, timedelta(0))
     assert (at.reading, past.reading) == (GapReading.SUPERSESSION, GapReading.AMBIGUOUS)
+
+
+def test_a_record_still_in_effect_does_not_end_the_reading() -> None:
+    """A record not deleted (the pair has no gap) is skipped, and the pairs after it are
+    still read."""
+    store = put(ONE, "user_u", "pref_088", T2, format="plain")
+    rogue = attrs.evolve(one(ONE, "pref_001"), preference_id="p0")
+    store, _ = store.delete("pref_088", now=T3)
+    deleted = one(store, "pref_088")
+    successor = attrs.evolve(deleted, preference_id="p9", status="active", deleted_at=None,
+                             set_at=T3)  # fmt: skip
+    gaps = supersession_gaps([rogue, deleted, successor], timedelta(0))
+    assert [(g.prior, g.successor, g.reading) for g in gaps] == [
+        ("pref_088", "p9", GapReading.SUPERSESSION)
+    ]
