@@ -131,7 +131,10 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["notify_core/hints/badge.py"],
         ["tests/core/hints/test_badge.py", "tests/core/hints/test_badge_reference.py"],
     ),
-    "fanout": (["notify_core/inbox/fanout.py"], ["tests/core/inbox/test_inbox.py"]),
+    "fanout": (
+        ["notify_core/inbox/fanout.py"],
+        ["tests/core/inbox/test_inbox.py", "tests/core/inbox/test_fanout.py"],
+    ),
     "coalesce": (
         ["notify_core/inbox/coalesce.py"],
         ["tests/core/inbox/test_inbox.py", "tests/core/inbox/test_coalesce.py"],
