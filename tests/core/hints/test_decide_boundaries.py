@@ -148,7 +148,7 @@ class TestAgainstTheRules:
     def test_d1_to_d7_decide_and_decide_all_follow_the_rules(
         self, ev: EventFacts, data: st.DataObject
     ) -> None:
-        people = data.draw(st.lists(s.recipients(ev.now), min_size=1, max_size=3))
+        people = data.draw(st.lists(s.recipients(ev.now), min_size=1, max_size=2))
         expected = [expected_decision(ev, p) for p in people]
         assert [decide(ev, p) for p in people] == expected
         assert decide_all(ev, people) == expected
