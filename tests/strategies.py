@@ -72,7 +72,8 @@ def near(now: datetime) -> st.SearchStrategy[datetime]:
     and after, a few minutes or hours away, or any moment (DST changes included)."""
     second = timedelta(seconds=1)
     return st.one_of(
-        st.sampled_from([now, now - second, now + second]),
+        st.just(now),
+        st.sampled_from([now - second, now + second]),
         st.integers(-36 * 3600, 36 * 3600).map(lambda s: now + timedelta(seconds=s)),
         moments,
     )
@@ -201,4 +202,31 @@ def recipients(draw: st.DrawFn, now: datetime | None = None) -> RecipientFacts:
         devices=draw(devices),
         connections=draw(st.one_of(st.just([]), connections)),
         window_end=window,
+    )
+
+
+@st.composite
+def gated_recipients(draw: st.DrawFn, now: datetime) -> RecipientFacts:
+    """Recipients who pass D1-D2 and whose facts sit at the boundaries around ``now``: a
+    row muted until about ``now``, quiet rules starting or ending at ``now``'s minute; the
+    facts `decide_all`'s inlined loop reads for every leveled kind."""
+    user_zone = draw(st.one_of(st.none(), zones))
+    row = st.builds(
+        Preference, level=st.sampled_from([Level.ALL, Level.MENTIONS]), muted_until=near(now)
+    )
+    return RecipientFacts(
+        allowed=True,
+        run_starter=True,
+        level=draw(
+            st.builds(
+                LevelFacts,
+                thread=st.one_of(st.none(), row),
+                channel=row,
+                instance_default=levels,
+            )
+        ),
+        user_time_zone=user_zone,
+        quiet_rules=draw(st.lists(rules_near(now, user_zone), min_size=1, max_size=2)),
+        devices=draw(devices),
+        connections=draw(st.one_of(st.just([]), connections)),
     )

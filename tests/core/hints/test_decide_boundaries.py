@@ -153,6 +153,14 @@ class TestAgainstTheRules:
         assert [decide(ev, p) for p in people] == expected
         assert decide_all(ev, people) == expected
 
+    @given(kind=st.sampled_from(sorted(LEVEL_GATE)), now=s.moments, data=st.data())
+    def test_d3_d7_the_inlined_loop_follows_the_rules_at_the_boundaries(
+        self, kind: Kind, now: datetime, data: st.DataObject
+    ) -> None:
+        ev = EventFacts(now=now, kind=kind, thread="t-1", policy=data.draw(s.policies))
+        people = data.draw(st.lists(s.gated_recipients(now), min_size=1, max_size=2))
+        assert decide_all(ev, people) == [expected_decision(ev, p) for p in people]
+
     @given(ev=s.events(), data=st.data())
     def test_d9_release_delayed_follows_the_rule(self, ev: EventFacts, data: st.DataObject) -> None:
         p = data.draw(s.recipients(ev.now))
