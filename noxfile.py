@@ -167,6 +167,9 @@ def mutmut_config(files: list[str], tests: list[str]) -> str:
             f"only_mutate = {json.dumps(files)}",
             f"pytest_add_cli_args_test_selection = {json.dumps([*tests, MUTANT_TABLES])}",
             'pytest_add_cli_args = ["-p", "no:cacheprovider"]',
+            # A mutant that loops is stopped after 4 times its tests' CPU time plus 2 s
+            # (mutmut's default, 30 times, lets one looping mutant take half an hour).
+            "timeout_multiplier = 2.0",
             # The replay tests read the shipped examples.
             'also_copy = ["examples"]',
             "",
