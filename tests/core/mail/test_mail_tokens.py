@@ -341,4 +341,3 @@ def test_u1_u2_errors_carry_code_message_and_pointer(
     with pytest.raises(kind) as err:
         make()  # type: ignore[operator]
     assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)  # type: ignore[attr-defined]
-
