@@ -70,3 +70,24 @@ def test_g4_the_empty_id_is_a_person_like_any_other() -> None:
         event("page.edited"), {"watched_page": ["", "", "ben"]}, people, GROUPS, InboxSettings()
     )
     assert reached(result) == [("", "watched_page"), ("ben", "watched_page")]
+
+
+def test_n7_several_categories_count_each_access_answer_once() -> None:
+    # comment.created with a parent author fires three categories, all read_comments: two
+    # group sets cost two evaluations, however many categories reach them.
+    staff = PersonFacts(groups=frozenset({"readers", "staff"}))
+    people = {"ben": READER, "cy": staff, "dee": READER}
+    created = event("comment.created", parent_author="ben")
+    candidates = {
+        "comment_reply": ["ben"],
+        "mention": ["ben", "cy"],
+        "watched_page_comment": ["dee", "cy"],
+    }
+    groups = {**GROUPS, "staff": READERS}
+    result = fan_out(created, candidates, people, groups, InboxSettings())
+    assert reached(result) == [
+        ("ben", "mention"),
+        ("cy", "mention"),
+        ("dee", "watched_page_comment"),
+    ]
+    assert result.access_evaluations == 2
