@@ -7,6 +7,7 @@ Python 3.11, installs what it needs from pyproject.toml, and runs one job. Argum
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import shutil
@@ -253,6 +254,11 @@ def mutants(session: nox.Session) -> None:
     root = Path.cwd()
     equivalents = equivalent_mutants((root / EQUIVALENT_MUTANTS).read_text(encoding="utf-8"))
     pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    # The figures of docs/testing.md carry the day and the commit they were measured at.
+    commit = session.run(
+        "git", "rev-parse", "--short", "HEAD", external=True, silent=True, success_codes=[0, 128]
+    )
+    stamp = f"{datetime.date.today().isoformat()}, commit {str(commit).strip() or 'unknown'}"
     scores: list[str] = []
     below: list[str] = []
     for module in session.posargs or list(MUTANT_MODULES):
@@ -292,6 +298,6 @@ def mutants(session: nox.Session) -> None:
         print(line)
         for name in survivors:
             print(f"survivor {name} ({statuses[name]}):\n{diffs[name]}")
-    print("\n".join(["", "mutation scores:", *scores]))
+    print("\n".join(["", f"mutation scores ({stamp}):", *scores]))
     if below:
         session.error(f"below {MUTANT_GOAL:.0%}: {', '.join(below)}")
