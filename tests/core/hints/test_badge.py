@@ -449,3 +449,19 @@ def test_b1_b2_errors_carry_code_message_and_pointer(
     with pytest.raises(kind) as err:
         make()  # type: ignore[operator]
     assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)  # type: ignore[attr-defined]
+
+
+def test_b2_the_same_read_position_never_lowers_the_badge() -> None:
+    # Nothing newly read, whatever the mentions said after it.
+    t = thread(unread_mentions=1)
+    assert not read_lowers_badge(t, 5, 5, unread_mentions_after=0)
+    assert read_lowers_badge(t, 5, 6, unread_mentions_after=0)
+
+
+def test_b2_the_sync_due_time_is_in_utc_whatever_the_offsets_given() -> None:
+    tokyo = timezone(timedelta(hours=9))
+    now = NOW.astimezone(tokyo)
+    assert badge_sync_due(None, now, S).tzinfo is UTC
+    assert badge_sync_due(now - 5 * S, now, 2 * S).tzinfo is UTC
+    due = badge_sync_due(now - S, now, 2 * S)
+    assert (due, due.tzinfo) == (NOW + S, UTC)
