@@ -127,7 +127,10 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/core/hints/test_decide_boundaries.py",
         ],
     ),
-    "delivery": (["notify_core/hints/delivery.py"], ["tests/core/hints/test_delivery.py"]),
+    "delivery": (
+        ["notify_core/hints/delivery.py"],
+        ["tests/core/hints/test_delivery.py", "tests/core/hints/test_delivery_errors.py"],
+    ),
     "badge": (
         ["notify_core/hints/badge.py"],
         ["tests/core/hints/test_badge.py", "tests/core/hints/test_badge_reference.py"],
@@ -142,7 +145,11 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
     ),
     "cadence": (
         ["notify_core/mail/cadence.py"],
-        ["tests/core/mail/test_mail_cadence.py", "tests/core/mail/test_mail_tables.py"],
+        [
+            "tests/core/mail/test_mail_cadence.py",
+            "tests/core/mail/test_mail_cadence_edges.py",
+            "tests/core/mail/test_mail_tables.py",
+        ],
     ),
     "tokens": (["notify_core/mail/tokens.py"], ["tests/core/mail/test_mail_tokens.py"]),
     "checks": (
