@@ -3,7 +3,7 @@ member at fault (issue 41: the messages are what a host shows and logs)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -11,10 +11,17 @@ from notify_core.hints.delivery import (
     Notification,
     RegistrationState,
     SendResult,
+    apply_result,
     retry_at,
     retry_delay,
 )
-from notify_core.values.errors import InvalidDelivery, NaiveDatetime, UsageError
+from notify_core.values.errors import (
+    InvalidDelivery,
+    InvalidInput,
+    InvalidKind,
+    NaiveDatetime,
+    UsageError,
+)
 
 _T = datetime(2026, 10, 23, 12, tzinfo=UTC)
 _SECOND = timedelta(seconds=1)
@@ -194,6 +201,66 @@ _SECOND = timedelta(seconds=1)
     ],
 )
 def test_r1_r3_errors_carry_code_message_and_pointer(
+    make: object, kind: type[Exception], code: str, message: str, pointer: str | None
+) -> None:
+    with pytest.raises(kind) as err:
+        make()  # type: ignore[operator]
+    assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)  # type: ignore[attr-defined]
+
+
+_LATE = datetime.max.replace(tzinfo=timezone(timedelta(hours=-1)))
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "code", "message", "pointer"),
+    [
+        (
+            lambda: RegistrationState(created_at=_LATE),
+            InvalidInput,
+            "invalid_instant",
+            f"instant out of range: {_LATE!r}",
+            "/state/created_at",
+        ),
+        (
+            lambda: RegistrationState(created_at=_T, disabled_at=_T, disabled_reason=["logout"]),
+            InvalidDelivery,
+            "invalid_disable_reason",
+            "unknown disable reason: ['logout']",
+            "/state/disabled_reason",
+        ),
+        (
+            lambda: SendResult(result_class=["accepted"]),
+            InvalidDelivery,
+            "unknown_result_class",
+            "unknown result class: ['accepted']",
+            "/result/class",
+        ),
+        (
+            lambda: SendResult(result_class="disable", disable_reason="logout"),
+            InvalidDelivery,
+            "invalid_disable_reason",
+            "a provider cannot disable with reason 'logout'",
+            "/result/disable_reason",
+        ),
+        (
+            lambda: apply_result(
+                RegistrationState(created_at=_T), SendResult(result_class="accepted"), _T, 0
+            ),
+            InvalidDelivery,
+            "invalid_max_failures",
+            "max_failures must be an integer >= 1, not 0",
+            "/max_failures",
+        ),
+        (
+            lambda: Notification(id="n", kind="nope", badge=0),
+            InvalidKind,
+            "unknown_kind",
+            "unknown kind: 'nope'",
+            "/kind",
+        ),
+    ],
+)
+def test_r1_r3_more_errors_carry_code_message_and_pointer(
     make: object, kind: type[Exception], code: str, message: str, pointer: str | None
 ) -> None:
     with pytest.raises(kind) as err:
