@@ -125,6 +125,7 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
             "tests/core/hints/test_decide_switches.py",
             "tests/core/hints/test_decision_values_fast.py",
             "tests/core/hints/test_decide_boundaries.py",
+            "tests/core/hints/test_explain.py",
         ],
     ),
     "delivery": (

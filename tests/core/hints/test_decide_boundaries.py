@@ -254,3 +254,19 @@ class TestBoundaries:
         assert both(event("admin", policy=off), person()) == Skip(reason=SkipReason.ADMIN_DISABLED)
         silenced = person(switches=Switches(admin_enabled=False))
         assert both(event("admin"), silenced) == Skip(reason=SkipReason.ADMIN_DISABLED)
+
+
+def test_d3_a_leveled_kind_without_level_facts_says_so() -> None:
+    from notify_core.values.errors import InvalidFacts
+
+    for call in (lambda p: decide(event("message"), p), lambda p: decide_all(event(), [p])):
+        try:
+            call(person(level=None))
+        except InvalidFacts as err:
+            assert (err.code, err.message, err.pointer) == (
+                "missing_level",
+                "this kind needs the level facts",
+                "/level",
+            )
+        else:
+            raise AssertionError("no InvalidFacts")
