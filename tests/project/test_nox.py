@@ -124,8 +124,10 @@ def test_the_mutants_session_names_files_that_exist_and_runs_only_when_asked() -
     assert len(mutated) == len(set(mutated)), "a file is mutated by one module only"
 
 
-def test_the_equivalent_mutants_name_modules_functions_and_lines_that_exist() -> None:
-    # An entry whose line no longer exists matches nothing: it is dead and says so here.
+def test_the_equivalent_mutants_name_modules_and_functions_that_exist() -> None:
+    # Each entry gives its reason; its module is one the session runs and its function one
+    # of that module's files defines (an entry whose line changed matches no mutant any more:
+    # the mutant then shows up as a survivor, to be judged again).
     module = noxfile()
     equivalents = module.equivalent_mutants(
         (ROOT / module.EQUIVALENT_MUTANTS).read_text(encoding="utf-8")
@@ -136,6 +138,7 @@ def test_the_equivalent_mutants_name_modules_functions_and_lines_that_exist() ->
             (ROOT / path).read_text(encoding="utf-8") for path in module.MUTANT_MODULES[name][0]
         ]
         for entry in entries:
+            assert entry["reason"].strip(), (name, entry)
             function = entry["function"].removeprefix("x_").split("ǁ")[-1]
             assert any(f"def {function}(" in source for source in sources), (name, entry)
 
