@@ -100,6 +100,11 @@ SCENARIOS: dict[str, tuple[EventFacts, RecipientFacts]] = {
             quiet_rules=[NIGHT, QuietRule(weekdays=127, start_local="11:00", end_local="13:00")],
         ),
     ),
+    "no_route": (event("mention"), person(devices=[])),
+    "input_needed_exempt_by_policy": (
+        event("input_needed", policy=Policy(default_input_needed_breaks_quiet_hours=True)),
+        person(run_starter=True, quiet_rules=[NIGHT]),
+    ),
     "author": (event("mention"), person(author=True)),
     "not_allowed": (event("mention"), person(allowed=False)),
 }
@@ -365,6 +370,42 @@ EXPECTED: dict[str, list[tuple[str, str, bool, dict[str, object]]]] = {
         ("D1", "recipient", False, {"author": False, "run_kind": False, "run_starter": False}),
         ("D2", "read right", True, {"allowed": False}),
     ],
+    "no_route": [
+        ("D1", "recipient", False, {"author": False, "run_kind": False, "run_starter": False}),
+        ("D2", "read right", False, {"allowed": True}),
+        (
+            "D3",
+            "preference",
+            False,
+            {
+                "kind": "mention",
+                "chain": [{"source": "instance_default", "level": "all"}],
+                "effective": "all",
+                "source": "instance_default",
+                "needs": ["all", "mentions"],
+            },
+        ),
+        ("D4", "active in thread", False, {"thread": "t-1", "connections": []}),
+        ("D5", "routes", True, {"devices": [], "exclude_device": None}),
+    ],
+    "input_needed_exempt_by_policy": [
+        ("D1", "recipient", False, {"author": False, "run_kind": True, "run_starter": True}),
+        ("D2", "read right", False, {"allowed": True}),
+        ("D3", "preference", False, {"kind": "input_needed", "level": "ignored"}),
+        ("D4", "active in thread", False, {"thread": "t-1", "connections": []}),
+        (
+            "D5",
+            "routes",
+            False,
+            {
+                "devices": [{"device": "d-phone", "platform": "ios"}],
+                "exclude_device": None,
+                "routes": [{"device": "d-phone", "via": "push"}],
+            },
+        ),
+        ("D6", "window", False, {"window_end": None, "coalesce_window_s": 90.0}),
+        ("D7", "quiet hours", False, {"quiet": False, "exempt": "input_needed_breaks_quiet_hours"}),
+    ],
 }
 
 
@@ -374,3 +415,12 @@ def test_d11_every_step_names_what_it_read(name: str) -> None:
     explanation = explain(ev, person_facts)
     steps = [(s.rule, s.title, s.ended, dict(s.read)) for s in explanation.steps]
     assert steps == EXPECTED[name]
+
+
+def test_d1_d3_gate_alone_defaults_to_a_plain_recipient() -> None:
+    from notify_core.hints.decide import Skip, SkipReason, gate
+
+    level = LevelFacts(instance_default="all")
+    assert gate(event("mention"), allowed=True, level=level) is None
+    assert gate(event("run_done"), allowed=True) == Skip(reason=SkipReason.NOT_RECIPIENT)
+    assert gate(event("run_done"), allowed=True, run_starter=True, level=level) is None
