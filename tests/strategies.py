@@ -229,4 +229,5 @@ def gated_recipients(draw: st.DrawFn, now: datetime) -> RecipientFacts:
         quiet_rules=draw(st.lists(rules_near(now, user_zone), min_size=1, max_size=2)),
         devices=draw(devices),
         connections=draw(st.one_of(st.just([]), connections)),
+        window_end=draw(st.one_of(st.none(), near(now))),
     )

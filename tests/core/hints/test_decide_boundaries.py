@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import attrs
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,6 +24,7 @@ from notify_core.hints.decide import (
     Decision,
     Device,
     EventFacts,
+    FlushState,
     Policy,
     RecipientFacts,
     Route,
@@ -32,10 +35,12 @@ from notify_core.hints.decide import (
     Via,
     decide,
     decide_all,
+    flush,
     release_delayed,
 )
 from notify_core.hints.levels import LevelFacts, Preference, resolve_level
 from notify_core.hints.quiet import QuietRule, in_quiet_hours
+from notify_core.values.errors import InvalidFacts
 from notify_core.values.kinds import RUN_KINDS, THREAD_KINDS, Kind
 from tests import strategies as s
 
@@ -162,6 +167,39 @@ class TestAgainstTheRules:
         assert decide_all(ev, people) == [expected_decision(ev, p) for p in people]
 
     @given(ev=s.events(), data=st.data())
+    def test_d8_flush_follows_the_rule(self, ev: EventFacts, data: st.DataObject) -> None:
+        p = data.draw(s.recipients(ev.now))
+        state = FlushState(
+            collected=data.draw(st.integers(0, 2)), unread=data.draw(st.integers(0, 2))
+        )
+        if ev.thread is None:
+            with pytest.raises(InvalidFacts) as err:
+                flush(state, ev, p)
+            assert (err.value.code, err.value.message, err.value.pointer) == (
+                "missing_thread",
+                "a window belongs to a thread",
+                "/thread",
+            )
+            return
+        # D8: D1-D5 and D7 again as a message at the flush time, the window ignored.
+        if state.collected == 0:
+            expected: Decision = Skip(reason=SkipReason.NOTHING_COLLECTED)
+        elif state.unread == 0:
+            expected = Skip(reason=SkipReason.READ)
+        else:
+            as_message = EventFacts(
+                now=ev.now,
+                kind=Kind.MESSAGE,
+                thread=ev.thread,
+                policy=ev.policy,
+                exclude_device=ev.exclude_device,
+            )
+            expected = expected_decision(as_message, attrs.evolve(p, window_end=None))
+            if isinstance(expected, Send):
+                expected = attrs.evolve(expected, count=state.unread)
+        assert flush(state, ev, p) == expected
+
+    @given(ev=s.events(), data=st.data())
     def test_d9_release_delayed_follows_the_rule(self, ev: EventFacts, data: st.DataObject) -> None:
         p = data.draw(s.recipients(ev.now))
         # The excluded device is released often: it must never get the push.
@@ -257,8 +295,6 @@ class TestBoundaries:
 
 
 def test_d3_a_leveled_kind_without_level_facts_says_so() -> None:
-    from notify_core.values.errors import InvalidFacts
-
     for call in (lambda p: decide(event("message"), p), lambda p: decide_all(event(), [p])):
         try:
             call(person(level=None))
@@ -270,3 +306,44 @@ def test_d3_a_leveled_kind_without_level_facts_says_so() -> None:
             )
         else:
             raise AssertionError("no InvalidFacts")
+
+
+def test_d7_d9_a_released_security_hint_is_never_quiet() -> None:
+    always = QuietRule(weekdays=127, start_local="00:00", end_local="00:00")
+    p = person(quiet_rules=[always])
+    assert release_delayed(event("security"), p, "d-phone", False) == Send(
+        routes=(Route(device="d-phone", via=Via.PUSH),), quiet=False
+    )
+    assert release_delayed(event("mention"), p, "d-phone", False) == Send(
+        routes=(Route(device="d-phone", via=Via.PUSH),), quiet=True
+    )
+
+
+def test_d8_a_flush_is_decided_as_a_message_whatever_the_kind_given() -> None:
+    state = FlushState(collected=2, unread=1)
+    p = person(devices=[PHONE, LAPTOP])
+    for kind in ("message", "mention", "security"):
+        flushed = flush(state, event(kind, thread="t-1"), p)
+        assert flushed == Send(
+            routes=(Route(device="d-laptop", via=Via.PUSH), Route(device="d-phone", via=Via.PUSH)),
+            quiet=False,
+            opens_window_until=NOW + timedelta(seconds=90),
+            count=1,
+        ), kind
+    # Presence in the thread holds the flush back, as it would a message.
+    focused = Connection(device="d-laptop", focus={"t-1"}, idle=False)
+    present = person(devices=[PHONE, LAPTOP], connections=[focused])
+    assert flush(state, event("security", thread="t-1"), present) == Skip(
+        reason=SkipReason.ACTIVE_IN_THREAD
+    )
+    assert flush(state, event("message"), person(devices=[])) == Skip(reason=SkipReason.NO_ROUTE)
+
+
+def test_d8_flush_counts_must_not_be_negative() -> None:
+    with pytest.raises(InvalidFacts) as err:
+        FlushState(collected=1, unread=-1)
+    assert (err.value.code, err.value.message, err.value.pointer) == (
+        "invalid_count",
+        "unread must be >= 0: -1",
+        "/unread",
+    )
