@@ -347,3 +347,20 @@ def test_d8_flush_counts_must_not_be_negative() -> None:
         "unread must be >= 0: -1",
         "/unread",
     )
+
+
+def test_d7_decide_all_reads_each_persons_zone_for_rules_without_one() -> None:
+    # 11:00-13:00 without a zone: 12:00 in UTC, 21:00 in Tokyo; 14:00 in Berlin (CEST).
+    midday = QuietRule(weekdays=127, start_local="11:00", end_local="13:00")
+    berlin = QuietRule(
+        weekdays=127, start_local="14:00", end_local="15:00", time_zone="Europe/Berlin"
+    )
+    people = [
+        person(quiet_rules=[midday], user_time_zone="UTC"),
+        person(quiet_rules=[midday], user_time_zone="Asia/Tokyo"),
+        person(quiet_rules=[midday], user_time_zone=None),
+        person(quiet_rules=[berlin, midday], user_time_zone="Asia/Tokyo"),
+    ]
+    decisions = decide_all(event(), people)
+    assert [d.quiet for d in decisions] == [True, False, True, True]  # type: ignore[union-attr]
+    assert decisions == [decide(event(), p) for p in people]
