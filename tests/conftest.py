@@ -18,6 +18,16 @@ settings.register_profile(
     "ci", max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("dev", max_examples=50, deadline=None)
+# `nox -s mutants` (issue 41): mutmut runs pytest many times in one process, so a test is
+# called from several executors; derandomized, a module's score is the same on every run.
+settings.register_profile(
+    "mutants",
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.differing_executors, HealthCheck.too_slow],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
@@ -71,6 +81,10 @@ _END: dict[str, Any] = {"status": 0, "report": [], "started": time.time()}
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """After every fixture's teardown: name the threads still busy, end the child processes,
     and arm the watchdog of the process's exit."""
+    if "mutmut" in sys.modules:
+        # `nox -s mutants`: pytest runs inside mutmut's own process, many times over; its
+        # workers are this process's children and its exit is mutmut's, not the run's.
+        return
     import run_guard
 
     _END["status"] = int(exitstatus)

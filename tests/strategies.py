@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
 from hypothesis import strategies as st
 
@@ -65,21 +66,61 @@ rules = st.builds(
 )
 rule_lists = st.lists(rules, max_size=3)
 
-preferences = st.builds(
-    Preference,
-    level=levels,
-    muted_until=st.one_of(st.none(), moments),
-)
-level_facts = st.builds(
-    LevelFacts,
-    thread=st.one_of(st.none(), preferences),
-    channel=st.one_of(st.none(), preferences),
-    space=st.one_of(st.none(), preferences),
-    channel_default=st.one_of(st.none(), levels),
-    direct_message=st.booleans(),
-    personal_default=st.one_of(st.none(), levels, st.just("loud")),
-    instance_default=levels,
-)
+
+def near(now: datetime) -> st.SearchStrategy[datetime]:
+    """Instants at the boundaries around ``now`` (issue 41): ``now`` itself, a second before
+    and after, a few minutes or hours away, or any moment (DST changes included)."""
+    second = timedelta(seconds=1)
+    return st.one_of(
+        st.just(now),
+        st.sampled_from([now - second, now + second]),
+        st.integers(-36 * 3600, 36 * 3600).map(lambda s: now + timedelta(seconds=s)),
+        moments,
+    )
+
+
+@st.composite
+def rules_near(draw: st.DrawFn, now: datetime, user_zone: str | None) -> QuietRule:
+    """A quiet rule that starts or ends at ``now``'s wall-clock minute, or a minute either
+    side, in the rule's zone (the person's when it has none); often on every weekday."""
+    zone = draw(st.one_of(st.none(), zones))
+    name = zone or user_zone
+    wall = now.astimezone(ZoneInfo(name) if name in ZONES else UTC)
+    minute = wall.hour * 60 + wall.minute + draw(st.sampled_from([-1, 0, 1]))
+    edge = time(minute % 1440 // 60, minute % 60)
+    other = draw(local_times)
+    start, end = (edge, other) if draw(st.booleans()) else (other, edge)
+    return QuietRule(
+        weekdays=draw(st.one_of(st.just(127), st.integers(1, 127))),
+        start_local=start,
+        end_local=end,
+        time_zone=zone,
+        enabled=draw(st.booleans()),
+    )
+
+
+def preferences_at(instants: st.SearchStrategy[datetime]) -> st.SearchStrategy[Preference]:
+    """Preference rows whose ``muted_until`` is drawn from ``instants``."""
+    return st.builds(Preference, level=levels, muted_until=st.one_of(st.none(), instants))
+
+
+def level_facts_at(instants: st.SearchStrategy[datetime]) -> st.SearchStrategy[LevelFacts]:
+    """Level facts whose rows' ``muted_until`` is drawn from ``instants``."""
+    rows = st.one_of(st.none(), preferences_at(instants))
+    return st.builds(
+        LevelFacts,
+        thread=rows,
+        channel=rows,
+        space=rows,
+        channel_default=st.one_of(st.none(), levels),
+        direct_message=st.booleans(),
+        personal_default=st.one_of(st.none(), levels, st.just("loud")),
+        instance_default=levels,
+    )
+
+
+preferences = preferences_at(moments)
+level_facts = level_facts_at(moments)
 
 device_ids = st.sampled_from(["d-a", "d-b", "d-c", "d-d"])
 devices = st.lists(
@@ -111,9 +152,13 @@ decided_kinds = st.sampled_from([k for k in Kind if k is not Kind.SYNC])
 
 @st.composite
 def events(draw: st.DrawFn) -> EventFacts:
-    """Any valid event facts: a thread for thread kinds, sometimes an excluded device."""
+    """Any valid event facts: a thread for thread kinds, sometimes one for the threadless
+    kinds too (which ignore it), sometimes an excluded device."""
     kind = draw(decided_kinds)
-    thread = draw(threads) if kind not in (Kind.SECURITY, Kind.ADMIN) else None
+    if kind in (Kind.SECURITY, Kind.ADMIN):
+        thread = draw(st.one_of(st.none(), threads))
+    else:
+        thread = draw(threads)
     return EventFacts(
         now=draw(moments),
         kind=kind,
@@ -125,8 +170,15 @@ def events(draw: st.DrawFn) -> EventFacts:
 
 @st.composite
 def recipients(draw: st.DrawFn, now: datetime | None = None) -> RecipientFacts:
-    """Any valid recipient facts; windows near ``now`` when given."""
+    """Any valid recipient facts; windows, mutes and quiet-rule edges near ``now`` when
+    given; often no connection at all."""
     base = now or datetime(2026, 10, 23, 12, tzinfo=UTC)
+    user_zone = draw(st.one_of(st.none(), zones, st.just("Mars/Olympus")))
+    if now is None:
+        level, quiet_rules = draw(level_facts), draw(rule_lists)
+    else:
+        level = draw(level_facts_at(near(now)))
+        quiet_rules = draw(st.lists(st.one_of(rules, rules_near(now, user_zone)), max_size=3))
     window = draw(
         st.one_of(
             st.none(),
@@ -137,9 +189,9 @@ def recipients(draw: st.DrawFn, now: datetime | None = None) -> RecipientFacts:
         allowed=draw(st.booleans()),
         author=draw(st.booleans()),
         run_starter=draw(st.booleans()),
-        level=draw(level_facts),
-        user_time_zone=draw(st.one_of(st.none(), zones, st.just("Mars/Olympus"))),
-        quiet_rules=draw(rule_lists),
+        level=level,
+        user_time_zone=user_zone,
+        quiet_rules=quiet_rules,
         switches=draw(
             st.builds(
                 Switches,
@@ -148,6 +200,34 @@ def recipients(draw: st.DrawFn, now: datetime | None = None) -> RecipientFacts:
             )
         ),
         devices=draw(devices),
-        connections=draw(connections),
+        connections=draw(st.one_of(st.just([]), connections)),
         window_end=window,
+    )
+
+
+@st.composite
+def gated_recipients(draw: st.DrawFn, now: datetime) -> RecipientFacts:
+    """Recipients who pass D1-D2 and whose facts sit at the boundaries around ``now``: a
+    row muted until about ``now``, quiet rules starting or ending at ``now``'s minute; the
+    facts `decide_all`'s inlined loop reads for every leveled kind."""
+    user_zone = draw(st.one_of(st.none(), zones))
+    row = st.builds(
+        Preference, level=st.sampled_from([Level.ALL, Level.MENTIONS]), muted_until=near(now)
+    )
+    return RecipientFacts(
+        allowed=True,
+        run_starter=True,
+        level=draw(
+            st.builds(
+                LevelFacts,
+                thread=st.one_of(st.none(), row),
+                channel=row,
+                instance_default=levels,
+            )
+        ),
+        user_time_zone=user_zone,
+        quiet_rules=draw(st.lists(rules_near(now, user_zone), min_size=1, max_size=2)),
+        devices=draw(devices),
+        connections=draw(st.one_of(st.just([]), connections)),
+        window_end=draw(st.one_of(st.none(), near(now))),
     )

@@ -13,11 +13,13 @@ from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import EmailSchedule, slot_offset
 
 #: Zones with daylight-saving gaps and repeated hours of one hour (Berlin, New York), of 30
-#: minutes (Lord Howe), a skipped day (Apia, 2011-12-30), a 45-minute offset and no DST.
+#: minutes (Lord Howe), a gap just before midnight (Nuuk: 23:00 -02 is 00:00 -01 on the last
+#: Sunday of March, from 2024), a skipped day (Apia, 2011-12-30), a 45-minute offset and no DST.
 MAIL_ZONES = (
     "Europe/Berlin",
     "America/New_York",
     "Australia/Lord_Howe",
+    "America/Nuuk",
     "Pacific/Apia",
     "Asia/Kathmandu",
     "UTC",

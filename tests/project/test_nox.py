@@ -108,3 +108,65 @@ def test_the_quick_subset_names_paths_that_exist() -> None:
         path = arg.split("=", 1)[-1]
         if not path.startswith("-"):
             assert (ROOT / path).is_dir(), arg
+
+
+# -- nox -s mutants (issue 41) ------------------------------------------------------------------
+
+
+def test_the_mutants_session_names_files_that_exist_and_runs_only_when_asked() -> None:
+    module = noxfile()
+    assert "mutants" not in module.nox.options.sessions  # too slow for CI and `nox` alone
+    for name, (files, tests) in module.MUTANT_MODULES.items():
+        assert files and tests, name
+        for path in [*files, *tests, module.MUTANT_TABLES]:
+            assert (ROOT / path).is_file(), (name, path)
+    mutated = [path for files, _ in module.MUTANT_MODULES.values() for path in files]
+    assert len(mutated) == len(set(mutated)), "a file is mutated by one module only"
+
+
+def test_the_equivalent_mutants_name_modules_and_functions_that_exist() -> None:
+    # Each entry gives its reason; its module is one the session runs and its function one
+    # of that module's files defines (an entry whose line changed matches no mutant any more:
+    # the mutant then shows up as a survivor, to be judged again).
+    module = noxfile()
+    equivalents = module.equivalent_mutants(
+        (ROOT / module.EQUIVALENT_MUTANTS).read_text(encoding="utf-8")
+    )
+    assert set(equivalents) <= set(module.MUTANT_MODULES)
+    for name, entries in equivalents.items():
+        sources = [
+            (ROOT / path).read_text(encoding="utf-8") for path in module.MUTANT_MODULES[name][0]
+        ]
+        for entry in entries:
+            assert entry["reason"].strip(), (name, entry)
+            function = entry["function"].removeprefix("x_").split("ǁ")[-1]
+            assert any(f"def {function}(" in source for source in sources), (name, entry)
+
+
+def test_the_mutant_score_counts_killed_equivalent_and_survivors() -> None:
+    module = noxfile()
+    statuses = {
+        "notify_core.a.x_f__mutmut_1": "killed",
+        "notify_core.a.x_f__mutmut_2": "timeout",
+        "notify_core.a.x_f__mutmut_3": "survived",
+        "notify_core.a.x_g__mutmut_1": "survived",
+        "notify_core.a.x_g__mutmut_2": "no tests",
+    }
+    diffs = {
+        "notify_core.a.x_f__mutmut_3": "--- a\n+++ a\n-    return x\n+    return None\n",
+        "notify_core.a.x_g__mutmut_1": "--- a\n+++ a\n-    return x\n+    return None\n",
+        "notify_core.a.x_g__mutmut_2": "--- a\n+++ a\n-    y = 1\n+    y = 2\n",
+    }
+    equivalent = [{"function": "x_f", "line": "return None", "reason": "why"}]
+    killed, counted, survivors, found = module.mutant_score(statuses, diffs, equivalent)
+    assert (killed, counted) == (2, 4)
+    assert survivors == ["notify_core.a.x_g__mutmut_1", "notify_core.a.x_g__mutmut_2"]
+    assert found == ["notify_core.a.x_f__mutmut_3: why"]
+    assert module.mutmut_statuses(
+        "    notify_core.a.x_f__mutmut_1: killed\n    notify_core.a.x_f__mutmut_3: no tests\n"
+    ) == {"notify_core.a.x_f__mutmut_1": "killed", "notify_core.a.x_f__mutmut_3": "no tests"}
+    config = module.mutmut_config(["notify_core/a.py"], ["tests/core/test_a.py"])
+    assert tomllib.loads(config)["tool"]["mutmut"]["pytest_add_cli_args_test_selection"] == [
+        "tests/core/test_a.py",
+        module.MUTANT_TABLES,
+    ]

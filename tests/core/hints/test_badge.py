@@ -366,3 +366,102 @@ def test_counted_threads_counts_plain_values_and_checks_the_others() -> None:
     with pytest.raises(InvalidFacts) as info:
         counted_threads(world, prefs, "u", NOW)  # type: ignore[arg-type]
     assert info.value.code == "invalid_count"
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "code", "message", "pointer"),
+    [
+        (
+            lambda: thread(dm=1),
+            InvalidFacts,
+            "invalid_flag",
+            "dm must be a boolean: 1",
+            "/dm",
+        ),
+        (
+            lambda: thread(read_seq=-1),
+            InvalidFacts,
+            "invalid_seq",
+            "read_seq must be an integer >= 0, not -1",
+            "/read_seq",
+        ),
+        (
+            lambda: thread(unread_mentions=True),
+            InvalidFacts,
+            "invalid_count",
+            "unread_mentions must be an integer >= 0, not True",
+            "/unread_mentions",
+        ),
+        (
+            lambda: thread(thread=7),
+            InvalidFacts,
+            "invalid_thread",
+            "thread must be an ID string: 7",
+            "/thread",
+        ),
+        (
+            lambda: thread(level="loud"),
+            InvalidLevel,
+            "invalid_level",
+            "not a level: 'loud'",
+            "/level",
+        ),
+        (
+            lambda: badge_count([thread(), thread(thread="t-2"), thread()]),
+            InvalidFacts,
+            "duplicate_thread",
+            "thread 't-1' appears twice",
+            "/threads/2/thread",
+        ),
+        (
+            lambda: badge_sync_due(None, NOW, -S),
+            InvalidInput,
+            "invalid_duration",
+            f"min_interval must be a non-negative timedelta: {-S!r}",
+            "/min_interval_s",
+        ),
+        (
+            lambda: badge_sync_due(datetime.max.replace(tzinfo=UTC), NOW, S),
+            InvalidInput,
+            "invalid_duration",
+            "the next badge sync lies past the last instant",
+            "/min_interval_s",
+        ),
+        (
+            lambda: badge_sync_due(None, datetime(2026, 10, 23), S),
+            NaiveDatetime,
+            "naive_datetime",
+            "now is a naive datetime: give it a time zone",
+            "/now",
+        ),
+        (
+            lambda: badge_sync_due(datetime(2026, 10, 23), NOW, S),
+            NaiveDatetime,
+            "naive_datetime",
+            "last_sync_at is a naive datetime: give it a time zone",
+            "/last_sync_at",
+        ),
+    ],
+)
+def test_b1_b2_errors_carry_code_message_and_pointer(
+    make: object, kind: type[Exception], code: str, message: str, pointer: str | None
+) -> None:
+    with pytest.raises(kind) as err:
+        make()  # type: ignore[operator]
+    assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)  # type: ignore[attr-defined]
+
+
+def test_b2_the_same_read_position_never_lowers_the_badge() -> None:
+    # Nothing newly read, whatever the mentions said after it.
+    t = thread(unread_mentions=1)
+    assert not read_lowers_badge(t, 5, 5, unread_mentions_after=0)
+    assert read_lowers_badge(t, 5, 6, unread_mentions_after=0)
+
+
+def test_b2_the_sync_due_time_is_in_utc_whatever_the_offsets_given() -> None:
+    tokyo = timezone(timedelta(hours=9))
+    now = NOW.astimezone(tokyo)
+    assert badge_sync_due(None, now, S).tzinfo is UTC
+    assert badge_sync_due(now - 5 * S, now, 2 * S).tzinfo is UTC
+    due = badge_sync_due(now - S, now, 2 * S)
+    assert (due, due.tzinfo) == (NOW + S, UTC)

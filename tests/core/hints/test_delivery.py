@@ -371,6 +371,21 @@ class TestRetryDelay:
         assert retry_delay(10**18, S, 60 * S, timedelta(0), 1) == 60 * S
         assert retry_delay(10**18, timedelta(0), timedelta(0), 3 * S, 1) == 3 * S
 
+    @pytest.mark.parametrize("attempt", [1, 2, 7, 40, 10**18])
+    def test_a_zero_base_never_grows(self, attempt: int) -> None:
+        """R2: base 0 stays 0 whatever the attempt and the cap (issue 41)."""
+        assert retry_delay(attempt, timedelta(0), 60 * S, timedelta(0), 1.0) == timedelta(0)
+        assert retry_delay(attempt, timedelta(0), 60 * S, 2 * S, 0.5) == 2 * S
+
+    def test_the_cap_stops_growth_at_its_bit_length(self) -> None:
+        """R2: growth just below, at and past the cap, to the microsecond."""
+        us = timedelta(microseconds=1)
+        assert retry_delay(3, us, 4 * us, timedelta(0), 1.0) == 4 * us
+        assert retry_delay(3, us, 5 * us, timedelta(0), 1.0) == 4 * us
+        assert retry_delay(4, us, 5 * us, timedelta(0), 1.0) == 5 * us
+        assert retry_delay(4, us, 8 * us, timedelta(0), 1.0) == 8 * us
+        assert retry_delay(4, 3 * us, 8 * us, timedelta(0), 1.0) == 8 * us
+
     def test_largest_durations(self) -> None:
         """R2: the largest timedelta as cap and base does not overflow."""
         big = timedelta.max

@@ -16,11 +16,12 @@ from notify_core.hints.levels import (
     Preference,
     Target,
     TargetKind,
+    effective,
     parse_level,
     preference_unchanged,
     resolve_level,
 )
-from notify_core.values.errors import InvalidLevel, NaiveDatetime
+from notify_core.values.errors import InvalidLevel, NaiveDatetime, UsageError
 from tests import strategies as s
 
 NOW = datetime(2026, 10, 23, 12, tzinfo=UTC)
@@ -69,8 +70,66 @@ class TestValues:
             facts.direct_message = True  # type: ignore[misc]
 
 
+class TestErrors:
+    """What an invalid level, target or instant says: code, message and pointer."""
+
+    @pytest.mark.parametrize("bad", ["loud", 3, ["all"]])
+    def test_l1_a_bad_level_names_itself_and_no_member_by_default(self, bad: object) -> None:
+        with pytest.raises(InvalidLevel) as err:
+            parse_level(bad)
+        assert (err.value.code, err.value.message, err.value.pointer) == (
+            "invalid_level",
+            f"not a level: {bad!r}",
+            "",
+        )
+
+    def test_l1_a_row_level_points_at_level(self) -> None:
+        with pytest.raises(InvalidLevel) as err:
+            Preference(level="everything")  # type: ignore[arg-type]
+        assert (err.value.message, err.value.pointer) == ("not a level: 'everything'", "/level")
+
+    def test_l1_a_bad_target_kind_says_so(self) -> None:
+        with pytest.raises(InvalidLevel) as err:
+            Target(kind="message", id="m-1")  # type: ignore[arg-type]
+        assert err.value.message == "not a target kind: 'message'"
+
+    def test_l5_a_personal_default_that_is_no_text_counts_as_unset(self) -> None:
+        facts = LevelFacts(personal_default=["all"], instance_default="mute")  # type: ignore[arg-type]
+        assert facts.personal_default is None
+
+    def test_g2_instants_name_the_field_at_fault(self) -> None:
+        with pytest.raises(NaiveDatetime) as naive:
+            Preference(level="all", muted_until=datetime(2026, 1, 1))
+        assert naive.value.message.startswith("muted_until is a naive datetime")
+        with pytest.raises(NaiveDatetime) as now:
+            resolve_level(LevelFacts(), datetime(2026, 10, 23))
+        assert now.value.message.startswith("now is a naive datetime")
+        with pytest.raises(UsageError) as wrong:
+            resolve_level(LevelFacts(), "2026-10-23")  # type: ignore[arg-type]
+        assert wrong.value.message == "now must be a datetime, not str"
+
+
 class TestResolve:
     """L3, L4, L6: the chain and temporary mutes."""
+
+    @pytest.mark.parametrize(
+        ("delta", "muted"),
+        [(timedelta(seconds=-1), False), (timedelta(0), False), (timedelta(seconds=1), True)],
+    )
+    def test_l4_the_fast_path_ends_a_mute_exactly_at_its_end(
+        self, delta: timedelta, muted: bool
+    ) -> None:
+        for row in ("thread", "channel", "space"):
+            facts = LevelFacts(**{row: Preference(level="all", muted_until=NOW + delta)})  # type: ignore[arg-type]
+            assert effective(facts, NOW) is (Level.MUTE if muted else Level.ALL), row
+            assert resolve_level(facts, NOW).level is effective(facts, NOW)
+
+    @given(data=st.data(), now=s.moments)
+    def test_l3_l4_the_fast_path_answers_as_resolve_level(
+        self, data: st.DataObject, now: datetime
+    ) -> None:
+        facts = data.draw(s.level_facts_at(s.near(now)))
+        assert effective(facts, now) is resolve_level(facts, now).level
 
     def test_l3_full_chain_in_order(self) -> None:
         facts = LevelFacts(

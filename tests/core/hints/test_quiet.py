@@ -19,7 +19,7 @@ from notify_core.hints.quiet import (
     rule_to_json,
     rule_unchanged,
 )
-from notify_core.values.errors import InvalidRule, NaiveDatetime
+from notify_core.values.errors import InvalidRule, NaiveDatetime, UsageError
 from notify_core.values.zones import validate_time_zone
 from tests import strategies as s
 
@@ -382,3 +382,184 @@ def test_g1_now_in_utc_or_offset_gives_the_same_answer() -> None:
         [rule], t.astimezone(ZoneInfo("Asia/Tokyo")), None
     )
     assert UTC is not None
+
+
+def _rule_json(**kw: object) -> dict[str, object]:
+    return {"weekdays": 1, "start_local": "07:00", "end_local": "08:00", "enabled": True} | kw
+
+
+@pytest.mark.parametrize(
+    ("make", "code", "message", "pointer"),
+    [
+        (
+            lambda: parse_local_time("7h"),
+            "invalid_local_time",
+            "not a local time HH:MM: '7h'",
+            "",
+        ),
+        (
+            lambda: QuietRule(weekdays=1, start_local="07:00", end_local="08:00", enabled=1),
+            "invalid_enabled",
+            "enabled must be a boolean: 1",
+            "/enabled",
+        ),
+        (lambda: rule_from_json([1]), "invalid_type", "a rule must be a JSON object", None),
+        (
+            lambda: rule_from_json({"weekdays": 1, "start_local": "07:00", "end_local": "08:00"}),
+            "missing_member",
+            "the rule has no 'enabled'",
+            "/enabled",
+        ),
+        (
+            lambda: rule_from_json(_rule_json(time_zone=None)),
+            "null_value",
+            "time_zone is null: omit it instead",
+            "/time_zone",
+        ),
+    ],
+)
+def test_q3_errors_carry_code_message_and_pointer(
+    make: object, code: str, message: str, pointer: str | None
+) -> None:
+    with pytest.raises(InvalidRule) as err:
+        make()  # type: ignore[operator]
+    assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)
+
+
+def test_q1_json_keeps_a_present_zone() -> None:
+    rule = berlin_friday_night()
+    assert rule_to_json(rule)["time_zone"] == "Europe/Berlin"
+    assert rule_from_json(rule_to_json(rule)) == rule
+
+
+def test_g2_quiet_until_names_now() -> None:
+    with pytest.raises(NaiveDatetime) as err:
+        quiet_until([], datetime(2026, 10, 23), None)
+    assert err.value.message.startswith("now is a naive datetime")
+
+
+def test_q6_a_rule_without_zone_ends_in_the_persons_zone() -> None:
+    # 22:00-07:00 in Tokyo (+09): at 21:30Z (06:30 Tokyo) quiet until 22:00Z; in UTC it would
+    # not be quiet at all.
+    rule = QuietRule(weekdays=EVERY_DAY, start_local="22:00", end_local="07:00")
+    t = at("2026-10-23T21:30:00Z")
+    assert quiet_until([rule], t, "Asia/Tokyo") == at("2026-10-23T22:00:00Z")
+    assert quiet_until([rule], t, None) is None
+
+
+@pytest.mark.parametrize("before", [1, 2, 3, 5, 17, 59, 600, 3599, 5400])
+def test_q6_an_offset_change_is_found_to_the_second(before: int) -> None:
+    # Berlin springs forward at 01:00:00Z on 2026-03-29: however far before it the search
+    # starts, the rule that would end at 02:30 local ends exactly at the change.
+    rule = QuietRule(
+        weekdays=EVERY_DAY, start_local="22:00", end_local="02:30", time_zone="Europe/Berlin"
+    )
+    change = at("2026-03-29T01:00:00Z")
+    assert quiet_until([rule], change - timedelta(seconds=before), None) == change
+    half = change - timedelta(seconds=before) + timedelta(microseconds=500_000)
+    assert quiet_until([rule], half, None) == change
+
+
+@pytest.mark.parametrize("before", [1, 2, 600, 5400])
+def test_q6_one_step_of_the_search_reaches_the_offset_change(before: int) -> None:
+    # quiet_until's search steps from boundary to boundary: from before Berlin's change
+    # (01:00:00Z, 2026-03-29) the next boundary is the change itself, found in one step (a
+    # step of one second at a time would reach the same answer, thousands of steps later).
+    from notify_core.hints.quiet import _next_change
+
+    berlin = ZoneInfo("Europe/Berlin")
+    change = at("2026-03-29T01:00:00Z")
+    marks = [0, 22 * 60, 2 * 60 + 30]
+    assert _next_change(berlin, marks, change - timedelta(seconds=before)) == change
+
+
+@pytest.mark.parametrize(
+    ("make", "code", "message", "pointer"),
+    [
+        (
+            lambda: QuietRule(weekdays=0, start_local="07:00", end_local="08:00"),
+            "invalid_weekdays",
+            "weekdays must be an integer 1..127, not 0",
+            "/weekdays",
+        ),
+        (
+            lambda: QuietRule(weekdays=1, start_local="07:00", end_local=time(8, 0, 30)),
+            "invalid_local_time",
+            "not a whole local minute: datetime.time(8, 0, 30)",
+            "/end_local",
+        ),
+        (
+            lambda: QuietRule(weekdays=1, start_local=time(7, tzinfo=UTC), end_local="08:00"),
+            "invalid_local_time",
+            "not a whole local minute: datetime.time(7, 0, tzinfo=datetime.timezone.utc)",
+            "/start_local",
+        ),
+        (
+            lambda: QuietRule(weekdays=1, start_local=time(7, 0, 0, 1), end_local="08:00"),
+            "invalid_local_time",
+            "not a whole local minute: datetime.time(7, 0, 0, 1)",
+            "/start_local",
+        ),
+        (
+            lambda: validate_time_zone(["Europe/Berlin"]),
+            "unknown_time_zone",
+            "unknown time zone: ['Europe/Berlin']",
+            "/time_zone",
+        ),
+    ],
+)
+def test_q3_field_errors_carry_code_message_and_pointer(
+    make: object, code: str, message: str, pointer: str | None
+) -> None:
+    with pytest.raises(InvalidRule) as err:
+        make()  # type: ignore[operator]
+    assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)
+
+
+def test_g2_in_quiet_hours_checks_now_and_names_it() -> None:
+    with pytest.raises(UsageError) as wrong:
+        in_quiet_hours([], "2026-10-23T12:00:00Z", None)  # type: ignore[arg-type]
+    assert wrong.value.message == "now must be a datetime, not str"
+    with pytest.raises(NaiveDatetime) as naive:
+        in_quiet_hours([], datetime(2026, 10, 23), None)
+    assert naive.value.message.startswith("now is a naive datetime")
+
+
+def test_q4_start_and_end_minutes_count_to_the_minute() -> None:
+    rule = QuietRule(weekdays=EVERY_DAY, start_local="07:45", end_local="08:15", time_zone="UTC")
+    covers = [
+        in_quiet_hours([rule], at(f"2026-10-23T{hm}:00Z"), None)
+        for hm in ("06:14", "06:15", "07:44", "07:45", "08:14", "08:15")
+    ]
+    assert covers == [False, False, False, True, True, False]
+
+
+class TestLocalCache:
+    """`covered`'s cache: one conversion per zone for many people at one instant."""
+
+    RULE = QuietRule(weekdays=EVERY_DAY, start_local="10:00", end_local="11:00")
+
+    def test_a_filled_cache_is_what_is_read(self) -> None:
+        from notify_core.hints.quiet import covered
+
+        t = at("2026-10-23T12:00:00Z")  # a Friday, not covered by 10:00-11:00 UTC
+        assert not covered([self.RULE], t, UTC, {})
+        # The cache says Friday 10:30 for UTC: covered, although t is 12:00.
+        assert covered([self.RULE], t, UTC, {UTC: (4, 10 * 60 + 30)})
+
+    def test_a_conversion_fills_the_cache(self) -> None:
+        from notify_core.hints.quiet import covered
+
+        cache: dict[object, tuple[int, int]] = {}
+        berlin = ZoneInfo("Europe/Berlin")
+        assert covered([self.RULE], at("2026-10-23T08:30:00Z"), berlin, cache)  # type: ignore[arg-type]
+        assert cache == {berlin: (4, 10 * 60 + 30)}
+
+
+def test_q6_an_offset_change_from_utc_plus_zero_is_found() -> None:
+    # London springs forward at 01:00Z on 2026-03-29, from +00 (the offset of a machine on
+    # UTC): a rule to 01:30 local ends when the clock jumps to 02:00.
+    rule = QuietRule(
+        weekdays=EVERY_DAY, start_local="22:00", end_local="01:30", time_zone="Europe/London"
+    )
+    assert quiet_until([rule], at("2026-03-29T00:30:00Z"), None) == at("2026-03-29T01:00:00Z")

@@ -204,6 +204,19 @@ class TestDaily:
         assert due(daily(23), "2011-12-30T09:30:00Z", p, "Pacific/Apia") == "2011-12-31T09:00:00Z"
         assert due(daily(23), "2011-12-29T20:00:00Z", p, "Pacific/Apia") == "2011-12-30T09:00:00Z"
 
+    def test_e2_nuuk_gap_just_before_midnight_keeps_the_slot_on_its_day(self) -> None:
+        # 2026-03-28 23:00 -02 -> 2026-03-29 00:00 -01: 23:30 on the 28th does not exist and
+        # is shifted past midnight, to 00:30 -01 on the 29th (01:30Z); an instant already on
+        # the 29th must still find that slot of the day before (issue 41).
+        p, zone = person_with_offset(30 * 60), "America/Nuuk"
+        assert due(daily(23), "2026-03-28T22:00:00Z", p, zone) == "2026-03-29T01:30:00Z"
+        assert due(daily(23), "2026-03-29T01:10:00Z", p, zone) == "2026-03-29T01:30:00Z"
+        assert due(daily(23), "2026-03-29T01:30:00Z", p, zone) == "2026-03-29T01:30:00Z"
+        # A second later, the 29th's own 23:30 -01.
+        assert due(daily(23), "2026-03-29T01:30:01Z", p, zone) == "2026-03-30T00:30:00Z"
+        local = at("2026-03-29T01:30:00Z").astimezone(ZoneInfo(zone))
+        assert (local.date(), local.hour, local.minute) == (date(2026, 3, 29), 0, 30)
+
     def test_e2_zone_chain_person_then_site_then_utc(self) -> None:
         p = person_with_offset(0)
         now = "2026-11-30T00:00:00Z"

@@ -298,3 +298,79 @@ def test_u2_signed_payloads_are_valid_exactly_when_canonical(
         )
     else:
         assert found is None
+
+
+@pytest.mark.parametrize(
+    ("make", "kind", "code", "message", "pointer"),
+    [
+        (
+            lambda: unsubscribe_token("0" * 64, "ana", ["mention"]),
+            UsageError,
+            "invalid_type",
+            "the unsubscribe secret must be bytes",
+            None,
+        ),
+        (
+            lambda: unsubscribe_token(bytes(31), "ana", ["mention"]),
+            InvalidUnsubscribe,
+            "weak_secret",
+            "the unsubscribe secret has 31 bytes, at least 32 needed",
+            None,
+        ),
+        (
+            lambda: unsubscribe_token(SECRET, 7, ["mention"]),
+            UsageError,
+            "invalid_type",
+            "person must be a string",
+            "/person",
+        ),
+        (
+            lambda: unsubscribe_token(SECRET, "ana", "mention"),
+            UsageError,
+            "invalid_type",
+            "categories must be a collection of strings",
+            "/categories",
+        ),
+        (
+            lambda: unsubscribe_token(SECRET, "ana", ["mention", 1]),
+            UsageError,
+            "invalid_type",
+            "a category must be a string",
+            "/categories/1",
+        ),
+        (
+            lambda: unsubscribe_token(SECRET, "ana", ["mention", "\udfff"]),
+            InvalidUnsubscribe,
+            "invalid_category",
+            "not encodable as UTF-8: '\\udfff'",
+            "/categories/1",
+        ),
+        (
+            lambda: unsubscribe_token(SECRET, "\ud800", ["mention"]),
+            InvalidUnsubscribe,
+            "invalid_person",
+            "not encodable as UTF-8: '\\ud800'",
+            "/person",
+        ),
+        (
+            lambda: unsubscribe_token(SECRET, "ana", []),
+            InvalidUnsubscribe,
+            "no_categories",
+            "an unsubscribe token names at least one category",
+            "/categories",
+        ),
+        (
+            lambda: verify_unsubscribe_token(SECRET, b"x.y", known_categories=KNOWN),
+            UsageError,
+            "invalid_type",
+            "a token must be a string",
+            "/token",
+        ),
+    ],
+)
+def test_u1_u2_errors_carry_code_message_and_pointer(
+    make: object, kind: type[Exception], code: str, message: str, pointer: str | None
+) -> None:
+    with pytest.raises(kind) as err:
+        make()  # type: ignore[operator]
+    assert (err.value.code, err.value.message, err.value.pointer) == (code, message, pointer)  # type: ignore[attr-defined]

@@ -292,3 +292,48 @@ def test_check_failures_of_records_the_store_never_writes() -> None:
     with pytest.raises(UsageError) as info:
         check_failures([first, "p2"])  # type: ignore[list-item]
     assert info.value.pointer == "/1"
+
+
+def test_check_errors_carry_code_message_and_pointer() -> None:
+    """The auditor's functions say what is wrong, where."""
+    with pytest.raises(UsageError) as bound:
+        supersession_gaps((), timedelta(seconds=-1))
+    assert (bound.value.code, bound.value.message, bound.value.pointer) == (
+        "invalid_bound",
+        "the supersession gap bound must be a timedelta of zero or more",
+        "/bound",
+    )
+    first = one(ONE, "pref_001")
+    for check in (lambda h: supersession_gaps(h, timedelta(0)), check_failures):
+        with pytest.raises(UsageError) as info:
+            check([first, first, 7])
+        assert (info.value.code, info.value.message, info.value.pointer) == (
+            "invalid_type",
+            "not a PreferenceRecord: int",
+            "/2",
+        )
+
+
+def test_a_gap_exactly_at_the_bound_is_a_supersession() -> None:
+    """Check 4.1: ``gap <= bound``, to the microsecond."""
+    store, _ = ONE.delete("pref_001", now=T2)
+    store = put(store, "user_u", "pref_088", T2 + timedelta(microseconds=1), format="plain")
+    history = store.history("user_u")
+    [at] = supersession_gaps(history, timedelta(microseconds=1))
+    [past] = supersession_gaps(history, timedelta(0))
+    assert (at.reading, past.reading) == (GapReading.SUPERSESSION, GapReading.AMBIGUOUS)
+
+
+def test_a_record_still_in_effect_does_not_end_the_reading() -> None:
+    """A record not deleted (the pair has no gap) is skipped, and the pairs after it are
+    still read."""
+    store = put(ONE, "user_u", "pref_088", T2, format="plain")
+    rogue = attrs.evolve(one(ONE, "pref_001"), preference_id="p0")
+    store, _ = store.delete("pref_088", now=T3)
+    deleted = one(store, "pref_088")
+    successor = attrs.evolve(deleted, preference_id="p9", status="active", deleted_at=None,
+                             set_at=T3)  # fmt: skip
+    gaps = supersession_gaps([rogue, deleted, successor], timedelta(0))
+    assert [(g.prior, g.successor, g.reading) for g in gaps] == [
+        ("pref_088", "p9", GapReading.SUPERSESSION)
+    ]
