@@ -144,6 +144,9 @@ class InboxPipeline:
     wiki: WikiFacts = attrs.field(factory=WikiMemory)
     entries: EntryStore = attrs.field(factory=EntryMemory)
     email_after: EmailAfter = scheduled_email_after
+    #: The seq of the latest activity event fanned out: an event fans out once (N10), as
+    #: PostgreSQL's outbox claims it once, even when its entry has closed since.
+    fanned_out_through: int = 0
     #: Apply one firing category's decisions as columns (`apply_columns`); ``False``: the
     #: loop over the decisions, the plain reference the columns are tested against.
     columns: ClassVar[bool] = True
@@ -156,6 +159,9 @@ class InboxPipeline:
         kind = event.type
         lines: list[InboxLine] = []
         if kind in ACTIVITY_TYPES:
+            if event.seq <= self.fanned_out_through:
+                return lines
+            self.fanned_out_through = event.seq
             lines = self._fan_out(event)
         elif kind in _READS:
             self._read(event)

@@ -491,6 +491,31 @@ def test_replaying_an_event_twice_changes_nothing(log: WikiLog) -> None:
     assert store.entries == before
 
 
+def test_n10_an_event_that_closed_its_entry_changes_nothing_when_applied_again() -> None:
+    """N10, N12: ana's open entry had its mail sent; she turns in-app off, and the next edit
+    coalesces and closes the entry (email-only, sent). That edit applied again (a retried
+    fan-out) starts no new entry: an event fans out once even after its entry closed."""
+    from notify_core.events.log import parse_event
+
+    log = WikiLog().user("ana").user("ben").page("p1", "ops/runbook").watch("p1", "ana")
+    log.edit("p1").tick(600)
+    log.add(
+        "inbox_pref.updated",
+        {"category": "watched_page", "channel": "in_app", "enabled": False},
+        audience="ana",
+    )
+    log.edit("p1")
+    run = Replay()
+    for text in log.lines():
+        list(run.feed(text, 0))
+    store = entries(run)
+    closed = store.entries["ana:watched_page:p1:1"]
+    assert (closed.state.read, closed.state.email, closed.state.count) == (True, "sent", 2)
+    before = dict(store.entries)
+    assert run.inbox.handle(parse_event(json.loads(log.lines()[-1]))) == []
+    assert store.entries == before
+
+
 def test_e2_e3_a_daily_person_waits_for_the_slot_until_the_schedule_changes() -> None:
     """E2: digest categories wait for ana's daily slot (09:00 Tokyo plus her offset), mentions
     go at once; E3: a schedule change moves her pending entries from the change's time."""
