@@ -28,6 +28,7 @@ from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.inbox.ports import PageInfo
 from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, all_rows, one_row, run_plan, touched
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = [
@@ -225,8 +226,31 @@ class InboxReads:
     ) -> InboxPage:
         """Return a page of the person's visible entries of ``site``, newest first
         (``(updated_at, id)``); ``unread_only``: only those not read yet."""
-        rows = self._seam.all(
+        return run_plan(
             conn,
+            self.list_plan(
+                user_id,
+                after=after,
+                hidden_sites=hidden_sites,
+                limit=limit,
+                site=site,
+                unread_only=unread_only,
+            ),
+        )
+
+    def list_plan(
+        self,
+        user_id: str,
+        *,
+        after: tuple[datetime, int] | None = None,
+        hidden_sites: Sequence[str] = (),
+        limit: int = PAGE_SIZE,
+        site: str | None = None,
+        unread_only: bool = False,
+    ) -> Plan[InboxPage]:
+        """`list_entries` as a plan (`notify_pg.db.plan`: run blocking or async)."""
+        rows = yield from all_rows(
+            self._seam,
             "inbox_list",
             {
                 "user_id": user_id,
@@ -255,14 +279,20 @@ class InboxReads:
     ) -> InboxSummary:
         """Return the unread count (up to 100), the latest time and their ETag, over the
         visible entries of ``site`` (H1)."""
+        return run_plan(conn, self.summary_plan(user_id, hidden_sites=hidden_sites, site=site))
+
+    def summary_plan(
+        self, user_id: str, *, hidden_sites: Sequence[str] = (), site: str | None = None
+    ) -> Plan[InboxSummary]:
+        """`summary` as a plan."""
         params = {
             "user_id": user_id,
             "hidden_sites": list(hidden_sites),
             "site": site,
             "cap": UNREAD_CAP,
         }
-        count = self._seam.one(conn, "inbox_unread_count", params)
-        latest = self._seam.one(conn, "inbox_latest_at", params)
+        count = yield from one_row(self._seam, "inbox_unread_count", params)
+        latest = yield from one_row(self._seam, "inbox_latest_at", params)
         unread = int(count[0]) if count else 0
         latest_at = latest[0] if latest else None
         return InboxSummary(unread=unread, latest_at=latest_at, etag=_etag(unread, latest_at))
@@ -285,14 +315,33 @@ class InboxReads:
         ``views``: a page view, which reaches email-only entries too (H2). A pending email of
         an entry read is cancelled (``skipped``, E1). Returns the ids read.
         """
+        return run_plan(
+            conn,
+            self.read_plan(
+                user_id, ids=ids, page=page, categories=categories, at=at, site=site, views=views
+            ),
+        )
+
+    def read_plan(
+        self,
+        user_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        page: str | None = None,
+        categories: Sequence[str] | None = None,
+        at: datetime | None = None,
+        site: str | None = None,
+        views: bool = False,
+    ) -> Plan[list[int]]:
+        """`read` as a plan (an unknown category raises `InvalidInput` when it starts)."""
         if categories is not None:
             for key in categories:
                 if key not in CATEGORY_BY_KEY:
                     raise InvalidInput(
                         "unknown_category", f"unknown category {key!r}", "/categories"
                     )
-        rows = self._seam.all(
-            conn,
+        rows = yield from all_rows(
+            self._seam,
             "inbox_read",
             {
                 "user_id": user_id,
@@ -316,8 +365,12 @@ class InboxReads:
     def dismiss(self, conn: Conn, user_id: str, entry_id: int, *, site: str | None = None) -> bool:
         """Delete one of the person's entries the inbox shows (of ``site`` or with no site);
         ``False`` when they have no such entry (an email-only one is never dismissed, H2)."""
+        return run_plan(conn, self.dismiss_plan(user_id, entry_id, site=site))
+
+    def dismiss_plan(self, user_id: str, entry_id: int, *, site: str | None = None) -> Plan[bool]:
+        """`dismiss` as a plan."""
         params = {"id": entry_id, "user_id": user_id, "site": site}
-        return self._seam.run(conn, "inbox_dismiss", params) > 0
+        return (yield from touched(self._seam, "inbox_dismiss", params)) > 0
 
 
 def _listed(row: tuple[Any, ...]) -> ListedEntry:
@@ -371,6 +424,10 @@ class InboxPreferences:
 
     def set(self, conn: Conn, user_id: str, category: str, channel: str, enabled: bool) -> None:
         """Set one choice; the category's default deletes the row instead of storing it."""
+        run_plan(conn, self.set_plan(user_id, category, channel, enabled))
+
+    def set_plan(self, user_id: str, category: str, channel: str, enabled: bool) -> Plan[None]:
+        """`set` as a plan."""
         found = CATEGORY_BY_KEY.get(category)
         if found is None:
             raise InvalidInput("unknown_category", f"unknown category {category!r}", "/category")
@@ -378,9 +435,9 @@ class InboxPreferences:
             raise InvalidInput("unknown_channel", f"unknown channel {channel!r}", "/channel")
         params = {"user_id": user_id, "category": category, "channel": channel}
         if enabled == getattr(found.defaults, channel):
-            self._seam.run(conn, "inbox_pref_delete", params)
+            yield from touched(self._seam, "inbox_pref_delete", params)
         else:
-            self._seam.run(conn, "inbox_pref_put", {**params, "enabled": enabled})
+            yield from touched(self._seam, "inbox_pref_put", {**params, "enabled": enabled})
 
     def stop_all_email(self, conn: Conn, user_id: str) -> None:
         """Turn email off for every category (N2)."""
@@ -390,10 +447,15 @@ class InboxPreferences:
 
     def rows(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, dict[tuple[str, str], bool]]:
         """Return the stored choices of many people."""
+        return run_plan(conn, self.rows_plan(user_ids))
+
+    def rows_plan(self, user_ids: Sequence[str]) -> Plan[dict[str, dict[tuple[str, str], bool]]]:
+        """`rows` as a plan."""
         out: dict[str, dict[tuple[str, str], bool]] = {}
-        for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": text_array(list(user_ids))}
-        ):
+        found = yield from all_rows(
+            self._seam, "inbox_prefs_of", {"ids": text_array(list(user_ids))}
+        )
+        for user, category, channel, enabled in found:
             out.setdefault(user, {})[(category, channel)] = bool(enabled)
         return out
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from notify_core.hints.levels import LevelFacts, Target
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, one_row, run_plan
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.stores.events import EventLog
 from notify_pg.stores.facts import FactsReader
@@ -14,7 +15,7 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.quiet_hours import QuietHoursRepository
 from notify_pg.stores.values import QuietFacts, StoreConfig, StoredPreference
 
-__all__ = ["NotifyStore", "forget_person", "forgotten"]
+__all__ = ["NotifyStore", "forget_person", "forgotten", "forgotten_plan"]
 
 
 class NotifyStore:
@@ -119,6 +120,11 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
 def forgotten(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> bool:
     """Tell whether `forget_person` erased this person (an unsubscribe token of theirs is
     invalid, U3)."""
+    return run_plan(conn, forgotten_plan(user_id, schema))
+
+
+def forgotten_plan(user_id: str, schema: str = DEFAULT_SCHEMA) -> Plan[bool]:
+    """`forgotten` as a plan (`notify_pg.db.plan`)."""
     params = {"user_key": user_id.encode("utf-8")}
-    row = Seam("notify_pg", schema).one(conn, "forgotten_check", params)
+    row = yield from one_row(Seam("notify_pg", schema), "forgotten_check", params)
     return bool(row is not None and row[0])
