@@ -84,6 +84,9 @@ class LiveHub:
         self._sockets: dict[str, set[LiveSocket]] = {}
         self.listening = asyncio.Event()
         self.notifications = 0
+        #: Also told the people of every notification (``None``: everyone), before the
+        #: sockets (`notify_pg.http.kept.KeptSummaries.forget`).
+        self.observers: list[Callable[[list[str] | None], None]] = []
 
     @property
     def open_sockets(self) -> int:
@@ -105,7 +108,9 @@ class LiveHub:
                 del self._sockets[sock.person]
 
     def tell(self, people: list[str] | None) -> None:
-        """Poke the sockets of ``people`` (``None``: every socket)."""
+        """Poke the sockets of ``people`` (``None``: every socket); tell the observers."""
+        for observer in self.observers:
+            observer(people)
         if people is None:
             for socks in self._sockets.values():
                 for sock in socks:

@@ -43,10 +43,14 @@ from urllib.parse import parse_qs
 import attrs
 import uvicorn
 
+from notify_pg.db.apool import AsyncFastPool
+from notify_pg.db.pool import FastPool
 from notify_pg.http.app import ReferenceApp
 from notify_pg.http.handlers import MAX_BODY_BYTES, Response
 from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, person_of
+from notify_pg.http.kept import KeptSummaries
 from notify_pg.http.live import LiveHub
+from notify_pg.http.native import NativeRequest, NativeRoutes
 
 __all__ = [
     "DEMO_PATH",
@@ -109,6 +113,10 @@ class AsgiApp:
         limits: threads, body size and deadline.
         live: the hub of live updates; ``None`` answers the websocket with ``403``.
         demo: serve the demo page and take the websocket's person from ``?user=``.
+        pool: the asyncio connections of the native routes (`notify_pg.http.native`;
+            ``connection()`` an async context manager, as ``psycopg_pool``'s); by default
+            an `AsyncFastPool` of ``limits.threads`` connections to the app's `FastPool`'s
+            database. Without either, every route runs on the app's threads.
     """
 
     def __init__(
@@ -118,11 +126,24 @@ class AsgiApp:
         limits: ServeLimits | None = None,
         live: LiveHub | None = None,
         demo: bool = False,
+        pool: Any = None,
     ) -> None:
         self.app = app
         self.limits = limits or ServeLimits()
         self.live = live
         self.demo = demo
+        if pool is None and isinstance(app.pool, FastPool):
+            pool = AsyncFastPool(
+                app.pool.dsn, size=self.limits.threads, timeout=self.limits.pool_timeout
+            )
+        self.pool = pool
+        #: The kept summaries of the poll (with a live hub only: its notifications keep
+        #: them true).
+        self.kept: KeptSummaries | None = None
+        if live is not None:
+            self.kept = KeptSummaries(live.listening.is_set)
+            live.observers.append(self.kept.forget)
+        self.native = None if pool is None else NativeRoutes(app, pool, self.kept)
         self._executor = ThreadPoolExecutor(self.limits.threads, thread_name_prefix="notify-serve")
         self._listener: asyncio.Task[None] | None = None
 
@@ -149,6 +170,8 @@ class AsgiApp:
                     with contextlib.suppress(asyncio.CancelledError):
                         await self._listener
                 self._executor.shutdown(wait=False)
+                if isinstance(self.pool, AsyncFastPool):
+                    await self.pool.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -172,6 +195,14 @@ class AsgiApp:
             return
         body = await self._body(scope, receive, send)
         if body is None:
+            return
+        method: str = scope["method"]
+        found = None if self.native is None else self.native.match(method, scope["path"])
+        if found is not None and self.native is not None:
+            route, handler, values = found
+            request = NativeRequest(method, scope.get("query_string", b""), _headers(scope), body)
+            answer = await self.native.answer(method, route, handler, values, request)
+            await _answer(send, answer.status, answer.body, *_native_headers(answer))
             return
         environ = _environ(scope, body)
         loop = asyncio.get_running_loop()
@@ -279,6 +310,33 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return bytes(value).decode("latin-1")
     return None
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """A request's headers by lower-case name, as the WSGI environ holds them: a name with
+    ``_`` dropped, repeated ones joined by ``,``."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = bytes(raw_name).decode("latin-1").lower()
+        if "_" in name:
+            continue
+        value = bytes(raw_value).decode("latin-1")
+        out[name] = f"{out[name]},{value}" if name in out else value
+    return out
+
+
+_TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
+
+
+def _native_headers(response: Response) -> list[tuple[bytes, bytes]]:
+    """A native answer's headers as the WSGI app's: a length, and Werkzeug's default type."""
+    pairs = _encoded(response)
+    if response.status in (204, 304):
+        return pairs
+    if not any(name == b"content-type" for name, _value in pairs):
+        pairs.append(_TEXT)
+    pairs.append((b"content-length", str(len(response.body)).encode("ascii")))
+    return pairs
 
 
 def _environ(scope: Scope, body: bytes) -> dict[str, Any]:
