@@ -248,7 +248,7 @@ def serve(
         insecure_identity_header=insecure_identity_header,
     )
     wiki = None if host_schema is None else ReferenceWiki(host_schema)
-    hidden = None if wiki is None else wiki.sites_off
+    hidden = None if wiki is None else wiki.sites_off_plan
     limits = ServeLimits(
         threads=threads,
         max_body=max_body,
@@ -303,7 +303,7 @@ def serve(
                 pool,
                 schema=schema,
                 unsubscribe_page=unsubscribe_page,
-                hidden_sites=hidden,
+                hidden_sites_plan=hidden,
                 on_request=on_request,
                 admin_host=wiki,
                 unsubscribe_paths=paths,

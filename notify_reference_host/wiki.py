@@ -23,6 +23,7 @@ from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_core.mail.cadence import EmailSchedule
 from notify_core.values.links import link_templates
+from notify_pg.db.plan import Plan, all_rows, run_plan
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 
 __all__ = ["ReferenceWiki"]
@@ -175,8 +176,13 @@ class ReferenceWiki:
 
     def sites_off(self, conn: Conn) -> list[str]:
         """Return the sites whose notifications are switched off (the inbox hides their
-        entries, N5): what `notify serve --host-schema` passes as ``hidden_sites``."""
-        return [str(r[0]) for r in self._seam.all(conn, "wiki_sites_off")]
+        entries, N5): what `notify serve --host-schema` hides (`sites_off_plan`)."""
+        return run_plan(conn, self.sites_off_plan())
+
+    def sites_off_plan(self) -> Plan[list[str]]:
+        """`sites_off` as a plan (`notify_pg.db.plan`), run by ``notify serve``'s native
+        routes on their asyncio connection (``hidden_sites_plan`` of `build_app`)."""
+        return [str(r[0]) for r in (yield from all_rows(self._seam, "wiki_sites_off"))]
 
     def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
         """Return a page (a deleted one as it was), or ``None``."""
