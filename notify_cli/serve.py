@@ -1,7 +1,8 @@
 """``notify serve``: the reference web app of `notify_pg.http.app` (needs the ``serve`` extra).
 
 Serves the one-click unsubscribe routes, the inbox routes and the websocket of live updates
-on uvicorn (`notify_pg.http.server`) until SIGTERM or SIGINT. A reference for the demo and
+on uvicorn (`notify_pg.http.server`, the routes native in its event loop) until SIGTERM or
+SIGINT. A reference for the demo and
 tests: the inbox's person is the ``X-Notify-User`` header, so a host puts its own
 authentication in front, proven by a shared secret or a signed token (`notify_cli.serve_identity`,
 `notify_pg.http.identity`). Logs are JSON lines (or text) on stderr, one per request with its
@@ -91,7 +92,8 @@ from notify_cli.worker import _logging, _metrics
     default=8,
     show_default=True,
     metavar="N",
-    help="Handler threads per process, and database connections (one each).",
+    help="Database connections per process for the routes served in the event loop, and "
+    "threads (one connection each) for the preference and settings routes.",
 )
 @click.option(
     "--max-connections",
@@ -218,7 +220,8 @@ def serve(
     --pool-timeout. Each request logs one line (method, route template, status, duration).
     With --metrics-port the requests (by route and status, with a duration histogram) and the
     database's gauges of docs/operators.md are served for Prometheus on their own port.
-    SIGTERM or SIGINT stop it (exit 0). A database that cannot be reached, an address that
+    GET /healthz answers 200 while the process serves; GET /readyz 200 when the database
+    answers, else 503 (docs/production.md). SIGTERM or SIGINT stop it (exit 0). A database that cannot be reached, an address that
     cannot be bound or a bad option: a message on stderr and exit code 2.
     """
     try:

@@ -1,15 +1,21 @@
 """The server of ``notify serve``: the reference app as ASGI on uvicorn, with live updates.
 
-`AsgiApp` puts the WSGI `notify_pg.http.app.ReferenceApp` (its routes, its handlers, its log
-line per request) behind an ASGI front that a production server runs (uvicorn here; any ASGI
-server will do, see docs/embedding.md):
+`AsgiApp` serves the routes of `notify_pg.http.app.ReferenceApp` (its URL map, its identity,
+its log line per request) on a production ASGI server (uvicorn here; any ASGI server will
+do, see docs/embedding.md):
 
 - a request's body is read in the event loop, with a size limit (``413`` over it, unread) and
   a deadline (``400`` when it is not all there in time, or when the client sends less than
-  its ``Content-Length``), *before* the handler runs on a thread and takes a database
-  connection: a slow or hostile client costs a socket and a coroutine, never a thread or one
-  of the pool's connections, and a short body is never acted on;
-- the handler runs on one of ``threads`` threads (the pool holds as many connections);
+  its ``Content-Length``), *before* a database connection is taken: a slow or hostile client
+  costs a socket and a coroutine, never a connection, and a short body is never acted on;
+- every route with a native handler (`notify_pg.http.native`: the inbox, unsubscribe,
+  ``/healthz`` and ``/readyz``) runs in the event loop on an asyncio connection of the
+  pool (``pool``; by default an `AsyncFastPool` of ``threads`` connections), with no thread;
+  the summary poll is answered from the kept summaries (`notify_pg.http.kept`) while the
+  live hub listens;
+- a route without one (the preference and settings routes, whose host ports are blocking,
+  and a route a host added with `ReferenceApp.route`) runs the WSGI app on one of
+  ``threads`` threads (its `FastPool` holds as many connections);
 - ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`):
   the person read like the inbox routes' (`notify_pg.http.identity`; with ``demo`` and no
   proof asked, also the ``user`` query parameter, since a browser cannot set headers on a
@@ -86,7 +92,8 @@ class ServeLimits:
     """What one ``notify serve`` process allows (each a ``notify serve`` option).
 
     Args:
-        threads: handler threads, and database connections (one each).
+        threads: database connections of the native routes; threads (each with its own
+            connection) of the routes without a native handler.
         max_body: the largest request body read, in bytes (``413`` over it).
         body_timeout: seconds a client has to send its whole body (``400`` after).
         backlog: the listening socket's queue of connections not yet accepted.
@@ -218,6 +225,8 @@ class AsgiApp:
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await _answer(send, 413, b"body too large\n", *_CLOSE)
             return None
+        if declared is None and _header(scope, b"transfer-encoding") is None:
+            return b""  # HTTP/1.1: no length and no chunks is no body (the poll's GET)
         parts: list[bytes] = []
         size = 0
         try:
