@@ -3,6 +3,7 @@ reach what one process is meant to hold (issue 39 point 4: 10,000 open websocket
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import resource
@@ -60,6 +61,10 @@ def test_serve_under_a_low_hard_limit_says_so_after_listening(db_dsn: str) -> No
         assert second["msg"] == "open files limited" and second["level"] == "warning"
         assert (second["open_files"], second["wanted"]) == (900, DEFAULT_SOCKETS + 8 + RESERVE)
         assert "LimitNOFILE" in second["hint"]
+        client = http.client.HTTPConnection("127.0.0.1", int(first["port"]), timeout=10)
+        client.request("GET", "/nothing-here")
+        assert client.getresponse().status == 404  # served (and its stop signals handled)
+        client.close()
     finally:
         proc.send_signal(signal.SIGTERM)
         _out, err = proc.communicate(timeout=30)
