@@ -107,7 +107,7 @@ def preferences_patch(
 def settings_get(conn: Conn, host: AdminHostPorts, *, schema: str = DEFAULT_SCHEMA) -> Response:
     """Answer the instance's settings (``email_delay_s``, ``retention_days``,
     ``mail_batch_size``, ``sections``), ``mail_configured`` and, read-only, ``status``: the
-    operator's card of seed 004 section 12.2 (H2b, `notify_pg.ops.status.operator_status`:
+    operator's status card (H2b, `notify_pg.ops.status.operator_status`:
     the outbox backlog and its age, mails pending now and sent, failed and skipped over the
     last 24 hours, whether mail is configured, the sites served over plain http). Never the
     unsubscribe secret. Not audited."""

@@ -93,7 +93,7 @@ def operator_status(
     mail_configured: bool | None = None,
     plain_http: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Return the operator's status card (H2b, seed 004 section 12.2) as a JSON object.
+    """Return the operator's status card (H2b) as a JSON object.
 
     The figures of ``notify db status``'s ``inbox`` (`pipeline_status`, read by the same
     queries): ``outbox`` (``backlog``, and ``oldest_at`` and ``oldest_age_s`` while there is
