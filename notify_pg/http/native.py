@@ -369,6 +369,17 @@ def _dismiss(
     )
 
 
+def _view(talk: bool) -> Callable[..., Plan[http.Response]]:
+    def view(
+        routes: NativeRoutes, request: NativeRequest, values: dict[str, Any], user: str
+    ) -> Plan[http.Response]:
+        return handlers.inbox_view_plan(
+            user, values["page"], talk=talk, site=values["site"], schema=routes.schema
+        )
+
+    return view
+
+
 #: The native handler of each endpoint of `notify_pg.http.app.build_app`.
 _HANDLERS: Final[dict[str, NativeHandler]] = {
     "unsubscribe_post": _unsubscribe_post,
@@ -380,4 +391,6 @@ _HANDLERS: Final[dict[str, NativeHandler]] = {
     "inbox_read": _inbox(_read, writes=True),
     "inbox_read_one": _inbox(_read_one, writes=True),
     "inbox_dismiss": _inbox(_dismiss, writes=True),
+    "inbox_view_page": _inbox(_view(talk=False), writes=True),
+    "inbox_view_talk": _inbox(_view(talk=True), writes=True),
 }

@@ -16,7 +16,8 @@ do, see docs/embedding.md):
 - a route without one (the preference and settings routes, whose host ports are blocking,
   and a route a host added with `ReferenceApp.route`) runs the WSGI app on one of
   ``threads`` threads (its `FastPool` holds as many connections);
-- ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`):
+- ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`,
+  on the bounded protocol of `notify_pg.http.websocket`: a client that does not read is closed):
   the person read like the inbox routes' (`notify_pg.http.identity`; with ``demo`` and no
   proof asked, also the ``user`` query parameter, since a browser cannot set headers on a
   websocket);
@@ -57,6 +58,7 @@ from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, 
 from notify_pg.http.kept import KeptSummaries
 from notify_pg.http.live import LiveHub
 from notify_pg.http.native import NativeRequest, NativeRoutes
+from notify_pg.http.websocket import BoundedWebSocket
 
 __all__ = [
     "DEMO_PATH",
@@ -471,24 +473,21 @@ def bind(host: str, port: int, *, backlog: int = ServeLimits.backlog) -> socket.
     return sock
 
 
-def _protocols() -> tuple[str, str]:
+def _http_protocol() -> str:
     try:
         import httptools  # noqa: F401
     except ImportError:  # pragma: no cover - the serve extra brings it
-        http = "h11"
-    else:
-        http = "httptools"
-    return http, "websockets-sansio"
+        return "h11"
+    return "httptools"
 
 
 def make_server(asgi: AsgiApp) -> UvicornServer:
     """Return a uvicorn server for ``asgi`` with its limits (serve with ``run_server``)."""
     limits = asgi.limits
-    http, ws = _protocols()
     config = uvicorn.Config(
         asgi,
-        http=http,
-        ws=ws,
+        http=_http_protocol(),
+        ws=BoundedWebSocket,  # a client that does not read is closed, never waited on
         lifespan="on",
         log_config=None,
         access_log=False,
