@@ -52,6 +52,9 @@ HEALTH_PATH: Final = "/healthz"
 READY_PATH: Final = "/readyz"
 
 _log = logging.getLogger("notify_pg.serve")
+#: The most routes' matches `NativeRoutes.match` keeps (then it forgets them all).
+_MATCHES_KEPT: Final = 10_000
+_MISSING: Final = object()
 _METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"})
 
 
@@ -96,6 +99,7 @@ class NativeRoutes:
         self.kept = kept
         self._adapter: MapAdapter = app.url_map.bind("notify", "/")
         self._secret: bytes | None = None
+        self._matches: dict[tuple[str, str], object] = {}
         self._native = {
             endpoint
             for endpoint in _HANDLERS
@@ -108,7 +112,21 @@ class NativeRoutes:
     ) -> tuple[str, NativeHandler | None, dict[str, Any]] | None:
         """The route's template, its native handler (``None``: a 404 or 405 answer, given
         in the handler's place by `answer`) and the URL's values; ``None`` when the app has
-        the route but no native handler for it (the caller runs the app)."""
+        the route but no native handler for it (the caller runs the app).
+
+        The answers are kept per method and path (up to `_MATCHES_KEPT`): the poll asks the
+        same path again and again, and Werkzeug's matcher is most of its cost."""
+        key = (method, path)
+        found = self._matches.get(key, _MISSING)
+        if found is _MISSING:
+            if len(self._matches) >= _MATCHES_KEPT:
+                self._matches.clear()
+            found = self._matches[key] = self._match(method, path)
+        return found  # type: ignore[return-value]
+
+    def _match(
+        self, method: str, path: str
+    ) -> tuple[str, NativeHandler | None, dict[str, Any]] | None:
         if path in (HEALTH_PATH, READY_PATH):
             if method in ("GET", "HEAD"):
                 return path, _health if path == HEALTH_PATH else _ready, {}
