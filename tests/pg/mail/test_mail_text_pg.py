@@ -1,8 +1,8 @@
-"""What mails say on PostgreSQL (E6 as amended by issues 25 and 38), over generated wiki
-logs: the wiki named by its site's name (else its host); the drain names people by display name read once per round (a neutral word, "via storage
-sync", "created as a draft"), never by an id, links from the site's templates, and each mail
-reads word for word as the replay's of the same log (subject, unsubscribe header, both
-bodies)."""
+"""What mails say on PostgreSQL (E6 as amended by issues 25 and 38), over generated wiki logs: the
+wiki named by its site's name (else its host); the drain names people by display name read once
+per round (a neutral word, "via storage sync", "created as a draft"), never by an id, links
+from the site's templates, and each mail reads word for word as the replay's of the same log
+(subject, unsubscribe header, both bodies)."""
 
 from __future__ import annotations
 
