@@ -1,9 +1,12 @@
-"""Generated wiki logs with mail on, for the tests of what mails say (E6). `wiki_mail_log(seed)`
-writes a small wiki from a seed: people with distinctive ids (so that a scan for an id in a
-mail means something), some with a display name, some renamed or left without one; a site with
-the default links or seed 004's routes, named or not; pages created published, as a draft, or
-by a storage sync; edits by people and by syncs; comments with mentions, replies and deletions;
-review suggestions; views and reads. Deterministic: ``random.Random(seed)``."""
+"""Generated wiki logs with mail on, for the tests of what mails say (E6).
+
+`wiki_mail_log(seed)` writes a small wiki from a seed: people with distinctive ids (so that a
+scan for an id in a mail means something), some with a display name, some renamed or left
+without one; a site with the default links or seed 004's routes, named or not; pages created
+published, as a draft, or by a storage sync; edits by people and by syncs; comments with
+mentions, replies and deletions; review suggestions; views and reads. Deterministic:
+``random.Random(seed)``.
+"""
 
 from __future__ import annotations
 
