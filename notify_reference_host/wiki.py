@@ -173,6 +173,11 @@ class ReferenceWiki:
         row = self._seam.one(conn, "wiki_first_site")
         return None if row is None else str(row[0])
 
+    def inbox_sites(self, conn: Conn) -> list[tuple[str, str, bool]]:
+        """Return the sites whose notifications are on, by creation: ``(id, host, https)``
+        each (the inboxes a person may switch between, `notify serve --demo`)."""
+        return [(str(r[0]), str(r[1]), bool(r[2])) for r in self._seam.all(conn, "wiki_sites_on")]
+
     def sites_off(self, conn: Conn) -> list[str]:
         """Return the sites whose notifications are switched off (the inbox hides their
         entries, N5): what `notify serve --host-schema` passes as ``hidden_sites``."""
