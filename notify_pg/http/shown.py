@@ -132,15 +132,20 @@ def site_list(
 ) -> list[dict[str, Any]]:
     """Return the sites whose inboxes a person may switch between: the host's sites with
     notifications on, by creation, when the host tells them (its optional method
-    ``inbox_sites(conn)`` of ``(id, host, https)``, as `notify_reference_host.wiki.ReferenceWiki`
-    has), else the sites of the person's visible entries; never one in ``hidden_sites``.
-    Each is ``{"id", "host"?, "https"?}`` (G5: what is not known is omitted)."""
+    ``inbox_sites(conn)`` of ``(id, host, https, name)``, as
+    `notify_reference_host.wiki.ReferenceWiki` has), else the sites of the person's visible
+    entries; never one in ``hidden_sites``. Each is ``{"id", "host"?, "https"?, "name"?}``
+    (G5: what is not known, or an empty name, is omitted)."""
     read = getattr(host, "inbox_sites", None)
     hidden = set(hidden_sites)
     if read is None:
         return [{"id": s} for s in InboxReads(schema).sites(conn, user) if s not in hidden]
-    return [
-        {"id": site, "host": name, "https": https}
-        for site, name, https in read(conn)
-        if site not in hidden
-    ]
+    out = []
+    for site, host_name, https, name in read(conn):
+        if site in hidden:
+            continue
+        item: dict[str, Any] = {"id": site, "host": host_name, "https": https}
+        if name:
+            item["name"] = name
+        out.append(item)
+    return out

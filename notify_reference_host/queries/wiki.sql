@@ -227,7 +227,8 @@ SELECT retention_days FROM {schema}.wiki_settings
 
 -- name: wiki_sites_on
 -- The sites whose notifications are on, by creation (the demo page's site switcher).
-SELECT id, host, https FROM {schema}.wiki_sites WHERE notifications ORDER BY created, id
+SELECT id, host, https, coalesce(name, '') FROM {schema}.wiki_sites WHERE notifications
+ORDER BY created, id
 
 -- name: wiki_first_site
 -- The instance's first site by creation (the mail site of entries without one, E4).

@@ -63,7 +63,9 @@
       const site = state.sites.find((s) => s.id === id);
       const option = document.createElement("option");
       option.value = id;
-      option.textContent = site && site.host ? `${site.host} (${id})` : id;
+      // The wiki's name when it has one, else its host name; the id beside it.
+      const label = site ? site.name || site.host : "";
+      option.textContent = label ? `${label} (${id})` : id;
       select.append(option);
     }
     select.value = state.site;

@@ -63,7 +63,7 @@ def test_h1_the_demo_page_reads_each_entry_as_a_sentence_with_its_time_and_link(
     db_dsn: str, conn: Conn, browser: BrowserContext, tmp_path: Path
 ) -> None:
     wiki = load_wiki(conn)
-    sites = [site for site, _host, _https in wiki.inbox_sites(conn)]
+    sites = [site[0] for site in wiki.inbox_sites(conn)]
     assert sites == ["docs", "handbook"]  # archive has notifications off
     person = next(
         p

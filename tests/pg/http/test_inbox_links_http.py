@@ -172,7 +172,9 @@ def test_h1_without_the_hosts_ports_a_link_is_the_default_path(db_dsn: str, conn
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     try:
-        by_category = {e["category"]: e for e in entries(("127.0.0.1", httpd.server_port))}
+        base = ("127.0.0.1", httpd.server_port)
+        by_category = {e["category"]: e for e in entries(base)}
+        sites = call(base, "GET", "/notifications/sites", headers=ANA)[1]
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -182,3 +184,27 @@ def test_h1_without_the_hosts_ports_a_link_is_the_default_path(db_dsn: str, conn
     assert by_category["watched_page"]["text"] == "Someone edited API"
     assert by_category["review_requested"]["link"] == "/notifications/reviews/sub1"
     assert by_category["review_requested"]["submission"] == "sub1"
+    # Without the host, the sites of the person's entries are the inboxes offered.
+    assert sites == {"sites": [{"id": "s1"}]}
+
+
+def test_h1_the_sites_route_lists_the_inboxes_a_person_may_switch_between(
+    served: tuple[str, int], conn: Conn
+) -> None:
+    """The host's sites with notifications on, by creation, named when they have a name; a
+    site switched off is not offered (N5: its inbox is hidden)."""
+    log = wiki_log()
+    log.add("site.created", {"site": "s2", "host": "team.example.org", "https": False})
+    log.add("site.updated", {"site": "s2", "name": "Team wiki"})
+    log.add("site.created", {"site": "s3", "host": "old.example.org", "https": True})
+    log.add("site.updated", {"site": "s3", "notifications": False})
+    load(conn, log)
+    status, answer = call(served, "GET", "/notifications/sites", headers=ANA)
+    assert status == 200
+    assert answer == {
+        "sites": [
+            {"id": "s1", "host": "wiki.example.org", "https": True},
+            {"id": "s2", "host": "team.example.org", "https": False, "name": "Team wiki"},
+        ]
+    }
+    assert call(served, "GET", "/notifications/sites")[0] == 401
