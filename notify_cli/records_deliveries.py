@@ -1,5 +1,5 @@
 """``notify records audit --delivery`` and ``--principal --from --to``: the deliveries records
-governed (behaviour.md section 8, M6), on PostgreSQL."""
+governed (docs/rules.md#records, M6), on PostgreSQL."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ CREATE TABLE {schema}.event_log (
 CREATE INDEX event_log_audience_idx ON {schema}.event_log (audience) WHERE audience IS NOT NULL;
 
 -- from 0004_preference_records.sql
--- Preference records of the Message Preference pattern (seed 002, behaviour.md section 8).
+-- Preference records of the Message Preference pattern (seed 002, docs/rules.md#records).
 -- One row per record ever made; nothing in the library deletes a row (Invariant 9). The host
 -- supplies preference_id, set_at / suspended_at / deleted_at (its clock) and the declared
 -- channel set. seq is the recording order. The opaque values are json, not jsonb, so that they

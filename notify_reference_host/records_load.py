@@ -1,9 +1,10 @@
 """Apply the preference-record events of a log to ``preference_records`` (formats.md section 2).
 
 ``record.set`` / ``record.suspended`` / ``record.deleted`` (audience = the principal) are the
-host's writes of seed 002 through `notify_pg.stores.records.PreferenceRecordRepository`, at
-the event's instant (the host's clock): the record governs from its ``set_at`` (M1). A refused
-transition (seed 002's named refusals) is a bad line, as in a replay.
+host's writes of preference records through
+`notify_pg.stores.records.PreferenceRecordRepository`, at the event's instant (the host's
+clock): the record governs from its ``set_at`` (M1). A refused transition (a named refusal of
+docs/rules.md#records) is a bad line, as in a replay.
 """
 
 from __future__ import annotations

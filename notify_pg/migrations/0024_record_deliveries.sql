@@ -1,4 +1,4 @@
--- Preference records composed into delivery (behaviour.md section 8, M1-M6). Every push send
+-- Preference records composed into delivery (docs/rules.md#records, M1-M6). Every push send
 -- and every mail names the preference record that governed it (M6): its preference id, NULL
 -- where no record was in effect. The record itself stays in preference_records (never deleted,
 -- Invariant 9): an audit reconstructs its status at any instant from its stamps.

@@ -1,4 +1,4 @@
-"""The audit of deliveries on PostgreSQL (behaviour.md section 8, M6).
+"""The audit of deliveries on PostgreSQL (docs/rules.md#records, M6).
 
 Every push send and every mail names the record that governed it (``push_sends.record`` and
 ``push_deliveries.record``, ``inbox_entries.email_record``). `audit_one` answers for one

@@ -288,7 +288,7 @@ class SendRound:
             else:
                 ready.append(checked)
         if finished:
-            self._end(conn, finished, now)
+            _end(self.push, conn, finished, now)
         # Every push carries its recipient's badge at send time: counted for all at once.
         world.prefetch_badges(c.recipient for c, *_ in ready)
         badges: dict[str, list[str]] = {}
@@ -465,7 +465,7 @@ class SendRound:
                 out.append((item, outcome, action, expired, True, deactivated))
             self.push.registrations.record_many(conn, list(changed.items()))
             if finished:
-                self._end(conn, finished, self.push.clock())
+                _end(self.push, conn, finished, self.push.clock())
             if retried:
                 self.push.seam.run(
                     conn,
@@ -473,25 +473,6 @@ class SendRound:
                     {"ids": [i for i, _at in retried], "next_ats": [at for _i, at in retried]},
                 )
         return out
-
-    def _end(
-        self, conn: Conn, ended: Sequence[tuple[_Claimed, str, str | None]], at: datetime
-    ) -> None:
-        """Delete ended sends and keep each in ``push_deliveries`` with its outcome, reason and
-        the record in effect at its end (M6), in one statement."""
-        self.push.seam.run(
-            conn,
-            "end_push_sends",
-            {
-                "ids": [c.id for c, _o, _r in ended],
-                "outcomes": [outcome for _c, outcome, _r in ended],
-                "reasons": [reason for _c, _o, reason in ended],
-                "records": [
-                    None if c.record is None else c.record.preference_id for c, *_ in ended
-                ],
-                "at": at,
-            },
-        )
 
     def _written(
         self,
@@ -528,6 +509,24 @@ class SendRound:
                 "push skipped",
                 extra={"fields": {"kind": kind_name(claimed.kind), "reason": "expired"}},
             )
+
+
+def _end(
+    push: PushContext, conn: Conn, ended: Sequence[tuple[_Claimed, str, str | None]], at: datetime
+) -> None:
+    """Delete ended sends and keep each in ``push_deliveries`` with its outcome, reason and the
+    record in effect at its end (M6), in one statement."""
+    push.seam.run(
+        conn,
+        "end_push_sends",
+        {
+            "ids": [c.id for c, _o, _r in ended],
+            "outcomes": [outcome for _c, outcome, _r in ended],
+            "reasons": [reason for _c, _o, reason in ended],
+            "records": [None if c.record is None else c.record.preference_id for c, *_ in ended],
+            "at": at,
+        },
+    )
 
 
 def _ended(outcome: str, action: str) -> str:

@@ -1,4 +1,4 @@
--- The deliveries preference records governed (behaviour.md section 8, M6): push sends that
+-- The deliveries preference records governed (docs/rules.md#records, M6): push sends that
 -- ended (push_deliveries), pending push sends, mails (inbox_entries), and hints a record held
 -- back (push_holds); read by `notify records audit` and `notify db status`.
 

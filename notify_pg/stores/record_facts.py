@@ -1,4 +1,4 @@
-"""Preference records as facts of delivery on PostgreSQL (behaviour.md section 8, M1).
+"""Preference records as facts of delivery on PostgreSQL (docs/rules.md#records, M1).
 
 The push worker and the mail drain read the records of the people they decide for inside the
 batched statements they run anyway (the quiet rules of a fan-out, the claim of push sends, the

@@ -1,4 +1,4 @@
-"""``notify records audit --delivery`` and ``--principal --from --to`` (behaviour.md section 8,
+"""``notify records audit --delivery`` and ``--principal --from --to`` (docs/rules.md#records,
 M6): the record that governed a push send or a mail at its decision and at its send, its
 status then and whether the delivery was allowed; a person's deliveries with their records.
 Bad input: one line on stderr and exit code 2."""

@@ -1,4 +1,4 @@
-"""Preference records on PostgreSQL (behaviour.md section 8): the log's record events written
+"""Preference records on PostgreSQL (docs/rules.md#records): the log's record events written
 to ``preference_records`` (M1), the record read again at the push send (M1-M3), every ended
 push send kept with the record that governed it (M6), what `notify db status` counts and
 what the purge removes (H3)."""
