@@ -438,10 +438,12 @@ def purge(
 ) -> dict[str, int]:
     """Delete entries not changed for ``retention_days`` (read or not) and outbox events
     processed more than a day ago, in batches of ``batch`` rows, each batch its own
-    transaction (H3). Returns how many of each went."""
+    transaction (H3); with the entries, the audit of push deliveries older than
+    ``retention_days`` (ended push sends, hints records held back, the days of push caps:
+    ``deliveries``, M6). Returns how many of each went."""
     seam = Seam("notify_pg", schema)
     at = now or _now()
-    counts = {"entries": 0, "outbox": 0}
+    counts = {"entries": 0, "outbox": 0, "deliveries": 0}
     before = at - timedelta(days=retention_days)
     after = ""  # the entries' walk over the people resumes at the last person of a batch
     while True:
@@ -453,6 +455,13 @@ def purge(
         if gone < batch or last is None:
             break
         after = last
+    while True:
+        with seam.transaction(conn):
+            row = seam.one(conn, "purge_push_deliveries", {"before": before, "batch": batch})
+        gone_each = (0, 0, 0) if row is None else tuple(int(n) for n in row)
+        counts["deliveries"] += sum(gone_each)
+        if max(gone_each) < batch:
+            break
     before = at - timedelta(days=1)
     while True:
         with seam.transaction(conn):
