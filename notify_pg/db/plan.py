@@ -22,7 +22,7 @@ A psycopg error of a step is raised by the runner as the library's error
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, Literal, TypeVar, cast
 
 import attrs
@@ -34,6 +34,7 @@ from notify_pg.db.seam import Conn, Row, Seam
 __all__ = [
     "AsyncConn",
     "Atomic",
+    "Blocking",
     "Plan",
     "Step",
     "all_rows",
@@ -66,11 +67,19 @@ class Step:
 class Atomic:
     """A plan to run in a transaction (a savepoint inside the caller's); its value is sent."""
 
-    plan: Generator[Step | Atomic, Any, Any]
+    plan: Generator[Step | Atomic | Blocking, Any, Any]
+
+
+@attrs.frozen
+class Blocking:
+    """A step only `run_plan` runs: ``call(conn)`` on its blocking connection (a host's port
+    that has no plan form); `run_plan_async` refuses it (`TypeError`)."""
+
+    call: Callable[[Conn], Any]
 
 
 #: A plan of value ``T``: yields steps, is sent their results, returns ``T``.
-Plan = Generator[Step | Atomic, Any, T]
+Plan = Generator[Step | Atomic | Blocking, Any, T]
 
 
 def all_rows(seam: Seam, name: str, params: Mapping[str, Any] | None = None) -> Plan[list[Row]]:
@@ -132,6 +141,8 @@ def run_plan(conn: Conn, plan: Plan[T]) -> T:
             if isinstance(request, Atomic):
                 with conn.transaction():
                     value = run_plan(conn, request.plan)
+            elif isinstance(request, Blocking):
+                value = request.call(conn)
             else:
                 query, params = _query(request)
                 value = _result(conn.execute(query, params), request.mode)
@@ -154,6 +165,9 @@ async def run_plan_async(conn: AsyncConn, plan: Plan[T]) -> T:
             if isinstance(request, Atomic):
                 async with conn.transaction():
                     value = await run_plan_async(conn, request.plan)
+            elif isinstance(request, Blocking):
+                plan.close()
+                raise TypeError("a blocking step cannot run on an asyncio connection")
             else:
                 query, params = _query(request)
                 cursor = await conn.execute(query, params)

@@ -22,11 +22,13 @@ whose inbox is asked, and answers for that site's entries and those with no site
 ``None``: every site).
 
 - `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor (absent
-  on the last page); ``?unread=1`` lists only the unread ones.
+  on the last page); ``?unread=1`` lists only the unread ones. Each entry carries its
+  ``link`` and the sentence its mail names it by (`notify_pg.http.shown`).
 - `inbox_summary`: ``{"unread", "badge", "latest_at"?}`` with an ``ETag``; ``304`` when the
   poll's ``If-None-Match`` names it.
 - `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
   None of them reaches an email-only entry (H2: only a page view does).
+- `inbox_sites`: the sites whose inboxes the person may switch between.
 - `inbox_view`: what the host's page calls when the person views a page or its talk tab
   (H2): the matching entries read, email-only ones included.
 
@@ -54,7 +56,9 @@ from notify_core.values.instants import format_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, finished, run_plan
 from notify_pg.db.seam import Conn
+from notify_pg.http.shown import shown_entries_plan, site_list_plan
 from notify_pg.inbox.reads import InboxReads, InboxSummary, ListedEntry
+from notify_pg.mail.ports import MailHostPorts
 from notify_pg.mail.unsubscribe import unsubscribe_plan
 from notify_pg.stores.store import forgotten_plan
 
@@ -71,6 +75,8 @@ __all__ = [
     "inbox_read_one",
     "inbox_read_one_plan",
     "inbox_read_plan",
+    "inbox_sites",
+    "inbox_sites_plan",
     "inbox_summary",
     "inbox_summary_plan",
     "inbox_view",
@@ -356,6 +362,7 @@ def inbox_list(
     hidden_sites: Sequence[str] = (),
     site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
+    host: MailHostPorts | None = None,
 ) -> Response:
     """Answer the inbox list of a site (H1): ``{"entries": [...], "next"?: cursor}``.
 
@@ -363,8 +370,15 @@ def inbox_list(
     site; ``?cursor=`` with the previous page's ``next`` gives the following page (the last
     page has no ``next``: G5, never ``null``);
     ``?unread=1`` (or ``true``) only the unread entries (``0``, ``false`` or empty: all).
+
+    Each entry carries its snapshot and what `notify_pg.http.shown.shown_entries` reads of
+    ``host`` (the host's ports) now: its ``link`` (following the page while it exists, N11),
+    ``text`` (the sentence its mail names it by, in the person's language), ``actor_name``
+    and, for a review, its ``submission``.
     """
-    plan = inbox_list_plan(user, query=query, hidden_sites=hidden_sites, site=site, schema=schema)
+    plan = inbox_list_plan(
+        user, query=query, hidden_sites=hidden_sites, site=site, schema=schema, host=host
+    )
     return run_plan(conn, plan)
 
 
@@ -375,8 +389,10 @@ def inbox_list_plan(
     hidden_sites: Sequence[str] = (),
     site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
+    host: MailHostPorts | None = None,
 ) -> Plan[Response]:
-    """`inbox_list` as a plan (`notify_pg.db.plan`: run blocking or async)."""
+    """`inbox_list` as a plan (`notify_pg.db.plan`: run blocking, or async when ``host`` is
+    ``None`` or has the plan forms of its ports, `notify_pg.http.shown.plans_ready`)."""
     values = _query(query)
     if values is None:
         return _problem("invalid_query", "the query string is not UTF-8 form text")
@@ -395,7 +411,10 @@ def inbox_list_plan(
     page = yield from _reads(schema).list_plan(
         user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
     )
-    answer: dict[str, Any] = {"entries": [_entry_json(e) for e in page.entries]}
+    extras = yield from shown_entries_plan(host, user, page.entries, site=site)
+    answer: dict[str, Any] = {
+        "entries": [_entry_json(e) | more for e, more in zip(page.entries, extras, strict=True)]
+    }
     if page.next is not None:  # G5: the last page omits the member rather than say null
         answer["next"] = _cursor_text(page.next)
     return _json(200, answer)
@@ -641,3 +660,32 @@ def inbox_view_plan(
     reads = _reads(schema)
     read = yield from reads.read_on_view_plan(user, page, talk=talk, at=at, site=site)
     return _json(200, {"read": read})
+
+
+def inbox_sites(
+    conn: Conn,
+    user: str,
+    *,
+    host: object = None,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Answer the sites whose inboxes the person may switch between (H1: one inbox per site):
+    ``{"sites": [{"id", "host"?, "https"?}]}``, the host's sites with notifications on by
+    creation (`notify_pg.http.shown.site_list`; without the host's ports, the sites of the
+    person's entries). A demo page's site switcher reads it."""
+    return run_plan(
+        conn, inbox_sites_plan(user, host=host, hidden_sites=hidden_sites, schema=schema)
+    )
+
+
+def inbox_sites_plan(
+    user: str,
+    *,
+    host: object = None,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`inbox_sites` as a plan."""
+    found = yield from site_list_plan(host, user, hidden_sites=hidden_sites, schema=schema)
+    return _json(200, {"sites": found})

@@ -42,6 +42,7 @@ from notify_pg.db.seam import Seam
 from notify_pg.http import handlers
 from notify_pg.http.app import _PAGE, RETRY_AFTER, UNMATCHED, ReferenceApp
 from notify_pg.http.kept import KeptSummaries
+from notify_pg.http.shown import plans_ready
 from notify_pg.mail.secret import unsubscribe_secret_plan
 
 __all__ = ["HEALTH_PATH", "READY_PATH", "NativeRequest", "NativeRoutes"]
@@ -100,11 +101,15 @@ class NativeRoutes:
         self._adapter: MapAdapter = app.url_map.bind("notify", "/")
         self._secret: bytes | None = None
         self._matches: dict[tuple[str, str], object] = {}
+        # The inbox routes read the hidden sites, and the list and the sites route the host's
+        # ports: natively only when those have plan forms.
+        host_ready = plans_ready(app.admin_host)
         self._native = {
             endpoint
             for endpoint in _HANDLERS
             if app.is_builtin(endpoint)
             and not (app.hidden_by_host and endpoint.startswith("inbox_"))
+            and (host_ready or endpoint not in ("inbox_list", "inbox_sites"))
         }
 
     def match(
@@ -326,6 +331,18 @@ def _list(
             hidden_sites=hidden,
             site=values["site"],
             schema=routes.schema,
+            host=routes.app.admin_host,
+        )
+    )
+
+
+def _sites(
+    routes: NativeRoutes, request: NativeRequest, values: dict[str, Any], user: str
+) -> Plan[http.Response]:
+    hidden = yield from routes.hidden()
+    return (
+        yield from handlers.inbox_sites_plan(
+            user, host=routes.app.admin_host, hidden_sites=hidden, schema=routes.schema
         )
     )
 
@@ -411,4 +428,5 @@ _HANDLERS: Final[dict[str, NativeHandler]] = {
     "inbox_dismiss": _inbox(_dismiss, writes=True),
     "inbox_view_page": _inbox(_view(talk=False), writes=True),
     "inbox_view_talk": _inbox(_view(talk=True), writes=True),
+    "inbox_sites": _inbox(_sites),
 }

@@ -87,9 +87,27 @@ def test_h2_every_route_is_answered_in_the_event_loop_without_a_thread(
             status(port, "POST", SUMMARY, **ANA),
             status(port, "PUT", "/sites/s1/notifications/pages/p1/view", **ANA),
             status(port, "PUT", "/sites/s1/notifications/pages/p1/talk", **ANA),
+            status(port, "GET", "/notifications/sites", **ANA),
         ]
         assert answers[:8] == [200, 200, 304, 200, 200, 200, 204, 401]
-        assert answers[8:] == [200, 303, 200, 200, 400, 200, 200, 404, 405, 200, 200]
+        assert answers[8:] == [200, 303, 200, 200, 400, 200, 200, 404, 405, 200, 200, 200]
+        assert refuse.asked == 0
+
+
+def test_h1_with_the_hosts_ports_the_list_and_the_sites_read_them_without_a_thread(
+    db_dsn: str, conn: Conn
+) -> None:
+    """`notify serve --host-schema`: the reference wiki's ports have plan forms, so the list
+    (links, names, sentences) and the sites route read them on the asyncio connection."""
+    wiki = make_wiki(conn, readers=("ana",))
+    edit(conn, wiki)
+    with threadless(db_dsn, admin=True) as (port, refuse):
+        got, answer = raw(port, request("GET", "/sites/s1/notifications", headers=ANA))
+        (entry,) = body_json(answer)["entries"]
+        assert got == 200 and entry["link"].endswith("/docs/start") and entry["text"]
+        got, answer = raw(port, request("GET", "/notifications/sites", headers=ANA))
+        assert got == 200 and [s["id"] for s in body_json(answer)["sites"]] == ["s1"]
+        assert raw(port, request("GET", SUMMARY, headers=ANA))[0] == 200
         assert refuse.asked == 0
 
 
