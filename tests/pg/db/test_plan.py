@@ -24,6 +24,7 @@ from notify_pg.db.plan import (
 )
 from notify_pg.db.seam import Seam
 from notify_pg.http import handlers
+from notify_pg.http.shown import plans_ready
 from notify_pg.mail.secret import unsubscribe_secret, unsubscribe_secret_plan
 
 Conn = psycopg.Connection[Any]
@@ -104,3 +105,35 @@ def test_finished_answers_a_plan_without_steps_and_refuses_one_with_steps() -> N
     assert finished(bad).status == 400
     with pytest.raises(ValueError, match="needs a connection"):
         finished(handlers.inbox_list_plan("ana", schema=SCHEMA))
+
+
+class BlockingWiki:
+    """A host whose ports have no plan form (only the blocking methods)."""
+
+    def __init__(self, wiki: Any) -> None:
+        self.wiki = wiki
+
+    def __getattr__(self, name: str) -> Any:
+        if name.endswith("_plan"):
+            raise AttributeError(name)
+        return getattr(self.wiki, name)
+
+
+def test_a_hosts_blocking_port_runs_on_a_blocking_connection_and_is_refused_async(
+    db_dsn: str, conn: Conn
+) -> None:
+    wiki = make_wiki(conn)
+    edit(conn, wiki)
+    host = BlockingWiki(wiki)
+    assert not plans_ready(host) and plans_ready(wiki) and plans_ready(None)
+    blocking = run_plan(conn, handlers.inbox_list_plan("ana", site="s1", host=host, schema=SCHEMA))
+    planned = run_plan(conn, handlers.inbox_list_plan("ana", site="s1", host=wiki, schema=SCHEMA))
+    assert blocking == planned and blocking.status == 200
+
+    async def run_async() -> None:
+        async with await psycopg.AsyncConnection.connect(db_dsn, autocommit=True) as aconn:
+            plan = handlers.inbox_list_plan("ana", site="s1", host=host, schema=SCHEMA)
+            await run_plan_async(aconn, plan)
+
+    with pytest.raises(TypeError, match="blocking step"):
+        asyncio.run(run_async())
