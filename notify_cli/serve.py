@@ -359,6 +359,9 @@ def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.
     for _ in range(workers):
         pid = os.fork()
         if pid == 0:  # the child serves, then leaves without the parent's exit handlers
+            # Stopped while it starts (before serve_here installs its handler): nothing is
+            # served yet, so it leaves at once, with success, as a stop asked.
+            signal.signal(signal.SIGTERM, lambda _number, _frame: os._exit(0))
             code = 0
             try:
                 serve_here()

@@ -22,9 +22,9 @@ from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_core.mail.cadence import EmailSchedule
-from notify_core.values.links import link_templates
-from notify_pg.db.plan import Plan, all_rows, one_row, run_plan
+from notify_pg.db.plan import run_plan
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
+from notify_reference_host.wiki_plans import WikiReadPlans
 
 __all__ = ["ReferenceWiki"]
 
@@ -131,7 +131,7 @@ class _Later(Mapping[str, _V]):
         return self._got().values()
 
 
-class ReferenceWiki:
+class ReferenceWiki(WikiReadPlans):
     """The inbox's host ports on the reference host's wiki tables, plus writes for tests.
 
     Args:
@@ -148,30 +148,9 @@ class ReferenceWiki:
         """Return a site, or ``None``."""
         return run_plan(conn, self.inbox_site_plan(site))
 
-    def inbox_site_plan(self, site: str) -> Plan[SiteInfo | None]:
-        """`inbox_site` as a plan (`notify_pg.db.plan`; ``notify serve``'s native routes)."""
-        row = yield from one_row(self._seam, "wiki_site", {"id": site})
-        if row is None:
-            return None
-        id_, host, https, locale, zone, on, links, name = row
-        return SiteInfo(
-            id=id_,
-            host=host,
-            name=name,
-            https=https,
-            primary_locale=locale,
-            time_zone=zone,
-            notifications=on,
-            links=link_templates(links),
-        )
-
     def inbox_names(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, str]:
         """Return the display names of the people among ``ids`` who have one (E6)."""
         return run_plan(conn, self.inbox_names_plan(ids))
-
-    def inbox_names_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, str]]:
-        """`inbox_names` as a plan."""
-        return dict((yield from all_rows(self._seam, "wiki_names", {"ids": text_array(ids)})))
 
     def unsubscribe_links(self, conn: Conn) -> list[str]:
         """Return the unsubscribe templates the sites set: `notify serve --host-schema`
@@ -182,51 +161,20 @@ class ReferenceWiki:
         """Return the instance's first site by creation, or ``None`` without sites (E4)."""
         return run_plan(conn, self.inbox_first_site_plan())
 
-    def inbox_first_site_plan(self) -> Plan[str | None]:
-        """`inbox_first_site` as a plan."""
-        row = yield from one_row(self._seam, "wiki_first_site")
-        return None if row is None else str(row[0])
-
     def inbox_sites(self, conn: Conn) -> list[tuple[str, str, bool, str]]:
         """Return the sites whose notifications are on, by creation: ``(id, host, https,
         name)`` each, ``name`` empty when the site has none (the inboxes a person may switch
         between, `notify serve --demo`)."""
         return run_plan(conn, self.inbox_sites_plan())
 
-    def inbox_sites_plan(self) -> Plan[list[tuple[str, str, bool, str]]]:
-        """`inbox_sites` as a plan."""
-        rows = yield from all_rows(self._seam, "wiki_sites_on")
-        return [(str(r[0]), str(r[1]), bool(r[2]), str(r[3])) for r in rows]
-
     def sites_off(self, conn: Conn) -> list[str]:
         """Return the sites whose notifications are switched off (the inbox hides their
         entries, N5): what `notify serve --host-schema` hides (`sites_off_plan`)."""
         return run_plan(conn, self.sites_off_plan())
 
-    def sites_off_plan(self) -> Plan[list[str]]:
-        """`sites_off` as a plan (`notify_pg.db.plan`), run by ``notify serve``'s native
-        routes on their asyncio connection (``hidden_sites_plan`` of `build_app`)."""
-        return [str(r[0]) for r in (yield from all_rows(self._seam, "wiki_sites_off"))]
-
     def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
         """Return a page (a deleted one as it was), or ``None``."""
         return run_plan(conn, self.inbox_page_plan(page))
-
-    def inbox_page_plan(self, page: str) -> Plan[PageInfo | None]:
-        """`inbox_page` as a plan."""
-        row = yield from one_row(self._seam, "wiki_page", {"id": page})
-        if row is None:
-            return None
-        id_, site, path, locale, title, tags, deleted = row
-        return PageInfo(
-            id=id_,
-            site=site,
-            path=path,
-            locale=locale,
-            title=title,
-            tags=frozenset(tags),
-            deleted=deleted,
-        )
 
     def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
         """Return a comment, or ``None``."""
@@ -332,16 +280,6 @@ class ReferenceWiki:
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
         return run_plan(conn, self.inbox_users_plan(ids))
-
-    def inbox_users_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, WikiUser]]:
-        """`inbox_users` as a plan."""
-        rows = yield from all_rows(self._seam, "wiki_users", {"ids": text_array(ids)})
-        return {
-            id_: WikiUser(
-                id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
-            )
-            for id_, zone, locale, schedule, hour in rows
-        }
 
     # -- the administration's ports (notify_pg.mail.settings.AdminHostPorts) ------------------
 
