@@ -100,4 +100,4 @@ WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s)
 SELECT u.id, f.generation, f.forgotten
 FROM unnest(%(ids)s::text[]) AS u(id)
 JOIN {schema}.unsubscribe_secret s ON s.id
-JOIN {schema}.forgotten_people f ON f.digest = sha256(s.secret || convert_to(u.id, 'UTF8'))
+JOIN {schema}.forgotten_people f ON f.digest = sha256(s.secret || convert_to(u.id, 'utf8'))
