@@ -96,8 +96,8 @@ WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s)
 
 -- name: people_generations
 -- The marks of the people among ids ever forgotten (a fan-out's batch, a drain's people):
--- their generation and whether they are forgotten now.
+-- their generation and whether they are forgotten now. keys: each id's UTF-8 bytes, in order.
 SELECT u.id, f.generation, f.forgotten
-FROM unnest(%(ids)s::text[]) AS u(id)
+FROM unnest(%(ids)s::text[], %(keys)s::bytea[]) AS u(id, key)
 JOIN {schema}.unsubscribe_secret s ON s.id
-JOIN {schema}.forgotten_people f ON f.digest = sha256(s.secret || convert_to(u.id, 'utf8'))
+JOIN {schema}.forgotten_people f ON f.digest = sha256(s.secret || u.key)

@@ -178,7 +178,8 @@ def generations(
     get no entry and no mail. The others are of generation 0 and absent here."""
     if not user_ids:
         return {}
-    rows = Seam("notify_pg", schema).all(conn, "people_generations", {"ids": text_array(user_ids)})
+    params = {"ids": text_array(user_ids), "keys": [u.encode("utf-8") for u in user_ids]}
+    rows = Seam("notify_pg", schema).all(conn, "people_generations", params)
     return {str(person): None if now else int(n) for person, n, now in rows}
 
 
