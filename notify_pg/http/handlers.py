@@ -60,7 +60,7 @@ from notify_pg.http.shown import shown_entries_plan, site_list_plan
 from notify_pg.inbox.reads import InboxReads, InboxSummary, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
 from notify_pg.mail.unsubscribe import unsubscribe_plan
-from notify_pg.stores.store import forgotten_plan
+from notify_pg.stores.store import generation_plan
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -232,8 +232,9 @@ def unsubscribe_post(
         ``200`` with no body once email is off for the token's categories (all of them with
         ``scope=all``; in-app untouched), however often it is repeated; ``400`` with no body
         for a missing, tampered or unknown token, a token of a person the host has forgotten
-        (`notify_pg.forget_person`: nothing is written) or a body that is not the one-click
-        form.
+        (`notify_pg.forget_person`: nothing is written), or of an earlier generation of an id
+        the host created again (`notify_pg.person_created`), or a body that is not the
+        one-click form.
     """
     return run_plan(
         conn,
@@ -268,7 +269,7 @@ def unsubscribe_post_plan(
     if found is None:
         return _bare(400)
     if (yield from unsubscribe_plan(found, scope=scope, at=at, schema=schema)) is None:
-        return _bare(400)  # the host forgot the person: the token is invalid (U3)
+        return _bare(400)  # the host forgot the person (or this generation): invalid (U3)
     return _bare(200)
 
 
@@ -294,7 +295,8 @@ def unsubscribe_info(
     """Answer the info call (U4): ``{"categories": [...]}`` a token would turn off.
 
     It says nothing about whose token it is; an invalid token is a ``400`` with no body. Given
-    ``conn``, a token of a person the host has forgotten is invalid too (U3).
+    ``conn``, a token of a person the host has forgotten, or of an earlier generation of an
+    id created again, is invalid too (U3).
     """
     plan = unsubscribe_info_plan(
         secret=secret, query=query, forgotten=conn is not None, schema=schema
@@ -305,13 +307,15 @@ def unsubscribe_info(
 def unsubscribe_info_plan(
     *, secret: bytes, query: str | bytes, forgotten: bool = True, schema: str = DEFAULT_SCHEMA
 ) -> Plan[Response]:
-    """`unsubscribe_info` as a plan; ``forgotten``: check the person was not forgotten (the
-    plan's only read)."""
+    """`unsubscribe_info` as a plan; ``forgotten``: check the person is not forgotten and the
+    token is of their generation (the plan's only read)."""
     token = _token(query)
     if token is None:
         return _bare(400)
     found = verify_unsubscribe_token(secret, token, known_categories=_known())
-    if found is None or (forgotten and (yield from forgotten_plan(found.person, schema))):
+    if found is None or (
+        forgotten and (yield from generation_plan(found.person, schema)) != found.generation
+    ):
         return _bare(400)
     return _json(200, {"categories": list(found.categories)})
 

@@ -5,7 +5,9 @@ answers the request): email off for the token's categories, or for every categor
 ``scope=all``, in-app choices untouched, one audit row with the token's person as the actor.
 It is idempotent: a repeated request leaves the same choices (and audits an empty
 ``changed``). A token of a person `notify_pg.forget_person` erased is invalid: nothing is
-written. A host with its own HTTP layer calls it directly.
+written, nor for a token of an earlier generation of an id the host created again
+(`notify_pg.person_created`: only the current generation's tokens are valid). A host with its
+own HTTP layer calls it directly.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, all_rows, atomic, one_row, run_plan, touched
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.reads import InboxPreferences
-from notify_pg.stores.store import forgotten_plan
+from notify_pg.stores.store import generation_plan
 
 __all__ = [
     "SCOPES",
@@ -59,7 +61,8 @@ def unsubscribe(
     schema: str = DEFAULT_SCHEMA,
 ) -> AuditedUnsubscribe | None:
     """Turn email off for a verified token's categories (or all) and audit it, in one
-    transaction (U3); ``None``, with nothing written, when the person was forgotten.
+    transaction (U3); ``None``, with nothing written, when the person is forgotten or the
+    token is of another generation than the id's current one.
 
     Args:
         request: what `verify_unsubscribe_token` answered for the token.
@@ -101,7 +104,7 @@ def _unsubscribe_steps(
     request: Unsubscribe, scope: str, chosen: list[str], when: datetime, schema: str
 ) -> Plan[list[str] | None]:
     """The transaction of `unsubscribe_plan`: the categories changed, ``None`` when the
-    person was forgotten (nothing written)."""
+    person is forgotten or the token of another generation (nothing written)."""
     seam = Seam("notify_pg", schema)
     prefs = InboxPreferences(schema)
     person = request.person
@@ -110,7 +113,7 @@ def _unsubscribe_steps(
     yield from one_row(seam, "unsubscribe_lock_person", {"user_id": person})
     # After the lock: a forget_person of the person committed before it is seen here, and
     # one that runs now waits for this transaction (it takes the same lock).
-    if (yield from forgotten_plan(person, schema)):
+    if (yield from generation_plan(person, schema)) != request.generation:
         return None
     stored = (yield from prefs.rows_plan([person])).get(person, {})
     changed = [
