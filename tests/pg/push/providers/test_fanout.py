@@ -41,10 +41,10 @@ class BatchFake:
     def name(self) -> str:
         return self._name
 
-    def send(self, registration: Registration, notification: Notification) -> SendResult:
+    def send(self, reg: Registration, notification: Notification) -> SendResult:
         with self._lock:
             self.one_by_one.append(notification.id)
-        answer = self.answers[registration.id]
+        answer = self.answers[reg.id]
         if isinstance(answer, Exception):
             raise answer
         return answer
@@ -55,11 +55,11 @@ class BatchFake:
         if self.fail_batch is not None:
             raise self.fail_batch
         out: list[Sent] = []
-        for registration, notification in calls:
+        for reg, notification in calls:
             assert slots.take(1) == 1
             with self._lock:
                 self.sent.append(notification.id)
-            out.append((self.answers[registration.id], 0.001))
+            out.append((self.answers[reg.id], 0.001))
             slots.give(1)
         return out
 
