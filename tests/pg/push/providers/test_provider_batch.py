@@ -273,3 +273,22 @@ def test_a_hint_in_a_batch_carries_what_one_call_carries(
     fcm_provider.send_many([(registration("fcm", "tok-1"), HINT)], ProviderGate(1))
     alone, batched = (m.message for m in fcm.received)
     assert batched == alone
+
+
+def test_answers_of_a_batch_that_do_not_come_in_time_are_retries_and_free_their_slots(
+    ca: LocalCa,
+) -> None:
+    slow = LocalApns(ca, latency=1.0, open_devices=True).start()
+    key = ApnsKey.from_p8(slow.team_key(TEAM, KID), key_id=KID, team_id=TEAM)
+    provider = ApnsProvider(key, production_url=slow.server.url, ca_file=ca.ca_file, timeout=0.2)
+    slots = CountingSlots(4)
+    try:
+        calls = [(registration("apns", device(i)), push(i)) for i in range(6)]
+        results = [r for r, _s in provider.send_many(calls, slots)]
+        connection = provider._clients["production"]._connection
+        assert connection is not None and connection.streams == {}
+    finally:
+        provider.close()
+        slow.close()
+    assert results == [SendResult(result_class="retry")] * 6
+    assert slots.held == 0 and slots.taken == 6 and slots.most == 4
