@@ -71,7 +71,8 @@ def decision_to_json(decision: Decision) -> dict[str, object]:
         decision: a `Send`, `Collect` or `Skip`.
 
     Returns:
-        ``{"decision": "send", "quiet", "routes", "opens_window_until"?, "count"?}``,
+        ``{"decision": "send", "quiet", "routes", "opens_window_until"?, "count"?,
+        "record"?}``,
         ``{"decision": "collect", "until"}`` or ``{"decision": "skip", "reason"}``.
     """
     return _add_decision({}, decision)
@@ -94,6 +95,8 @@ def _add_decision(out: dict[str, object], decision: Decision) -> dict[str, objec
             out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
         if decision.count is not None:
             out["count"] = decision.count
+        if decision.record is not None:
+            out["record"] = decision.record
     elif isinstance(decision, Collect):
         out["decision"] = "collect"
         out["until"] = format_instant_cached(decision.until)
