@@ -7,8 +7,8 @@ which one it talks to; a behaviour difference between them is a bug.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Protocol
 
 import attrs
@@ -18,7 +18,7 @@ from notify_core.hints.decide import Connection, Device, Switches
 from notify_core.hints.levels import LevelFacts
 from notify_core.hints.quiet import QuietRule
 from notify_core.values.kinds import Kind
-from notify_core.values.record_rules import DeliveryChannel, RecordInEffect
+from notify_core.values.record_rules import RecordFacts
 
 __all__ = [
     "ChannelInfo",
@@ -185,24 +185,6 @@ class PreferenceFacts(Protocol):
 
     def follow(self, user: str, thread: str) -> bool:
         """Give a person a row ``all`` for a thread unless one exists (S5); True if inserted."""
-
-
-class RecordFacts(Protocol):
-    """People's preference records in effect and their deliveries per local day (M1-M6).
-
-    Optional for a pipeline: without it no record shapes a delivery.
-    """
-
-    def records_in_effect(
-        self, users: Sequence[str], now: datetime
-    ) -> Mapping[str, RecordInEffect]:
-        """Return the record in effect at ``now`` of each of ``users`` who has one (M1)."""
-
-    def deliveries_on(self, user: str, channel: DeliveryChannel, day: date) -> int:
-        """Return the deliveries on ``channel`` that named a record, on a local ``day`` (M4)."""
-
-    def count_delivery(self, user: str, channel: DeliveryChannel, day: date) -> None:
-        """Count one delivery on ``channel`` that named a record, on a local ``day`` (M4)."""
 
 
 class Schedule(Protocol):

@@ -238,7 +238,8 @@ def mail_line_to_json(line: MailLine) -> dict[str, object]:
     Returns:
         ``{"trigger": "mail", "at", "recipient", "site", "decision", "reason"?,
         "template"?, "entries": [{"entry", "category", "variant", "count"}], "more"?,
-        "unsubscribe"?}`` (``unsubscribe`` on a send only, ``more`` when not 0).
+        "unsubscribe"?, "record"?}`` (``unsubscribe`` on a send only, ``more`` when not 0,
+        ``record`` on a send a preference record governed, M6).
     """
     out: dict[str, object] = {
         "trigger": "mail",
@@ -264,6 +265,8 @@ def mail_line_to_json(line: MailLine) -> dict[str, object]:
         out["more"] = line.more
     if line.decision == "send":
         out["unsubscribe"] = list(line.unsubscribe)
+        if line.record is not None:
+            out["record"] = line.record
     return out
 
 

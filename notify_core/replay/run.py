@@ -559,7 +559,7 @@ class Replay:
         inbox = self.inbox
         while (at := inbox.next_mail_due()) is not None and (until is None or at <= until):
             yield from self._out(self.pipeline.advance(at))
-            for mail in inbox.drain(at):
+            for mail in inbox.drain(at, self.records):
                 if self.owns is not None and not self.owns(mail.recipient):
                     continue
                 self.summary.add_mail(mail)
