@@ -151,7 +151,8 @@ def type_name(exc: BaseException) -> str:
 
 @attrs.frozen(kw_only=True)
 class ListedEntry:
-    """One entry as the inbox lists it (the snapshot of N11; no email details)."""
+    """One entry as the inbox lists it (the snapshot of N11; no email details); ``draft``: a
+    page created unpublished (E6)."""
 
     id: int
     site: str | None
@@ -170,6 +171,7 @@ class ListedEntry:
     read: bool
     created_at: datetime
     updated_at: datetime
+    draft: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -244,6 +246,10 @@ class InboxReads:
             entries=listed,
             next=(listed[-1].updated_at, listed[-1].id) if more and listed else None,
         )
+
+    def sites(self, conn: Conn, user_id: str) -> list[str]:
+        """Return the sites of the person's visible entries, each once, sorted."""
+        return [str(r[0]) for r in self._seam.all(conn, "inbox_sites_of", {"user_id": user_id})]
 
     def summary(
         self,
@@ -351,6 +357,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         read_at,
         created_at,
         updated_at,
+        draft,
     ) = row
     return ListedEntry(
         id=int(id_),
@@ -370,6 +377,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         read=read_at is not None,
         created_at=created_at,
         updated_at=updated_at,
+        draft=bool(draft),
     )
 
 
