@@ -245,7 +245,7 @@ PAYLOADS: Final[dict[str, dict[str, tuple[bool, Check, str]]]] = {
         "thread": (True, _str, "an ID"),
         "last_read_seq": (True, _seq, "an integer >= 0"),
     },
-    # Preference records (M1-M6): the seed 002 transitions, the audience is the principal.
+    # Preference records (M1-M6): set, suspend, delete; the audience is the principal.
     "record.set": {
         "preference_id": (True, _str, "an ID"),
         "declared_channels": (True, _strs, "a list of channel names"),
