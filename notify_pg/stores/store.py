@@ -95,9 +95,9 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     registrations and their pending due work (windows, delayed pushes, badge syncs, push
     sends), the audit of their push deliveries (``push_deliveries``, ``push_holds``,
     ``push_day_counts``), their inbox entries and choices, their audited unsubscribes and the
-    audit rows of their preference changes. It appends no event. Events the person only caused (``actor``)
-    stay: their payloads are about other people (so do audit rows of the instance's settings
-    they changed).
+    audit rows of their preference changes. It appends no event. Events the person only
+    caused (``actor``) stay: their payloads are about other people (so do audit rows of the
+    instance's settings they changed).
 
     It keeps a digest of the id keyed with the unsubscribe secret (generated here where
     missing), without the id itself: from then on the id is forgotten (`forgotten`, U3): a
