@@ -10,7 +10,9 @@ one closes that client once its queue is full:
   at once (``live slow client closed``, with ``queued_bytes``), its ``receive`` says
   ``websocket.disconnect`` and its hub entry goes;
 - a write never waits: a fan-out that tells 10,000 sockets ``refresh`` writes each without a
-  pause, so a client that does not read delays nobody else.
+  pause, so a client that does not read delays nobody else;
+- a short text (125 bytes at most, ``refresh``) is written as its frame's bytes straight away,
+  without the general path's frame objects: 10,000 of them at once are the fan-out's cost.
 
 A ``refresh`` is 9 bytes on the wire and a burst coalesces into one per socket
 (`notify_pg.http.live`), so a client that reads at all never comes near the bound. A client
@@ -24,9 +26,10 @@ import asyncio
 import contextlib
 import logging
 import socket
-from typing import Final
+from typing import Any, Final
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
 
 __all__ = ["KERNEL_BUFFER", "QUEUE_BYTES", "BoundedWebSocket"]
 
@@ -36,6 +39,10 @@ KERNEL_BUFFER: Final = 16 * 1024
 QUEUE_BYTES: Final = 16 * 1024
 
 _log = logging.getLogger("notify_pg.serve")
+#: The first byte of a final text frame; a server's frames are not masked (RFC 6455 5.2).
+_TEXT_FIN: Final = 0x81
+#: The longest payload whose length fits the frame's second byte.
+_SHORT: Final = 125
 
 
 class BoundedWebSocket(WebSocketsSansIOProtocol):
@@ -57,3 +64,21 @@ class BoundedWebSocket(WebSocketsSansIOProtocol):
         _log.warning("live slow client closed", extra={"fields": {"queued_bytes": queued}})
         # abort, not close: close would keep the queued bytes until the client reads them.
         self.transport.abort()
+
+    async def send(self, message: Any) -> None:
+        """Send an ASGI message; a short text on an open socket as its frame's bytes."""
+        if (
+            message["type"] == "websocket.send"
+            and message.get("bytes") is None
+            and isinstance(message.get("text"), str)
+            and self.handshake_complete
+            and self.initial_response is None
+            and not self.close_sent
+            and not self.disconnected
+            and self.conn.state is State.OPEN
+        ):
+            data = message["text"].encode()
+            if len(data) <= _SHORT:
+                self.transport.write(bytes((_TEXT_FIN, len(data))) + data)
+                return
+        await super().send(message)
