@@ -25,6 +25,10 @@ each commit, the server tells each socket "refresh".
   naming the socket's person reaches this benchmark), p50/p99/max: issue 39's "from the
   commit", its goal a p99 under 1 s.
 - ``fan_out_ms``: the drain's duration (claim, reads, decisions, writes, commits), p50.
+- ``serve_cpu_ms_per_round``: the serve process's CPU time (user and system) over the rounds,
+  per round: what telling every socket costs, whatever the machine's load (the sockets'
+  keep-alive pings included); ``serve_cpu_ms_per_idle_s``: its CPU time per second over 5 s
+  with every socket open and nothing told (uvicorn pings each socket every 20 s).
 - ``memory``: the serve process's resident memory (``VmRSS``) before the sockets, with them
   open and idle, and after the rounds; ``per_idle_socket_kib`` is the idle difference over
   the sockets (the goal: under 50 KiB).
@@ -57,6 +61,7 @@ from notify_pg.inbox.reads import emit
 from notify_reference_host.wiki import ReferenceWiki
 
 SCHEMA, HOST = "notify", "host"
+IDLE_SECONDS = 5.0
 CLIENTS = Path(__file__).resolve().with_name("live_clients.py")
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -84,6 +89,13 @@ def rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def cpu_ms(pid: int) -> float:
+    """CPU time (user and system) a process of this machine used so far, in ms."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def start_serve(dsn: str) -> tuple[subprocess.Popen[str], int]:
@@ -215,7 +227,12 @@ def run(dsn: str, people: int, rounds: int, processes: int = 2) -> dict[str, Any
         clients = start_clients(port, people, processes)
         time.sleep(2.0)  # every socket registered with the server's hub, the heap settled
         idle = rss_kib(proc.pid)
+        quiet = cpu_ms(proc.pid)
+        time.sleep(IDLE_SECONDS)  # nothing told: the sockets' keep-alive pings only
+        quiet = (cpu_ms(proc.pid) - quiet) / IDLE_SECONDS
+        cpu_before = cpu_ms(proc.pid)
         commits, named, bounds, drains = asyncio.run(measure(dsn, wiki, people, rounds, clients))
+        serve_cpu = (cpu_ms(proc.pid) - cpu_before) / rounds
         after = rss_kib(proc.pid)
         arrivals = [times for client in clients for times in json.loads(ask(client, "dump"))]
     finally:
@@ -257,6 +274,8 @@ def run(dsn: str, people: int, rounds: int, processes: int = 2) -> dict[str, Any
             "max": round(max(own), 2),
         },
         "fan_out_ms": {"p50": round(statistics.median(drains) * 1000, 2)},
+        "serve_cpu_ms_per_round": round(serve_cpu, 1),
+        "serve_cpu_ms_per_idle_s": round(quiet, 1),
         "memory": {
             "rss_before_kib": before,
             "rss_with_sockets_kib": idle,
