@@ -5,6 +5,12 @@ Prints one JSON object. The database server is NOTIFY_BENCH_DSN (a role with CRE
 scratch database is created and dropped) or, without it, a throwaway pgserver instance.
 
     python bench/bench_serve_live.py [--sockets 10000] [--rounds 20] [--clients 2]
+        [--baseline-src DIR]
+
+With ``--baseline-src`` (a worktree of another commit: ``git worktree add /tmp/base b7adf12``)
+the ``notify serve`` of that tree is measured first, in a database of its own, then this
+tree's, and ``ratios`` gives this tree's serve CPU per round, memory per idle socket and p99
+from the commit over the baseline's.
 
 One ``notify serve`` process (a subprocess, as an operator runs it) holds ``sockets`` open
 websockets on /notifications/live, one per person, every person watching one page; the
@@ -62,6 +68,8 @@ from notify_reference_host.wiki import ReferenceWiki
 
 SCHEMA, HOST = "notify", "host"
 IDLE_SECONDS = 5.0
+#: The source tree this script belongs to: the ``notify serve`` measured, unless a baseline.
+ROOT = Path(__file__).resolve().parents[1]
 CLIENTS = Path(__file__).resolve().with_name("live_clients.py")
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -98,10 +106,12 @@ def cpu_ms(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def start_serve(dsn: str) -> tuple[subprocess.Popen[str], int]:
-    """``notify serve`` on a free port; the process and its port."""
+def start_serve(dsn: str, src: Path = ROOT) -> tuple[subprocess.Popen[str], int]:
+    """``notify serve`` of the tree ``src`` on a free port; the process and its port."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "notify_cli", "serve", "--dsn", dsn, "--port", "0"],
+        env=env,
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -215,11 +225,11 @@ def _numbers(payload: str) -> list[int]:
     return [int(p[1:]) for p in json.loads(payload) if p.startswith("w")]
 
 
-def run(dsn: str, people: int, rounds: int, processes: int = 2) -> dict[str, Any]:
-    """One serve process, ``people`` sockets held by ``processes`` client processes,
-    ``rounds`` fan-outs; the figures."""
+def run(dsn: str, people: int, rounds: int, processes: int = 2, src: Path = ROOT) -> dict[str, Any]:
+    """One serve process (of the tree ``src``), ``people`` sockets held by ``processes``
+    client processes, ``rounds`` fan-outs; the figures."""
     wiki = seed(dsn, people)
-    proc, port = start_serve(dsn)
+    proc, port = start_serve(dsn, src)
     clients: list[subprocess.Popen[str]] = []
     try:
         time.sleep(0.5)
@@ -290,6 +300,7 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--clients", type=int, default=2, help="client processes")
+    parser.add_argument("--baseline-src", type=Path, help="another tree, measured first")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = min(hard, max(soft, args.sockets + 256))  # the clients' share each, inherited
@@ -297,8 +308,27 @@ def main() -> None:
         sys.exit(f"open files limited to {hard}: raise it (ulimit -Hn) or use more --clients")
     resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
     load_before = os.getloadavg()[0]
-    with server() as base, database(base, SCHEMA, HOST) as dsn:
-        figures = run(dsn, args.sockets, args.rounds, args.clients)
+    trees = {"this": ROOT} if args.baseline_src is None else {"baseline": args.baseline_src}
+    trees["this"] = ROOT
+    figures: dict[str, Any] = {}
+    with server() as base:
+        for name, src in trees.items():
+            with database(base, SCHEMA, HOST) as dsn:
+                figures[name] = run(dsn, args.sockets, args.rounds, args.clients, src)
+    if args.baseline_src is not None:
+        this, baseline = figures["this"], figures["baseline"]
+        figures["ratios"] = {
+            "serve_cpu_per_round": round(
+                this["serve_cpu_ms_per_round"] / baseline["serve_cpu_ms_per_round"], 3
+            ),
+            "per_idle_socket_memory": round(
+                this["memory"]["per_idle_socket_kib"] / baseline["memory"]["per_idle_socket_kib"],
+                3,
+            ),
+            "from_own_commit_p99": round(
+                this["from_own_commit_ms"]["p99"] / baseline["from_own_commit_ms"]["p99"], 3
+            ),
+        }
     figures["machine"] = {
         "cores": os.cpu_count(),
         "load_before": load_before,
