@@ -121,6 +121,8 @@ def start_serve(dsn: str, src: Path = ROOT) -> tuple[subprocess.Popen[str], int]
         line = proc.stderr.readline()
         if not line:
             raise RuntimeError("notify serve ended before listening")
+        if not line.startswith("{"):
+            raise RuntimeError(f"notify serve of {src}: {line.strip()}")
         record = json.loads(line)
         if record.get("msg") == "listening":
             return proc, int(record["port"])
@@ -317,16 +319,19 @@ def main() -> None:
                 figures[name] = run(dsn, args.sockets, args.rounds, args.clients, src)
     if args.baseline_src is not None:
         this, baseline = figures["this"], figures["baseline"]
+
+        def ratio(a: float, b: float) -> float | None:
+            return round(a / b, 3) if b else None
+
         figures["ratios"] = {
-            "serve_cpu_per_round": round(
-                this["serve_cpu_ms_per_round"] / baseline["serve_cpu_ms_per_round"], 3
+            "serve_cpu_per_round": ratio(
+                this["serve_cpu_ms_per_round"], baseline["serve_cpu_ms_per_round"]
             ),
-            "per_idle_socket_memory": round(
-                this["memory"]["per_idle_socket_kib"] / baseline["memory"]["per_idle_socket_kib"],
-                3,
+            "per_idle_socket_memory": ratio(
+                this["memory"]["per_idle_socket_kib"], baseline["memory"]["per_idle_socket_kib"]
             ),
-            "from_own_commit_p99": round(
-                this["from_own_commit_ms"]["p99"] / baseline["from_own_commit_ms"]["p99"], 3
+            "from_own_commit_p99": ratio(
+                this["from_own_commit_ms"]["p99"], baseline["from_own_commit_ms"]["p99"]
             ),
         }
     figures["machine"] = {

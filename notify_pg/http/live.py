@@ -6,6 +6,12 @@ touched; each of their sockets is sent the text ``refresh`` (`REFRESH`), and the
 the summary, which stays the only source of truth: a pushed refresh and a polled one leave the
 same state. Bursts coalesce: a socket with a refresh not yet sent gets no second one.
 
+One process holds 10,000 sockets: a socket is a `LiveSocket` (a flag, and a future while its
+coroutine sleeps) and one task waiting on the client. Where the server writes a text at once
+(``notify serve``'s `notify_pg.http.websocket.SEND_NOW`), the refreshes of the notifications
+read in one turn of the event loop are written in the next, all in one go, without waking a
+coroutine per socket; under any other ASGI server each socket's coroutine sends its own.
+
 When the listening connection is lost (a database restart, a network cut) the hub connects
 again, retrying every `RECONNECT_DELAY` seconds, and once it listens again it sends ``refresh``
 to every open socket: whatever was notified while nobody listened is lost, and a refresh
