@@ -32,6 +32,8 @@ import attrs
 from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Section
 from notify_core.inbox.prefs import CHANNELS, Delivery, InboxPrefs, InboxSettings
 from notify_core.mail.cadence import EmailSchedule, Schedule
+from notify_core.mail.catalogues import FALLBACK_LOCALE
+from notify_core.mail.message import category_name, section_name
 from notify_core.values.errors import InvalidInput, InvalidSchedule
 from notify_core.values.instants import MAX_DURATION
 
@@ -162,7 +164,11 @@ def schedule_json(schedule: EmailSchedule) -> dict[str, Any]:
 
 
 def preference_grid(
-    state: PreferenceState, settings: InboxSettings, email_available: bool
+    state: PreferenceState,
+    settings: InboxSettings,
+    email_available: bool,
+    *,
+    locale: str = FALLBACK_LOCALE,
 ) -> dict[str, Any]:
     """Return a person's effective preference grid as a JSON object (H2a).
 
@@ -171,7 +177,9 @@ def preference_grid(
     (``enabled``), the category's ``default``, whether the person's own row differs (``own``)
     and whether an entry would reach them on it now (``effective``: the choice under the
     section and, for email, N4). ``email_available`` is N4 (mail configured, an address,
-    verified); ``email_schedule`` and ``daily_hour`` the person's schedule.
+    verified); ``email_schedule`` and ``daily_hour`` the person's schedule. Each category
+    and its section are named (``name``, ``section_name``) in the language of ``locale``, as
+    the mails' catalogue names them (`notify_core.mail.category_name`).
     """
     rows = state.prefs.rows
     categories = []
@@ -180,7 +188,9 @@ def preference_grid(
         choice = state.prefs.choice(category)
         row: dict[str, Any] = {
             "category": category.key,
+            "name": category_name(category.key, locale),
             "section": category.section.value,
+            "section_name": section_name(category.section.value, locale),
             "section_delivers": delivery.value,
         }
         for channel in CHANNELS:

@@ -42,6 +42,7 @@ from notify_core.inbox.categories import CATEGORIES
 from notify_core.inbox.pipeline import email_schedule
 from notify_core.inbox.prefs import CHANNELS, InboxPrefs
 from notify_core.mail.cadence import EmailSchedule
+from notify_core.mail.message import mail_locale
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
@@ -141,7 +142,9 @@ def _grid(conn: Conn, host: AdminHostPorts, person: str, state: PreferenceState)
     facts = host.inbox_people(conn, [person]).get(person)
     # N4: mail configured for the instance, an address, and the address verified.
     available = bool(settings.mail_configured and facts and facts.email and facts.verified)
-    return preference_grid(state, settings, available)
+    user = host.inbox_users(conn, [person]).get(person)
+    locale = mail_locale(user.locale if user is not None else None, None)
+    return preference_grid(state, settings, available, locale=locale)
 
 
 def preferences(
