@@ -66,6 +66,7 @@ from notify_pg.mail.claims import (
 from notify_pg.mail.ports import MailHostPorts, MailSender
 from notify_pg.mail.reschedule import reschedule_pending
 from notify_pg.mail.smtp import MailSendError, Outgoing, mail_message
+from notify_pg.stores.store import generations
 
 __all__ = [
     "LEASE",
@@ -142,6 +143,9 @@ class _Facts:
     users: Mapping[str, WikiUser] = attrs.field(factory=dict)
     names: Mapping[str, str] = attrs.field(factory=dict)
     pages: Mapping[str, PageInfo] = attrs.field(factory=dict)
+    #: The generation of each person ever forgotten (U3: their tokens carry it; a person
+    #: forgotten now gets no mail and is not here).
+    generations: Mapping[str, int] = attrs.field(factory=dict)
 
 
 def _clock() -> datetime:
@@ -407,6 +411,12 @@ class MailDrain:
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, choices in stored.items():
             people[user] = people[user]._replace(prefs=InboxPrefs(rows=choices))
+        # U3: a person forgotten now gets no mail (inactive), whatever the host still says;
+        # one created again signs with their generation.
+        marks = generations(conn, ids, self.schema)
+        for user, n in marks.items():
+            if n is None and user in people:
+                people[user] = people[user]._replace(active=False)
         sites: dict[str, SiteInfo | None] = {}
 
         def site_on(site: str) -> bool:
@@ -428,6 +438,7 @@ class MailDrain:
             users=host.inbox_users(conn, ids),
             names=host.inbox_names(conn, actors_of(entries)),
             pages=pages,
+            generations={user: n for user, n in marks.items() if n is not None},
         )
         return plan_mails(
             entries,
@@ -483,7 +494,9 @@ class MailDrain:
             shown,
             site=site,
             locale=user.locale if user is not None else None,
-            token=unsubscribe_token(secret, person, plan.unsubscribe),
+            token=unsubscribe_token(
+                secret, person, plan.unsubscribe, facts_now.generations.get(person, 0)
+            ),
             more=plan.more,
         )
         sender = self.config.sender
