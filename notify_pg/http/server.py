@@ -58,7 +58,7 @@ from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, 
 from notify_pg.http.kept import KeptSummaries
 from notify_pg.http.live import LiveHub
 from notify_pg.http.native import NativeRequest, NativeRoutes
-from notify_pg.http.websocket import BoundedWebSocket
+from notify_pg.http.websocket import SEND_NOW, BoundedWebSocket
 
 __all__ = [
     "DEMO_PATH",
@@ -266,7 +266,9 @@ class AsgiApp:
         async def text(value: str) -> None:
             await send({"type": "websocket.send", "text": value})
 
-        await self.live.serve_socket(person, text, receive)
+        # The server's synchronous write, where it has one (notify serve's, not every server's).
+        send_now = (scope.get("extensions") or {}).get(SEND_NOW)
+        await self.live.serve_socket(person, text, receive, send_now=send_now)
 
     def _person(self, scope: Scope) -> str | None:
         identity: IdentityCheck = getattr(self.app, "identity", None) or IdentityCheck()
