@@ -94,7 +94,8 @@ from notify_cli.worker import _logging, _metrics
     show_default=True,
     metavar="N",
     help="Database connections per process for the routes served in the event loop, and "
-    "threads (one connection each) for the preference and settings routes.",
+    "threads (one connection each) for the changes of preferences and settings and the "
+    "settings read.",
 )
 @click.option(
     "--max-connections",

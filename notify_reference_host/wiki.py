@@ -22,7 +22,7 @@ from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_core.mail.cadence import EmailSchedule
-from notify_pg.db.plan import run_plan
+from notify_pg.db.plan import Plan, all_rows, one_row, run_plan
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
 from notify_reference_host.wiki_plans import WikiReadPlans
 
@@ -216,11 +216,14 @@ class ReferenceWiki(WikiReadPlans):
 
     def inbox_people(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PersonFacts]:
         """Return the facts of the known people among ``ids``."""
+        return run_plan(conn, self.inbox_people_plan(ids))
+
+    def inbox_people_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, PersonFacts]]:
+        """`inbox_people` as a plan."""
         out: dict[str, PersonFacts] = {}
         group_sets: dict[frozenset[str], frozenset[str]] = {}
-        for id_, kind, active, system, email, verified, groups in self._seam.all(
-            conn, "wiki_people", {"ids": text_array(ids)}
-        ):
+        rows = yield from all_rows(self._seam, "wiki_people", {"ids": text_array(ids)})
+        for id_, kind, active, system, email, verified, groups in rows:
             out[id_] = _facts(kind, active, system, email, verified, groups, group_sets)
         return out
 
@@ -261,7 +264,11 @@ class ReferenceWiki(WikiReadPlans):
 
     def inbox_settings(self, conn: Conn) -> InboxSettings:
         """Return the sections and whether mail is configured."""
-        row = self._settings_row(conn)
+        return run_plan(conn, self.inbox_settings_plan())
+
+    def inbox_settings_plan(self) -> Plan[InboxSettings]:
+        """`inbox_settings` as a plan."""
+        row = yield from one_row(self._seam, "wiki_settings")
         if row is None:
             return InboxSettings()
         sections = {Section(k): Delivery(v) for k, v in row[3].items()}

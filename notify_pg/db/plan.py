@@ -41,6 +41,8 @@ __all__ = [
     "atomic",
     "finished",
     "one_row",
+    "port",
+    "ports_planned",
     "run_plan",
     "run_plan_async",
     "touched",
@@ -115,6 +117,24 @@ def finished(plan: Plan[T]) -> T:
         return cast(T, done.value)
     plan.close()
     raise ValueError("the plan needs a connection")
+
+
+def port(host: object, name: str, *args: Any) -> Plan[Any]:
+    """The plan of a host's port ``name``: its plan form (``NAME_plan(*args)``) when the host
+    has one, else its blocking method (``NAME(conn, *args)``) as a `Blocking` step."""
+    planned = getattr(host, f"{name}_plan", None)
+    if planned is not None:
+        return (yield from planned(*args))
+    method = getattr(host, name)
+    return (yield Blocking(lambda conn: method(conn, *args)))
+
+
+def ports_planned(host: object, names: tuple[str, ...]) -> bool:
+    """Whether every port of ``names`` that ``host`` has has a plan form (no host: ``True``):
+    then `port` never yields a `Blocking` step for them."""
+    return host is None or all(
+        hasattr(host, f"{name}_plan") for name in names if hasattr(host, name)
+    )
 
 
 def _query(step: Step) -> tuple[Any, Mapping[str, Any] | None]:

@@ -28,6 +28,7 @@ from typing import Final
 from notify_core.values.errors import InvalidInput
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, run_plan
 from notify_pg.db.seam import Conn
 from notify_pg.http.handlers import MAX_BODY_BYTES, Response, _json, _media_type, _problem
 from notify_pg.mail.settings import (
@@ -35,11 +36,17 @@ from notify_pg.mail.settings import (
     change_preferences,
     change_settings,
     instance_settings,
-    preferences,
+    preferences_plan,
 )
 from notify_pg.ops.status import operator_status, plain_http_sites
 
-__all__ = ["preferences_get", "preferences_patch", "settings_get", "settings_patch"]
+__all__ = [
+    "preferences_get",
+    "preferences_get_plan",
+    "preferences_patch",
+    "settings_get",
+    "settings_patch",
+]
 
 #: The media types a change may be sent as (a JSON object; a merge patch is one too).
 _JSON_TYPES: Final = ("application/json", "application/merge-patch+json")
@@ -69,7 +76,15 @@ def preferences_get(
 ) -> Response:
     """Answer the person's effective preference grid (H2a): ``200`` with
     `notify_core.inbox.admin.preference_grid`'s object. Not audited."""
-    return _json(200, preferences(conn, host, user, schema=schema))
+    return run_plan(conn, preferences_get_plan(host, user, schema=schema))
+
+
+def preferences_get_plan(
+    host: AdminHostPorts, user: str, *, schema: str = DEFAULT_SCHEMA
+) -> Plan[Response]:
+    """`preferences_get` as a plan (`notify_pg.db.plan`; natively run when the host has the
+    plan forms of `notify_pg.mail.settings.PREFERENCE_PORTS`)."""
+    return _json(200, (yield from preferences_plan(host, user, schema=schema)))
 
 
 def preferences_patch(

@@ -14,9 +14,9 @@ included, shape both), and each handler runs the plan of its framework-neutral h
   listens: a ``304`` without a database round trip.
 
 A route the app serves that has no native handler (one a host added with
-`ReferenceApp.route`, or a route whose host ports are blocking, as the preference and settings
-routes' `AdminHostPorts`) is not matched here: `notify_pg.http.server.AsgiApp` runs it on the
-app's thread pool.
+`ReferenceApp.route`, the changes of preferences and settings and the settings read, whose
+`AdminHostPorts` take a blocking connection, or a route whose host ports have no plan form)
+is not matched here: `notify_pg.http.server.AsgiApp` runs it on the app's thread pool.
 """
 
 from __future__ import annotations
@@ -37,13 +37,15 @@ from notify_core.mail import UNSUBSCRIBE_PATH
 from notify_pg import http
 from notify_pg.db.apool import AsyncFastPool
 from notify_pg.db.errors import StorageError
-from notify_pg.db.plan import AsyncConn, Plan, one_row, run_plan_async
+from notify_pg.db.plan import AsyncConn, Plan, one_row, ports_planned, run_plan_async
 from notify_pg.db.seam import Seam
 from notify_pg.http import handlers
+from notify_pg.http.admin import preferences_get_plan
 from notify_pg.http.app import _PAGE, RETRY_AFTER, UNMATCHED, ReferenceApp
 from notify_pg.http.kept import KeptSummaries
 from notify_pg.http.shown import plans_ready
 from notify_pg.mail.secret import unsubscribe_secret_plan
+from notify_pg.mail.settings import PREFERENCE_PORTS
 
 __all__ = ["HEALTH_PATH", "READY_PATH", "NativeRequest", "NativeRoutes"]
 
@@ -110,6 +112,7 @@ class NativeRoutes:
             if app.is_builtin(endpoint)
             and not (app.hidden_by_host and endpoint.startswith("inbox_"))
             and (host_ready or endpoint not in ("inbox_list", "inbox_sites"))
+            and (endpoint != "preferences_get" or ports_planned(app.admin_host, PREFERENCE_PORTS))
         }
 
     def match(
@@ -347,6 +350,14 @@ def _sites(
     )
 
 
+def _preferences(
+    routes: NativeRoutes, request: NativeRequest, values: dict[str, Any], user: str
+) -> Plan[http.Response]:
+    host = routes.app.admin_host
+    assert host is not None  # the route exists only with the host's ports
+    return (yield from preferences_get_plan(host, user, schema=routes.schema))
+
+
 async def _inbox_summary(
     routes: NativeRoutes, request: NativeRequest, values: dict[str, Any]
 ) -> http.Response:
@@ -429,4 +440,5 @@ _HANDLERS: Final[dict[str, NativeHandler]] = {
     "inbox_view_page": _inbox(_view(talk=False), writes=True),
     "inbox_view_talk": _inbox(_view(talk=True), writes=True),
     "inbox_sites": _inbox(_sites),
+    "preferences_get": _inbox(_preferences),
 }

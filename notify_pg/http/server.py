@@ -13,8 +13,9 @@ do, see docs/embedding.md):
   pool (``pool``; by default an `AsyncFastPool` of ``threads`` connections), with no thread;
   the summary poll is answered from the kept summaries (`notify_pg.http.kept`) while the
   live hub listens;
-- a route without one (the preference and settings routes, whose host ports are blocking,
-  and a route a host added with `ReferenceApp.route`) runs the WSGI app on one of
+- a route without one (the changes of preferences and settings and the settings read, whose
+  host ports are blocking, and a route a host added with `ReferenceApp.route`) runs the
+  WSGI app on one of
   ``threads`` threads (its `FastPool` holds as many connections);
 - ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`,
   on the bounded protocol of `notify_pg.http.websocket`: a client that does not read is closed):

@@ -26,7 +26,7 @@ from notify_core.inbox.ports import PageInfo, SiteInfo
 from notify_core.mail import MailEntry, MailSite, entry_line, mail_locale
 from notify_core.mail.catalogues import FALLBACK_LOCALE
 from notify_pg.db.migrate import DEFAULT_SCHEMA
-from notify_pg.db.plan import Blocking, Plan, run_plan
+from notify_pg.db.plan import Plan, port, ports_planned, run_plan
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
@@ -57,18 +57,7 @@ PLAN_PORTS: Final = (
 def plans_ready(host: object) -> bool:
     """Whether the list and the sites route can read ``host`` without a blocking connection:
     no host, or one with the plan form of each of `PLAN_PORTS` it has."""
-    return host is None or all(
-        hasattr(host, f"{name}_plan") for name in PLAN_PORTS if hasattr(host, name)
-    )
-
-
-def _port(host: object, name: str, *args: Any) -> Plan[Any]:
-    """Read one of the host's ports: its plan form, else the blocking method (`Blocking`)."""
-    planned = getattr(host, f"{name}_plan", None)
-    if planned is not None:
-        return (yield from planned(*args))
-    method = getattr(host, name)
-    return (yield Blocking(lambda conn: method(conn, *args)))
+    return ports_planned(host, PLAN_PORTS)
 
 
 #: The origin a link is read against when the host is not known: the path is what is kept.
@@ -133,27 +122,27 @@ def shown_entries_plan(
     *,
     site: str | None = None,
 ) -> Plan[list[dict[str, Any]]]:
-    """`shown_entries` as a plan (the host's ports through `_port`)."""
+    """`shown_entries` as a plan (the host's ports through `notify_pg.db.plan.port`)."""
     if host is None:
         return [_without_host(e) for e in entries]
-    person = (yield from _port(host, "inbox_users", [user])).get(user)
+    person = (yield from port(host, "inbox_users", [user])).get(user)
     actors = sorted({e.actor for e in entries if e.actor})
-    names = (yield from _port(host, "inbox_names", actors)) if actors else {}
+    names = (yield from port(host, "inbox_names", actors)) if actors else {}
     fallback = site
     if fallback is None and any(e.site is None for e in entries):
-        fallback = yield from _port(host, "inbox_first_site")
+        fallback = yield from port(host, "inbox_first_site")
     sites: dict[str, SiteInfo | None] = {}
     pages: dict[str, PageInfo | None] = {}
     out = []
     for entry in entries:
         site_id = entry.site or fallback or ""
         if site_id not in sites:
-            sites[site_id] = (yield from _port(host, "inbox_site", site_id)) if site_id else None
+            sites[site_id] = (yield from port(host, "inbox_site", site_id)) if site_id else None
         info = sites[site_id]
         page = None
         if entry.page is not None and review_submission(entry.category, entry.group_key) is None:
             if entry.page not in pages:
-                pages[entry.page] = yield from _port(host, "inbox_page", entry.page)
+                pages[entry.page] = yield from port(host, "inbox_page", entry.page)
             page = pages[entry.page]
         shown = _mail_entry(entry, names, page)
         locale = mail_locale(
@@ -202,7 +191,7 @@ def site_list_plan(
         found = yield from InboxReads(schema).sites_plan(user)
         return [{"id": s} for s in found if s not in hidden]
     out = []
-    for site, host_name, https, name in (yield from _port(host, "inbox_sites")):
+    for site, host_name, https, name in (yield from port(host, "inbox_sites")):
         if site in hidden:
             continue
         item: dict[str, Any] = {"id": site, "host": host_name, "https": https}

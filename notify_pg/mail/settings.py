@@ -45,12 +45,14 @@ from notify_core.mail.cadence import EmailSchedule
 from notify_core.mail.message import mail_locale
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, port, run_plan
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.reads import InboxPreferences
 from notify_pg.mail.drain import MailHostPorts, reschedule_pending
 
 __all__ = [
     "INSTANCE",
+    "PREFERENCE_PORTS",
     "AdminHostPorts",
     "AuditRow",
     "audit_log",
@@ -59,6 +61,7 @@ __all__ = [
     "instance_settings",
     "lock_retention",
     "preferences",
+    "preferences_plan",
 ]
 
 #: The subject of an audit row of the instance's settings.
@@ -154,7 +157,28 @@ def preferences(
 
     Not audited: a read.
     """
-    return _grid(conn, host, person, _state(conn, host, person, schema))
+    return run_plan(conn, preferences_plan(host, person, schema=schema))
+
+
+#: The host's ports `preferences_plan` reads (their plan forms, where the host has them).
+PREFERENCE_PORTS: Final = ("inbox_users", "inbox_settings", "inbox_people")
+
+
+def preferences_plan(
+    host: AdminHostPorts, person: str, *, schema: str = DEFAULT_SCHEMA
+) -> Plan[dict[str, Any]]:
+    """`preferences` as a plan (`notify_pg.db.plan`: the host's ports of `PREFERENCE_PORTS`
+    through `notify_pg.db.plan.port`), the same grid."""
+    rows = (yield from InboxPreferences(schema).rows_plan([person])).get(person, {})
+    user = (yield from port(host, "inbox_users", [person])).get(person)
+    schedule = email_schedule(user) if user is not None else EmailSchedule()
+    state = PreferenceState(prefs=InboxPrefs(rows=rows), schedule=schedule)
+    settings = yield from port(host, "inbox_settings")
+    facts = (yield from port(host, "inbox_people", [person])).get(person)
+    # N4: mail configured for the instance, an address, and the address verified.
+    available = bool(settings.mail_configured and facts and facts.email and facts.verified)
+    locale = mail_locale(user.locale if user is not None else None, None)
+    return preference_grid(state, settings, available, locale=locale)
 
 
 def _audit(

@@ -98,7 +98,8 @@ def test_h1_with_the_hosts_ports_the_list_and_the_sites_read_them_without_a_thre
     db_dsn: str, conn: Conn
 ) -> None:
     """`notify serve --host-schema`: the reference wiki's ports have plan forms, so the list
-    (links, names, sentences) and the sites route read them on the asyncio connection."""
+    (links, names, sentences), the sites route and the preference grid read them on the
+    asyncio connection."""
     wiki = make_wiki(conn, readers=("ana",))
     edit(conn, wiki)
     with threadless(db_dsn, admin=True) as (port, refuse):
@@ -108,6 +109,8 @@ def test_h1_with_the_hosts_ports_the_list_and_the_sites_read_them_without_a_thre
         got, answer = raw(port, request("GET", "/notifications/sites", headers=ANA))
         assert got == 200 and [s["id"] for s in body_json(answer)["sites"]] == ["s1"]
         assert raw(port, request("GET", SUMMARY, headers=ANA))[0] == 200
+        got, answer = raw(port, request("GET", "/notifications/preferences", headers=ANA))
+        assert got == 200 and "categories" in body_json(answer)
         assert refuse.asked == 0
 
 
