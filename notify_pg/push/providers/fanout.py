@@ -1,7 +1,7 @@
 """The send step's two paths: a round's pushes in one batch per provider, or one call each.
 
 A provider that sends over one multiplexed connection (APNs and FCM over HTTP/2) offers
-``send_many`` (`BatchProvider`): the worker hands it every push of a round for it at once, and
+``send_many`` (`BatchProvider`): with ``WorkerConfig.batch_sends`` the worker hands it every push of a round for it at once, and
 the provider makes each request and starts it as a stream of its connection on its event loop
 (`notify_pg.push.providers.h2client.Batch`), as many at a time as the process-wide
 `notify_pg.push.providers.ProviderGate` has free slots, instead of one pool thread per call
