@@ -382,6 +382,7 @@ class SendRound:
             gate=self.push.gate,
             pool=self._pool_of,
             limit=self.push.config.max_concurrent_requests,
+            batch=self.push.config.batch_sends,
         )
         results: list[SendResult] = []
         for item, (answer, seconds) in zip(prepared, outcomes, strict=True):

@@ -2,9 +2,10 @@
 
 A provider that sends over one multiplexed connection (APNs and FCM over HTTP/2) offers
 ``send_many`` (`BatchProvider`): the worker hands it every push of a round for it at once, and
-the provider starts them all as streams of its connection from its event loop, as many at a
-time as the process-wide `notify_pg.push.providers.ProviderGate` has free slots, instead of one
-pool thread per call waiting on one stream each. Each slot is taken when its stream starts and
+the provider makes each request and starts it as a stream of its connection on its event loop
+(`notify_pg.push.providers.h2client.Batch`), as many at a time as the process-wide
+`notify_pg.push.providers.ProviderGate` has free slots, instead of one pool thread per call
+waiting on one stream each. Each slot is taken when its stream starts and
 given back when its answer came, so the limit (``push.max_concurrent_requests``) holds for
 both paths together. A provider without it (Web Push: one HTTP/1.1 exchange per push
 service; test doubles) gets one `PushProvider.send` per push, up to ``limit`` at once on the
