@@ -24,12 +24,13 @@ Every refusal is an `InvalidInput` with a code and the JSON pointer of the membe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
-from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Section
+from notify_core.inbox.access import Group, holds_host
+from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Category, Section
 from notify_core.inbox.prefs import CHANNELS, Delivery, InboxPrefs, InboxSettings
 from notify_core.mail.cadence import EmailSchedule, Schedule
 from notify_core.values.errors import InvalidInput, InvalidSchedule
@@ -51,6 +52,7 @@ __all__ = [
     "preference_grid",
     "schedule_json",
     "settings_change",
+    "visible_categories",
 ]
 
 #: The least retention under which a person may have an hourly or daily schedule (H2a).
@@ -162,7 +164,10 @@ def schedule_json(schedule: EmailSchedule) -> dict[str, Any]:
 
 
 def preference_grid(
-    state: PreferenceState, settings: InboxSettings, email_available: bool
+    state: PreferenceState,
+    settings: InboxSettings,
+    email_available: bool,
+    categories: Iterable[Category] = CATEGORIES,
 ) -> dict[str, Any]:
     """Return a person's effective preference grid as a JSON object (H2a).
 
@@ -171,18 +176,22 @@ def preference_grid(
     (``enabled``), the category's ``default``, whether the person's own row differs (``own``)
     and whether an entry would reach them on it now (``effective``: the choice under the
     section and, for email, N4). ``email_available`` is N4 (mail configured, an address,
-    verified); ``email_schedule`` and ``daily_hour`` the person's schedule.
+    verified); ``email_schedule`` and ``daily_hour`` the person's schedule. ``categories``:
+    those the person sees (`visible_categories`: the host's own among them, N13, each with
+    its ``names`` per locale).
     """
     rows = state.prefs.rows
-    categories = []
-    for category in CATEGORIES:
+    listed = []
+    for category in categories:
         delivery = settings.delivery(category.section)
         choice = state.prefs.choice(category)
         row: dict[str, Any] = {
             "category": category.key,
-            "section": category.section.value,
+            "section": str(category.section),
             "section_delivers": delivery.value,
         }
+        if category.host:
+            row["names"] = {locale: found.name for locale, found in category.strings}
         for channel in CHANNELS:
             enabled = getattr(choice, channel)
             if channel == "in_app":
@@ -195,26 +204,45 @@ def preference_grid(
                 "own": (category.key, channel) in rows,
                 "effective": effective,
             }
-        categories.append(row)
+        listed.append(row)
     return {
         "email_available": email_available,
         **schedule_json(state.schedule),
-        "categories": categories,
+        "categories": listed,
     }
+
+
+def visible_categories(
+    known: Mapping[str, Category],
+    groups: frozenset[str],
+    instance_groups: Mapping[str, Group],
+) -> list[Category]:
+    """Return the categories of the registry a person sees in their grid (N13): every
+    built-in one, and a host category whose ``visible_to`` the person holds (N8)."""
+    return [
+        category
+        for category in known.values()
+        if category.visible_to is None or holds_host(groups, instance_groups, category.visible_to)
+    ]
 
 
 _PREFERENCE_MEMBERS: Final = ("categories", "stop_all_email", "email_schedule", "daily_hour")
 
 
 def preference_change(
-    state: PreferenceState, body: object, *, retention_days: int
+    state: PreferenceState,
+    body: object,
+    *,
+    retention_days: int,
+    known: Mapping[str, Category] = CATEGORY_BY_KEY,
 ) -> PreferenceState:
     """Apply a change of a person's grid, member by member; return the new state.
 
     ``body`` is a JSON object with the optional members ``categories`` (``{category: {in_app?,
     email?}}``, each a boolean), ``stop_all_email`` (``true``: email off for every category,
     N2; applied before ``categories``), ``email_schedule`` (``immediate``, ``hourly``,
-    ``daily``) and ``daily_hour`` (0-23). Members not named keep their values.
+    ``daily``) and ``daily_hour`` (0-23). Members not named keep their values. ``known``:
+    the registry (the host's own categories too, N13).
 
     Raises:
         InvalidInput: a malformed body, naming the member by its JSON pointer
@@ -228,19 +256,19 @@ def preference_change(
     if "stop_all_email" in value:
         if value["stop_all_email"] is not True:
             raise _refuse("invalid_boolean", "stop_all_email can only be true", "/stop_all_email")
-        prefs = prefs.stop_all_email()
+        prefs = prefs.stop_all_email(known)
     if "categories" in value:
         changes = _object(value["categories"], "/categories")
         for key in sorted(changes):  # sorted: the first fault named is always the same one
             where = f"/categories/{_escape(key)}"
-            if key not in CATEGORY_BY_KEY:
+            if key not in known:
                 raise _refuse("unknown_category", f"unknown category {key!r}", where)
             channels = _object(changes[key], where)
             _members(channels, CHANNELS, where)
             for channel in CHANNELS:
                 if channel in channels:
                     enabled = _boolean(channels[channel], f"{where}/{channel}")
-                    prefs = prefs.set(key, channel, enabled)
+                    prefs = prefs.set(key, channel, enabled, known)
     schedule = state.schedule
     if "email_schedule" in value or "daily_hour" in value:
         name = value.get("email_schedule", schedule.schedule.value)
@@ -412,10 +440,12 @@ def audit_diff(
     return old, new
 
 
-def preference_audit_json(state: PreferenceState) -> dict[str, Any]:
+def preference_audit_json(
+    state: PreferenceState, known: Mapping[str, Category] = CATEGORY_BY_KEY
+) -> dict[str, Any]:
     """A person's stored choices and schedule as an audit row records them."""
     categories: dict[str, dict[str, bool]] = {}
-    for category in CATEGORIES:
+    for category in known.values():
         choice = state.prefs.choice(category)
         categories[category.key] = {"in_app": choice.in_app, "email": choice.email}
     return {**schedule_json(state.schedule), "categories": categories}

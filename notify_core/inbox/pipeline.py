@@ -26,7 +26,7 @@ from typing import ClassVar, Final
 
 import attrs
 
-from notify_core.events.log import Event
+from notify_core.events.log import Event, EventError
 from notify_core.inbox.cadence import (
     EmailAfter,
     due_is_shared,
@@ -57,6 +57,7 @@ from notify_core.inbox.fanout import (
     fan_out,
     firing,
 )
+from notify_core.inbox.host_categories import HOST_EVENT, HOST_VARIANT, event_members
 from notify_core.inbox.memory.entries import EntryMemory
 from notify_core.inbox.memory.wiki import WikiMemory
 from notify_core.inbox.payloads import page_after, strings
@@ -102,6 +103,7 @@ ACTIVITY_TYPES: Final = frozenset(
         "comment.edited",
         "submission.created",
         "submission.updated",
+        HOST_EVENT,
     }
 )
 #: Events that change entries: views, reads, dismissals (H2).
@@ -127,6 +129,7 @@ INBOX_TYPES: Final = frozenset(
         "inbox_pref.updated",
         "inbox_pref.stop_all_email",
         "notifications.settings",
+        "category.declared",
     }
 )
 
@@ -253,14 +256,73 @@ class InboxPipeline:
                 out[category.key] = list(wiki.opted_in(category.key))
         return out
 
+    def _host_event(self, event: Event) -> tuple[InboxEvent, dict[str, list[str]], EventValues]:
+        """A host category's event (N13) as the fan-out sees it, its candidates (the holders
+        of the category's permission, or the people the event names) and its values.
+
+        Raises:
+            EventError: a category the host never declared (``unknown_category``), a site
+                category's event without ``site`` (``missing_member``).
+        """
+        p, wiki = event.payload, self.wiki
+        category = wiki.categories().get(str(p["category"]))
+        if category is None or not category.host:
+            raise EventError(
+                "unknown_category",
+                f"category.event of a category never declared: {p['category']!r}",
+                "/payload/category",
+            )
+        if category.scope == "site" and "site" not in p:
+            raise EventError(
+                "missing_member", f"{category.key} is a site category: it needs payload.site",
+                "/payload/site",
+            )
+        # An instance entry has no site: every site's inbox shows it (N13).
+        site = str(p["site"]) if category.scope == "site" else None
+        members = event_members(p)
+        inbox = InboxEvent(
+            id=str(event.seq),
+            type=event.type,
+            origin=Origin(event.origin or "user"),
+            actor=event.actor,
+            site=site,
+            ids=members,
+            variant=HOST_VARIANT,
+            host=category,
+        )
+        if category.permission is not None:
+            listed = list(wiki.holders(category.permission))
+        else:
+            listed = sorted(strings(p.get("people")))
+        target = EntryTarget(
+            site=site, page=None, title=members.get("target", ""), members=tuple(members.items())
+        )
+        values = EventValues(
+            event.seq,
+            require_instant(event.occurred_at, "at"),
+            inbox.id,
+            inbox.variant,
+            event.actor,
+            site,
+            target,
+            wiki.email_delay(),
+            None if site is None else wiki.site(site),
+        )
+        return inbox, {category.key: listed}, values
+
     def _fan_out(self, event: Event) -> list[InboxLine]:
-        found = self._inbox_event(event)
-        if found is None:
-            return []
-        inbox, page = found
         wiki = self.wiki
-        candidates = self._candidates(event, inbox, page)
-        site = wiki.site(page.site)
+        if event.type == HOST_EVENT:
+            inbox, candidates, values = self._host_event(event)
+            site = values.site_info
+        else:
+            found = self._inbox_event(event)
+            if found is None:
+                return []
+            inbox, page = found
+            candidates = self._candidates(event, inbox, page)
+            site = wiki.site(page.site)
+            values = _event_values(wiki, event, inbox, page)
         if site is not None and not site.notifications:
             return self._site_off(event, inbox, candidates)  # N5: the emit writes nothing
         if len(candidates) == 1 and self.columns:
@@ -270,9 +332,9 @@ class InboxPipeline:
                 self.entries,
                 self.email_after,
                 inbox,
-                CATEGORY_BY_KEY[key],
+                inbox.host or CATEGORY_BY_KEY[key],
                 listed,
-                _event_values(wiki, event, inbox, page),
+                values,
             )
         people: Collection[str]
         if len(candidates) == 1:  # one firing category: its list, each candidate once
@@ -282,7 +344,7 @@ class InboxPipeline:
         facts = people_facts(wiki, people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         one_category = len(candidates) == 1
-        lines = self._apply(event, inbox, page, result.entries, one_category)
+        lines = self._apply(values, inbox, result.entries, one_category)
         if result.skips:
             lines.extend(self._skip_lines(event, inbox, result.skips))
             # Entries and skips each come by recipient (then category); one firing category
@@ -298,7 +360,9 @@ class InboxPipeline:
         previous = inbox.previous_mentions
         lines = [
             self._skip_line(
-                event, inbox, SkipDecision(person, CATEGORY_BY_KEY[key], InboxSkip.SITE_OFF)
+                event,
+                inbox,
+                SkipDecision(person, inbox.host or CATEGORY_BY_KEY[key], InboxSkip.SITE_OFF),
             )
             for key, listed in candidates.items()
             for person in dict.fromkeys(listed)
@@ -350,9 +414,8 @@ class InboxPipeline:
 
     def _apply(
         self,
-        event: Event,
+        values: EventValues,
         inbox: InboxEvent,
-        page: PageInfo,
         decisions: Sequence[EntryDecision],
         one_category: bool = False,
     ) -> list[InboxLine]:
@@ -368,9 +431,7 @@ class InboxPipeline:
         decision is of one category.
         """
         wiki, entries = self.wiki, self.entries
-        seq, at, event_id, variant, actor, site, target, delay, site_info = _event_values(
-            wiki, event, inbox, page
-        )
+        seq, at, event_id, variant, actor, site, target, delay, site_info = values
         ids = inbox.ids
         email_after, user = self.email_after, wiki.user
         # Due times shared by every person of a schedule (keyed by the schedule alone, or by

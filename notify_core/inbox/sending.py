@@ -62,6 +62,7 @@ def drain_mails(wiki: WikiFacts, entries: EntryStore, at: datetime) -> list[Mail
         settings=wiki.settings(),
         first_site=wiki.first_site(),
         access=DrainAccess(groups=wiki.groups(), pages=pages),
+        known=wiki.categories(),
     )
     lines = []
     for plan in plans:
