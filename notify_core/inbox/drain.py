@@ -207,9 +207,7 @@ def plan_mails(
                     MailSkip.SECTION_OFF
                     if not section_email[key]
                     else None
-                    if facts is not None
-                    and email_possible
-                    and facts.prefs.choice(known[key]).email
+                    if facts is not None and email_possible and facts.prefs.choice(known[key]).email
                     else MailSkip.PREFERENCE
                 )
                 for key in categories

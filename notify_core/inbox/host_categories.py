@@ -76,9 +76,7 @@ def declare(payload: Mapping[str, Any]) -> Category:
     """
     key = str(payload["category"])
     if key in CATEGORY_BY_KEY:
-        raise InvalidInput(
-            "builtin_category", f"{key} is a built-in category", "/payload/category"
-        )
+        raise InvalidInput("builtin_category", f"{key} is a built-in category", "/payload/category")
     raw_strings = payload["strings"]
     if "en" not in raw_strings:
         raise InvalidInput(
@@ -98,9 +96,7 @@ def declare(payload: Mapping[str, Any]) -> Category:
             )
         )
     section_name = str(payload["section"])
-    section: Section | str = (
-        Section(section_name) if section_name in _SECTIONS else section_name
-    )
+    section: Section | str = Section(section_name) if section_name in _SECTIONS else section_name
     candidates = payload["candidates"]
     permission = candidates.get("permission")
     defaults = payload["defaults"]

@@ -274,7 +274,8 @@ class InboxPipeline:
             )
         if category.scope == "site" and "site" not in p:
             raise EventError(
-                "missing_member", f"{category.key} is a site category: it needs payload.site",
+                "missing_member",
+                f"{category.key} is a site category: it needs payload.site",
                 "/payload/site",
             )
         # An instance entry has no site: every site's inbox shows it (N13).
@@ -290,7 +291,10 @@ class InboxPipeline:
             variant=HOST_VARIANT,
             host=category,
         )
-        if category.permission is not None:
+        listed: list[str] = []
+        if not firing(inbox):  # N6: not for this origin
+            pass
+        elif category.permission is not None:
             listed = list(wiki.holders(category.permission))
         else:
             listed = sorted(strings(p.get("people")))
@@ -308,7 +312,7 @@ class InboxPipeline:
             wiki.email_delay(),
             None if site is None else wiki.site(site),
         )
-        return inbox, {category.key: listed}, values
+        return inbox, ({category.key: listed} if listed else {}), values
 
     def _fan_out(self, event: Event) -> list[InboxLine]:
         wiki = self.wiki
