@@ -1,4 +1,4 @@
-"""Host categories (rule N13, seed 004 section 13): a host declares its own categories.
+"""Host categories (rule N13): a host declares its own categories.
 
 A ``category.declared`` event (formats.md section 4) becomes a `Category` of the registry
 beside the seven launch ones: its section, scope (``site`` or ``instance``), origins,
@@ -19,6 +19,7 @@ import string
 from collections.abc import Mapping
 from typing import Any, Final
 
+from notify_core.events.log import Event, EventError
 from notify_core.inbox.categories import (
     CATEGORY_BY_KEY,
     Candidates,
@@ -28,13 +29,19 @@ from notify_core.inbox.categories import (
     Origin,
     Section,
 )
+from notify_core.inbox.columns import EventValues
+from notify_core.inbox.fanout import InboxEvent, firing
+from notify_core.inbox.payloads import strings
+from notify_core.inbox.ports import EntryTarget, WikiFacts
 from notify_core.values.errors import InvalidInput
+from notify_core.values.instants import require_instant
 
 __all__ = [
     "HOST_EVENT",
     "HOST_VARIANT",
     "declare",
     "event_members",
+    "host_event",
     "render",
 ]
 
@@ -145,3 +152,64 @@ class _Members(dict[str, str]):
 def render(text: str, members: Mapping[str, str]) -> str:
     """Return a host category's template with the event's members in its placeholders."""
     return text.format_map(_Members(members))
+
+
+def host_event(
+    wiki: WikiFacts, event: Event
+) -> tuple[InboxEvent, dict[str, list[str]], EventValues]:
+    """A host category's event (N13) as the fan-out sees it, its candidates (the holders
+    of the category's permission, or the people the event names) and its values.
+
+    Raises:
+        EventError: a category the host never declared (``unknown_category``), a site
+            category's event without ``site`` (``missing_member``).
+    """
+    p = event.payload
+    category = wiki.categories().get(str(p["category"]))
+    if category is None or not category.host:
+        raise EventError(
+            "unknown_category",
+            f"category.event of a category never declared: {p['category']!r}",
+            "/payload/category",
+        )
+    if category.scope == "site" and "site" not in p:
+        raise EventError(
+            "missing_member",
+            f"{category.key} is a site category: it needs payload.site",
+            "/payload/site",
+        )
+    # An instance entry has no site: every site's inbox shows it (N13).
+    site = str(p["site"]) if category.scope == "site" else None
+    members = event_members(p)
+    inbox = InboxEvent(
+        id=str(event.seq),
+        type=event.type,
+        origin=Origin(event.origin or "user"),
+        actor=event.actor,
+        site=site,
+        ids=members,
+        variant=HOST_VARIANT,
+        host=category,
+    )
+    listed: list[str] = []
+    if not firing(inbox):  # N6: not for this origin
+        pass
+    elif category.permission is not None:
+        listed = list(wiki.holders(category.permission))
+    else:
+        listed = sorted(strings(p.get("people")))
+    target = EntryTarget(
+        site=site, page=None, title=members.get("target", ""), members=tuple(members.items())
+    )
+    values = EventValues(
+        event.seq,
+        require_instant(event.occurred_at, "at"),
+        inbox.id,
+        inbox.variant,
+        event.actor,
+        site,
+        target,
+        wiki.email_delay(),
+        None if site is None else wiki.site(site),
+    )
+    return inbox, ({category.key: listed} if listed else {}), values

@@ -26,7 +26,7 @@ from typing import ClassVar, Final
 
 import attrs
 
-from notify_core.events.log import Event, EventError
+from notify_core.events.log import Event
 from notify_core.inbox.cadence import (
     EmailAfter,
     due_is_shared,
@@ -57,7 +57,7 @@ from notify_core.inbox.fanout import (
     fan_out,
     firing,
 )
-from notify_core.inbox.host_categories import HOST_EVENT, HOST_VARIANT, event_members
+from notify_core.inbox.host_categories import HOST_EVENT, host_event
 from notify_core.inbox.memory.entries import EntryMemory
 from notify_core.inbox.memory.wiki import WikiMemory
 from notify_core.inbox.payloads import page_after, strings
@@ -256,68 +256,10 @@ class InboxPipeline:
                 out[category.key] = list(wiki.opted_in(category.key))
         return out
 
-    def _host_event(self, event: Event) -> tuple[InboxEvent, dict[str, list[str]], EventValues]:
-        """A host category's event (N13) as the fan-out sees it, its candidates (the holders
-        of the category's permission, or the people the event names) and its values.
-
-        Raises:
-            EventError: a category the host never declared (``unknown_category``), a site
-                category's event without ``site`` (``missing_member``).
-        """
-        p, wiki = event.payload, self.wiki
-        category = wiki.categories().get(str(p["category"]))
-        if category is None or not category.host:
-            raise EventError(
-                "unknown_category",
-                f"category.event of a category never declared: {p['category']!r}",
-                "/payload/category",
-            )
-        if category.scope == "site" and "site" not in p:
-            raise EventError(
-                "missing_member",
-                f"{category.key} is a site category: it needs payload.site",
-                "/payload/site",
-            )
-        # An instance entry has no site: every site's inbox shows it (N13).
-        site = str(p["site"]) if category.scope == "site" else None
-        members = event_members(p)
-        inbox = InboxEvent(
-            id=str(event.seq),
-            type=event.type,
-            origin=Origin(event.origin or "user"),
-            actor=event.actor,
-            site=site,
-            ids=members,
-            variant=HOST_VARIANT,
-            host=category,
-        )
-        listed: list[str] = []
-        if not firing(inbox):  # N6: not for this origin
-            pass
-        elif category.permission is not None:
-            listed = list(wiki.holders(category.permission))
-        else:
-            listed = sorted(strings(p.get("people")))
-        target = EntryTarget(
-            site=site, page=None, title=members.get("target", ""), members=tuple(members.items())
-        )
-        values = EventValues(
-            event.seq,
-            require_instant(event.occurred_at, "at"),
-            inbox.id,
-            inbox.variant,
-            event.actor,
-            site,
-            target,
-            wiki.email_delay(),
-            None if site is None else wiki.site(site),
-        )
-        return inbox, ({category.key: listed} if listed else {}), values
-
     def _fan_out(self, event: Event) -> list[InboxLine]:
         wiki = self.wiki
         if event.type == HOST_EVENT:
-            inbox, candidates, values = self._host_event(event)
+            inbox, candidates, values = host_event(wiki, event)
             site = values.site_info
         else:
             found = self._inbox_event(event)

@@ -1,4 +1,4 @@
-"""Host categories (rule N13, seed 004 section 13): declared in the log, then fanned out,
+"""Host categories (rule N13): declared in the log, then fanned out,
 coalesced, mailed, unsubscribed and offered in the grid like a built-in category."""
 
 from __future__ import annotations
