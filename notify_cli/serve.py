@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from notify_cli.install import install_hint
+from notify_cli.open_files import raise_open_files, wanted_open_files
 from notify_cli.options import (
     BadInput,
     Seconds,
@@ -268,18 +269,27 @@ def serve(
     except OSError as exc:
         raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
+    # Each socket is a descriptor: the soft limit as high as the hard one allows (the
+    # children of --workers inherit it).
+    open_files = raise_open_files()
+    wanted = wanted_open_files(max_connections, threads)
     proofs = [n for n, on in (("proxy_secret", identity.proxy_secret), ("jwt", identity.jwt)) if on]
     fields: dict[str, Any] = {
         "host": host,
         "port": sock.getsockname()[1],
         "schema": schema,
         "identity": "+".join(proofs) or "header",
+        "open_files": open_files,
     }
     if not proofs and not is_loopback(host):
         log.warning("identity header trusted from any client", extra={"fields": {"host": host}})
 
     def announce() -> None:
         log.info("listening", extra={"fields": {**fields, "workers": workers}})
+        if open_files < wanted:  # after "listening": the first line stays the port
+            hint = "raise the hard limit: ulimit -Hn, or LimitNOFILE= in a systemd unit"
+            limited = {"open_files": open_files, "wanted": wanted, "hint": hint}
+            log.warning("open files limited", extra={"fields": limited})
         sys.stderr.flush()
 
     def serve_here() -> None:

@@ -148,10 +148,11 @@ class ReferenceWiki:
         row = self._seam.one(conn, "wiki_site", {"id": site})
         if row is None:
             return None
-        id_, host, https, locale, zone, on, links = row
+        id_, host, https, locale, zone, on, links, name = row
         return SiteInfo(
             id=id_,
             host=host,
+            name=name,
             https=https,
             primary_locale=locale,
             time_zone=zone,

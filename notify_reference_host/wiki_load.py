@@ -178,7 +178,7 @@ class WikiLoader:
         )
 
     def _site(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
-        names = ("host", "https", "primary_locale", "time_zone", "notifications")
+        names = ("host", "name", "https", "primary_locale", "time_zone", "notifications")
         params = {"id": p["site"], **{k: p.get(k) for k in names}}
         # The templates the event names, over those the site set (an empty one: the default).
         params["links"] = Jsonb(dict(p["links"])) if "links" in p else None

@@ -2,9 +2,10 @@
 
 `wiki_mail_log(seed)` writes a small wiki from a seed: people with distinctive ids (so that a
 scan for an id in a mail means something), some with a display name, some renamed or left
-without one; sites with the default links or seed 004's routes; pages created published, as
-a draft, or by a storage sync; edits by people and by syncs; comments with mentions, replies
-and deletions; review suggestions; views and reads. Deterministic: ``random.Random(seed)``.
+without one; a site with the default links or seed 004's routes, named or not; pages created
+published, as a draft, or by a storage sync; edits by people and by syncs; comments with
+mentions, replies and deletions; review suggestions; views and reads. Deterministic:
+``random.Random(seed)``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ SEED_004_LINKS = {
     "manage": "/_profile/notifications",
     "review": "/_inbox/review/{submission}",
 }
+#: A site's names: plain, with markup and non-ASCII, and none (the mails name its host).
+SITE_NAMES = ["Ops-Wiki <Zürich> & Co", None, "Ops Wiki"]
 PAGES = {"p1": ("ops/runbook", "Runbook"), "p2": ("team/on call", "On call"), "p3": ("faq", "FAQ")}
 
 
@@ -32,6 +35,13 @@ def person_ids(seed: int) -> list[str]:
     """The people of a log: ids no text of a mail could contain by chance."""
     rng = random.Random(f"ids-{seed}")
     return [f"u-{rng.getrandbits(40):010x}" for _ in range(6)]
+
+
+def _site_name(seed: int) -> dict[str, str]:
+    """The site's ``name`` (E6: what its mails call the wiki), or none (its host), drawn
+    apart from the log's own draws so that the rest of a seed's log stays as it was."""
+    name = random.Random(f"site-{seed}").choice(SITE_NAMES)
+    return {} if name is None else {"name": name}
 
 
 def wiki_mail_log(seed: int, steps: int = 40) -> list[str]:
@@ -54,6 +64,7 @@ def wiki_mail_log(seed: int, steps: int = 40) -> list[str]:
             "host": "wiki.example.org",
             "https": True,
             **({"links": SEED_004_LINKS} if rng.random() < 0.5 else {}),
+            **_site_name(seed),
         },
     )
     add("group.created", {"group": "all", "rules": READ_ALL})

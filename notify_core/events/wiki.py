@@ -186,6 +186,7 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
     "site.created": {
         "site": (True, _id, "an ID"),
         "host": (True, _id, "a host name"),
+        "name": (False, _text, "the wiki's name"),
         "https": (True, _bool, "a boolean"),
         "primary_locale": (False, _id, "a locale"),
         "time_zone": (False, _id, "a zone name"),
@@ -196,6 +197,7 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
         "site": (True, _id, "an ID"),
         "notifications": (False, _bool, "a boolean"),
         "host": (False, _id, "a host name"),
+        "name": (False, _text, "the wiki's name"),
         "https": (False, _bool, "a boolean"),
         "primary_locale": (False, _id, "a locale"),
         "time_zone": (False, _id, "a zone name"),

@@ -349,10 +349,10 @@ def settings_change(
 
     Raises:
         InvalidInput: a malformed member, named by its JSON pointer; ``read_only`` for
-            ``mail_configured``; ``invalid_retention`` for a retention under 2 days while
-            someone has a digest schedule, or for a change of ``email_delay_s`` or
-            ``retention_days`` that leaves the delay at or above ``retention_days - 1`` days
-            (H2a, `check_delay`: named by ``/retention_days`` when the change holds it, else
+            ``mail_configured`` and ``status`` (H2b); ``invalid_retention`` for a retention under 2
+            days while someone has a digest schedule, or for a change of ``email_delay_s`` or
+            ``retention_days`` that leaves the delay at or above ``retention_days - 1`` days (H2a,
+            `check_delay`: named by ``/retention_days`` when the change holds it, else
             ``/email_delay_s``); ``unknown_member`` for anything else (the unsubscribe secret
             included).
     """
@@ -361,6 +361,8 @@ def settings_change(
         raise _refuse(
             "read_only", "mail_configured follows the host's mail settings", "/mail_configured"
         )
+    if "status" in value:  # H2b: the operator's status is answered, never written
+        raise _refuse("read_only", "status is read-only: the pipeline's figures", "/status")
     _members(value, _SETTINGS_MEMBERS, "")
     changes: dict[str, Any] = {}
     if "email_delay_s" in value:

@@ -2,7 +2,7 @@
 
 A drain's `MailLine` names the entries a mail shows, how many more it marks sent and its
 unsubscribe categories; this module reads the rest from the host's facts at the drain instant
-(the site's host, primary locale and link templates, the person's locale and address, the
+(the site's name and host, primary locale and link templates, the person's locale and address, the
 display names of who acted, whether a comment still exists, the pages' current paths) and
 composes the `Mail`. Pure:
 the unsubscribe secret comes in as an argument, and sending is an adapter's job
@@ -52,13 +52,13 @@ class LineMail:
 
 
 def mail_site(site: str, info: SiteInfo | None) -> MailSite:
-    """The site a mail comes from: named by its host name (a log names no site title), by its
+    """The site a mail comes from: named by its ``name`` (E6), else by its host name, by its
     id when the host does not know it, with its scheme, primary locale and link templates."""
     host = (info.host if info is not None else "") or site
     if info is None:
         return MailSite(name=host, host=host)
     return MailSite(
-        name=host,
+        name=info.name or host,
         host=host,
         https=info.https,
         primary_locale=info.primary_locale,
@@ -143,7 +143,7 @@ def mail_entries(
 def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) -> LineMail:
     """Compose the mail of a drain's send line, with the facts of the host now.
 
-    The site's name in a replay is its host name (a log names no site title); a site the host
+    The site is named by the ``name`` the log gives it, else by its host name; a site the host
     does not know is named by its id.
 
     Raises:

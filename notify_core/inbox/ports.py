@@ -41,10 +41,12 @@ __all__ = [
 @attrs.frozen(kw_only=True)
 class SiteInfo:
     """A site of the wiki; ``notifications`` is its switch (N5), ``links`` its link templates
-    (E6: where its mails' links go; the defaults where it sets none)."""
+    (E6: where its mails' links go; the defaults where it sets none), ``name`` the wiki's name
+    its mails use (E6; absent or empty: its host)."""
 
     id: str
     host: str = ""
+    name: str | None = None
     https: bool = True
     primary_locale: str | None = None
     time_zone: str | None = None

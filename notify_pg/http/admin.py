@@ -9,7 +9,8 @@ settings routes behind its administrator check (N8: ``manage_system``).
 
 - `preferences_get`: the person's effective grid (``200``).
 - `preferences_patch`: a change of it, member by member (``200`` with the new grid).
-- `settings_get`: the instance's settings and whether mail is configured (``200``).
+- `settings_get`: the instance's settings, whether mail is configured and the operator's
+  status card (``200``, H2b).
 - `settings_patch`: a change of them, member by member (``200`` with the new settings).
 
 Every change is audited in the transaction that makes it (`notify_pg.mail.settings`); reads
@@ -36,6 +37,7 @@ from notify_pg.mail.settings import (
     instance_settings,
     preferences,
 )
+from notify_pg.ops.status import operator_status, plain_http_sites
 
 __all__ = ["preferences_get", "preferences_patch", "settings_get", "settings_patch"]
 
@@ -102,11 +104,21 @@ def preferences_patch(
     return _json(200, grid)
 
 
-def settings_get(conn: Conn, host: AdminHostPorts) -> Response:
+def settings_get(conn: Conn, host: AdminHostPorts, *, schema: str = DEFAULT_SCHEMA) -> Response:
     """Answer the instance's settings (``email_delay_s``, ``retention_days``,
-    ``mail_batch_size``, ``sections``) and ``mail_configured``; never the unsubscribe secret.
-    Not audited."""
-    return _json(200, instance_settings(conn, host))
+    ``mail_batch_size``, ``sections``), ``mail_configured`` and, read-only, ``status``: the
+    operator's status card (H2b, `notify_pg.ops.status.operator_status`:
+    the outbox backlog and its age, mails pending now and sent, failed and skipped over the
+    last 24 hours, whether mail is configured, the sites served over plain http). Never the
+    unsubscribe secret. Not audited."""
+    settings = instance_settings(conn, host)
+    status = operator_status(
+        conn,
+        schema,
+        mail_configured=bool(settings["mail_configured"]),
+        plain_http=plain_http_sites(conn, host),
+    )
+    return _json(200, {**settings, "status": status})
 
 
 def settings_patch(
@@ -121,15 +133,14 @@ def settings_patch(
 ) -> Response:
     """Change the instance's settings member by member (H2, H2a) and answer them.
 
-    The body is a JSON object with the optional members ``email_delay_s``,
-    ``retention_days``, ``mail_batch_size`` (1-1000) and ``sections`` (``{section: off,
-    in_app or email}``). ``200`` with the settings; ``400`` naming the member at fault
-    (``mail_configured`` is ``read_only``; the unsubscribe secret, like any other member, is
-    ``unknown_member``; a retention under 2 days while anyone has an hourly or daily
-    schedule is ``invalid_retention``, and so is a change that leaves ``email_delay_s`` at or
-    above ``retention_days - 1`` days, named ``/retention_days`` when the body holds it, else
-    ``/email_delay_s``). One audit row, with ``admin`` as the actor and
-    ``instance`` as the subject, when something changed.
+    The body is a JSON object with the optional members ``email_delay_s``, ``retention_days``,
+    ``mail_batch_size`` (1-1000) and ``sections`` (``{section: off, in_app or email}``). ``200``
+    with the settings; ``400`` naming the member at fault (``mail_configured`` and ``status`` are
+    ``read_only``; the unsubscribe secret, like any other member, is ``unknown_member``; a retention
+    under 2 days while anyone has an hourly or daily schedule is ``invalid_retention``, and so is a
+    change that leaves ``email_delay_s`` at or above ``retention_days - 1`` days, named
+    ``/retention_days`` when the body holds it, else ``/email_delay_s``). One audit row, with
+    ``admin`` as the actor and ``instance`` as the subject, when something changed.
     """
     value = _body(content_type, body)
     if isinstance(value, Response):

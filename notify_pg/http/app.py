@@ -22,6 +22,8 @@ GET         /sites/SITE/notifications/summary          ``inbox_summary`` (H1)
 PUT         /sites/SITE/notifications/read             ``inbox_read`` (H2)
 PUT         /sites/SITE/notifications/ID/read          ``inbox_read_one`` (H2)
 DELETE      /sites/SITE/notifications/ID               ``inbox_dismiss`` (H2)
+PUT         /sites/SITE/notifications/pages/PAGE/view  ``inbox_view`` (H2: the page viewed)
+PUT         /sites/SITE/notifications/pages/PAGE/talk  ``inbox_view`` (H2: its talk tab)
 GET         /unsubscribe?t=TOKEN                       a stand-in for the host's unsubscribe page
 GET         /notifications/preferences                 ``admin.preferences_get`` (H2a)
 PATCH       /notifications/preferences                 ``admin.preferences_patch`` (H2)
@@ -411,6 +413,20 @@ def _inbox_dismiss(
     return http.inbox_dismiss(conn, user, values["entry"], site=values["site"], schema=app.schema)
 
 
+def _view(talk: bool) -> Handler:
+    """The route of a page view (``talk``: of its talk tab), H2."""
+
+    @_inbox
+    def view(
+        app: ReferenceApp, _request: Request, values: dict[str, Any], conn: Conn, user: str
+    ) -> http.Response:
+        return http.inbox_view(
+            conn, user, values["page"], talk=talk, site=values["site"], schema=app.schema
+        )
+
+    return view
+
+
 @_inbox
 def _preferences_get(
     app: ReferenceApp, _request: Request, _values: dict[str, Any], conn: Conn, user: str
@@ -445,7 +461,7 @@ def _settings(app: ReferenceApp, request: Request, _values: dict[str, Any]) -> h
         _body(request)  # read before a connection is taken (a slow client holds no connection)
     with app.pool.connection() as conn:
         if request.method in ("GET", "HEAD"):  # Werkzeug adds HEAD to a GET rule
-            return http.settings_get(conn, app.admin_host)
+            return http.settings_get(conn, app.admin_host, schema=app.schema)
         return http.settings_patch(
             conn,
             app.admin_host,
@@ -503,6 +519,9 @@ def build_app(
     app.route(f"{inbox}/read", ["PUT"], "inbox_read", _inbox_read)
     app.route(f"{inbox}/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
     app.route(f"{inbox}/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
+    # H2: what the host's page calls as the person views a page, or its talk tab.
+    app.route(f"{inbox}/pages/<page>/view", ["PUT"], "inbox_view_page", _view(talk=False))
+    app.route(f"{inbox}/pages/<page>/talk", ["PUT"], "inbox_view_talk", _view(talk=True))
     if admin_host is not None:
         app.route("/notifications/preferences", ["GET"], "preferences_get", _preferences_get)
         app.route("/notifications/preferences", ["PATCH"], "preferences_patch", _preferences_patch)

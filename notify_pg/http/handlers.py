@@ -27,6 +27,8 @@ whose inbox is asked, and answers for that site's entries and those with no site
   poll's ``If-None-Match`` names it.
 - `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
   None of them reaches an email-only entry (H2: only a page view does).
+- `inbox_view`: what the host's page calls when the person views a page or its talk tab
+  (H2): the matching entries read, email-only ones included.
 
 No answer holds ``null`` (G5): an absent value is an omitted member.
 """
@@ -65,6 +67,7 @@ __all__ = [
     "inbox_read",
     "inbox_read_one",
     "inbox_summary",
+    "inbox_view",
     "unsubscribe_get",
     "unsubscribe_info",
     "unsubscribe_post",
@@ -490,3 +493,28 @@ def inbox_dismiss(
         return _problem("invalid_id", "an entry id is a positive integer", "/id")
     gone = _reads(schema).dismiss(conn, user, entry_id, site=site)
     return _bare(204) if gone else _json(404, {"error": {"code": "not_found"}})
+
+
+def inbox_view(
+    conn: Conn,
+    user: str,
+    page: str,
+    *,
+    talk: bool = False,
+    at: datetime | None = None,
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Mark read what the person's view of ``page`` reads (H2): ``{"read": [ids read now]}``.
+
+    The host's page calls it as the person opens the page (its ``watched_page`` and
+    ``page_created`` entries) or, with ``talk``, its talk tab (its ``watched_page_comment``,
+    ``comment_reply`` and ``mention`` entries). Unlike the inbox's reads it reaches email-only
+    entries: the person has seen the change, so its pending email is cancelled (E1). Only
+    the person's entries of ``site`` (and with no site); a page with none reads nothing
+    (``[]``). A page id that is empty or holds a NUL is a ``400``.
+    """
+    if not page or not _storable(page):
+        return _problem("invalid_page", "page is a page id (a string)", "/page")
+    read = _reads(schema).read_on_view(conn, user, page, talk=talk, at=at, site=site)
+    return _json(200, {"read": read})

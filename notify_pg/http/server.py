@@ -10,7 +10,8 @@ server will do, see docs/embedding.md):
   connection: a slow or hostile client costs a socket and a coroutine, never a thread or one
   of the pool's connections, and a short body is never acted on;
 - the handler runs on one of ``threads`` threads (the pool holds as many connections);
-- ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`):
+- ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`,
+  on the bounded protocol of `notify_pg.http.websocket`: a client that does not read is closed):
   the person read like the inbox routes' (`notify_pg.http.identity`; with ``demo`` and no
   proof asked, also the ``user`` query parameter, since a browser cannot set headers on a
   websocket);
@@ -47,6 +48,7 @@ from notify_pg.http.app import ReferenceApp
 from notify_pg.http.handlers import MAX_BODY_BYTES, Response
 from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, person_of
 from notify_pg.http.live import LiveHub
+from notify_pg.http.websocket import BoundedWebSocket
 
 __all__ = [
     "DEMO_PATH",
@@ -404,24 +406,21 @@ def bind(host: str, port: int, *, backlog: int = ServeLimits.backlog) -> socket.
     return sock
 
 
-def _protocols() -> tuple[str, str]:
+def _http_protocol() -> str:
     try:
         import httptools  # noqa: F401
     except ImportError:  # pragma: no cover - the serve extra brings it
-        http = "h11"
-    else:
-        http = "httptools"
-    return http, "websockets-sansio"
+        return "h11"
+    return "httptools"
 
 
 def make_server(asgi: AsgiApp) -> UvicornServer:
     """Return a uvicorn server for ``asgi`` with its limits (serve with ``run_server``)."""
     limits = asgi.limits
-    http, ws = _protocols()
     config = uvicorn.Config(
         asgi,
-        http=http,
-        ws=ws,
+        http=_http_protocol(),
+        ws=BoundedWebSocket,  # a client that does not read is closed, never waited on
         lifespan="on",
         log_config=None,
         access_log=False,

@@ -307,11 +307,21 @@ class InboxReads:
         return sorted(int(r[0]) for r in rows)
 
     def read_on_view(
-        self, conn: Conn, user_id: str, page: str, *, talk: bool = False, at: datetime | None = None
+        self,
+        conn: Conn,
+        user_id: str,
+        page: str,
+        *,
+        talk: bool = False,
+        at: datetime | None = None,
+        site: str | None = None,
     ) -> list[int]:
         """Mark what viewing a page (or its talk tab) reads (H2), email-only entries included:
-        the person has seen the change, so a pending email is cancelled (E1)."""
-        return self.read(conn, user_id, page=page, categories=VIEW_READS[talk], at=at, views=True)
+        the person has seen the change, so a pending email is cancelled (E1). ``site``: only
+        the entries of that site (and with none), as the inbox reads."""
+        return self.read(
+            conn, user_id, page=page, categories=VIEW_READS[talk], at=at, site=site, views=True
+        )
 
     def dismiss(self, conn: Conn, user_id: str, entry_id: int, *, site: str | None = None) -> bool:
         """Delete one of the person's entries the inbox shows (of ``site`` or with no site);

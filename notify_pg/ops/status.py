@@ -19,6 +19,7 @@ from notify_pg.db.seam import Conn, Seam
 
 __all__ = [
     "PLAIN_HTTP",
+    "operator_status",
     "pipeline_status",
     "plain_http_sites",
     "plain_http_warning",
@@ -82,6 +83,34 @@ def _with_warnings(
         report["warnings"] = [
             {"code": PLAIN_HTTP, "sites": sorted(sites or ()), "message": message}
         ]
+    return report
+
+
+def operator_status(
+    conn: Conn,
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    mail_configured: bool | None = None,
+    plain_http: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Return the operator's status card (H2b) as a JSON object.
+
+    The figures of ``notify db status``'s ``inbox`` (`pipeline_status`, read by the same
+    queries): ``outbox`` (``backlog``, and ``oldest_at`` and ``oldest_age_s`` while there is
+    one), ``email`` (``pending``, ``due``, ``sending``, ``next_due_at`` while one is due,
+    ``sent_24h``, ``failed_24h`` and ``skipped_24h`` by reason), then ``mail_configured`` when
+    given, ``plain_http_sites`` (the sites served over plain http, sorted; empty for none) and
+    ``warnings`` as ``notify db status`` words them, only when there is one. Read-only; no
+    member is ``null`` (G5).
+    """
+    report = _inbox(Seam("notify_pg", schema), conn, None)
+    if mail_configured is not None:
+        report["mail_configured"] = mail_configured
+    sites = sorted(plain_http or ())
+    report["plain_http_sites"] = sites
+    message = plain_http_warning(sites)
+    if message is not None:
+        report["warnings"] = [{"code": PLAIN_HTTP, "sites": sites, "message": message}]
     return report
 
 

@@ -2,7 +2,7 @@
 
 -- name: wiki_site
 -- One site.
-SELECT id, host, https, primary_locale, time_zone, notifications, links
+SELECT id, host, https, primary_locale, time_zone, notifications, links, name
 FROM {schema}.wiki_sites WHERE id = %(id)s
 
 -- name: wiki_names
@@ -138,12 +138,13 @@ ON CONFLICT (id) DO UPDATE SET email_delay_s = excluded.email_delay_s,
 -- Create a site or change the members given (NULL: keep; link templates one by one, an empty
 -- one back to its default).
 INSERT INTO {schema}.wiki_sites AS s (id, host, https, primary_locale, time_zone, notifications,
-                                      links)
+                                      links, name)
 VALUES (%(id)s, coalesce(%(host)s, ''), coalesce(%(https)s, true), %(primary_locale)s,
         %(time_zone)s, coalesce(%(notifications)s, true),
-        jsonb_strip_nulls(coalesce(%(links)s, jsonb_build_object())))
+        jsonb_strip_nulls(coalesce(%(links)s, jsonb_build_object())), %(name)s)
 ON CONFLICT (id) DO UPDATE SET
     host = coalesce(%(host)s, s.host),
+    name = coalesce(%(name)s, s.name),
     https = coalesce(%(https)s, s.https),
     primary_locale = coalesce(%(primary_locale)s, s.primary_locale),
     time_zone = coalesce(%(time_zone)s, s.time_zone),

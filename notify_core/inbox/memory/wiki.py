@@ -257,7 +257,7 @@ class WikiMemory:
     def _on_site(self, event: Event, p: Mapping[str, object]) -> None:
         site = str(p["site"])
         old = self.sites.get(site) or SiteInfo(id=site)
-        known = ("host", "https", "primary_locale", "time_zone", "notifications")
+        known = ("host", "name", "https", "primary_locale", "time_zone", "notifications")
         changes: dict[str, object] = {k: p[k] for k in known if k in p}
         if "links" in p:
             # Member by member, like every update of the log (formats.md 4): a template not

@@ -3,12 +3,14 @@ database outage (issue 29 point 4), on real PostgreSQL and real sockets."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
 import logging
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -144,6 +146,69 @@ def test_a_fanout_tells_each_open_socket_of_its_people_refresh(db_dsn: str, conn
         _wait(lambda: hub.open_sockets == 0)
 
 
+def test_h1_a_client_that_does_not_read_is_closed_and_delays_nobody(
+    db_dsn: str, conn: Conn
+) -> None:
+    """A socket whose client never reads is closed once its queue is full (a bounded number
+    of refreshes, logged), while the socket of a client that reads is told every time and
+    stays open, and a fan-out after it still reaches that one."""
+    wiki = make_wiki(conn, readers=("slow", "fast"))
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(JsonLines())
+    serve_log = logging.getLogger("notify_pg.serve")
+    serve_log.addHandler(handler)
+    try:
+        with serving(db_dsn) as served, contextlib.ExitStack() as stack:
+            hub, loop = served.asgi.live, served.loop
+            assert hub is not None and loop is not None
+            tight = socket.create_connection(("127.0.0.1", served.port))
+            tight.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            stack.callback(tight.close)
+            stack.enter_context(
+                ws_connect(
+                    f"ws://127.0.0.1:{served.port}/notifications/live",
+                    sock=tight,
+                    additional_headers={"X-Notify-User": "slow"},
+                    max_queue=1,  # reads nothing once one message waits (never read here)
+                )
+            )
+            fast = stack.enter_context(
+                ws_connect(
+                    f"ws://127.0.0.1:{served.port}/notifications/live",
+                    additional_headers={"X-Notify-User": "fast"},
+                    max_queue=None,
+                )
+            )
+            _wait(lambda: hub.open_sockets == 2 and hub.listening.is_set())
+
+            async def flood() -> int:
+                """Refreshes, each one sent before the next, until the slow one is gone."""
+                for told in range(200_000):
+                    if hub.open_sockets < 2:
+                        return told
+                    hub.tell(["slow", "fast"])
+                    for _ in range(4):
+                        await asyncio.sleep(0)
+                return -1
+
+            told = asyncio.run_coroutine_threadsafe(flood(), loop).result(timeout=120)
+            assert 0 < told < 20_000  # the bound: 16 KiB queued past the kernel's buffers
+            assert hub.open_sockets == 1
+            got = 0
+            with contextlib.suppress(TimeoutError):
+                while fast.recv(timeout=1) == "refresh":
+                    got += 1
+            assert got >= told - 10  # every refresh told (a burst coalesces into one)
+            edit(conn, wiki)
+            assert fast.recv(timeout=5) == "refresh"
+    finally:
+        serve_log.removeHandler(handler)
+    closed = [json.loads(line) for line in lines.getvalue().splitlines()]
+    closed = [r for r in closed if r["msg"] == "live slow client closed"]
+    assert len(closed) == 1 and closed[0]["queued_bytes"] > 0
+
+
 def _wait(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -219,7 +284,8 @@ def test_an_outage_is_503_at_once_and_a_restart_loses_no_refresh(
             assert hub is not None
             assert raw(served.port, summary)[0] == 200
             tab = stack.enter_context(socket_of(served.port, "ana"))
-            _wait(lambda: hub.open_sockets == 1 and hub.listening.is_set())
+            other = stack.enter_context(socket_of(served.port, "bob"))
+            _wait(lambda: hub.open_sockets == 2 and hub.listening.is_set())
             pg_ctl("stop")
             for _ in range(4):
                 started = time.monotonic()
@@ -228,8 +294,13 @@ def test_an_outage_is_503_at_once_and_a_restart_loses_no_refresh(
                 assert time.monotonic() - started < 4.0  # about 2 s at most, with margin
             pg_ctl("start")
             assert raw(served.port, summary)[0] == 200  # the first request after: served
-            # The listener is back and refreshed the socket it could not tell while away.
+            # The listener is back and refreshed the sockets it could not tell while away,
+            # once each.
             assert tab.recv(timeout=10) == "refresh"
+            assert other.recv(timeout=5) == "refresh"
+            for socket_ in (tab, other):
+                with pytest.raises(TimeoutError):
+                    socket_.recv(timeout=1)
             with psycopg.connect(dsn, autocommit=True) as conn:
                 edit(conn, wiki, 1)
             assert tab.recv(timeout=5) == "refresh"

@@ -1,8 +1,8 @@
-"""What mails say on PostgreSQL (E6 as amended by issue 25), over generated wiki logs: the
-drain names people by display name read once per round (a neutral word, "via storage
-sync", "created as a draft"), never by an id, links from the site's templates, and each mail
-reads word for word as the replay's of the same log (subject, unsubscribe header, both
-bodies)."""
+"""What mails say on PostgreSQL (E6 as amended by issues 25 and 38), over generated wiki logs: the
+wiki named by its site's name (else its host); the drain names people by display name read once
+per round (a neutral word, "via storage sync", "created as a draft"), never by an id, links
+from the site's templates, and each mail reads word for word as the replay's of the same log
+(subject, unsubscribe header, both bodies)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,9 @@ def test_e6_generated_wikis_mail_the_replay_s_words_and_no_user_id_on_postgresql
     assert isinstance(handler, Recorder) and len(handler.received) == len(got)
     assert got == expected
     ids = person_ids(seed)
+    # E6: the wiki is named by its site's name (reference host: wiki_sites.name), else its host.
+    site = json.loads(lines[1])["payload"]
     for subject, _header, text, html in got.values():
         for person in ids:
             assert person not in subject + text + html
+        assert subject.startswith(f"[{site.get('name') or site['host']}] ")
