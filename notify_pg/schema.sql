@@ -521,6 +521,8 @@ CREATE TABLE {schema}.inbox_entries (
     email_skipped_at timestamptz,
     -- draft (0022): a page_created entry's page was created unpublished (E6)
     draft          boolean NOT NULL DEFAULT false,
+    -- members (0025): a host category's latest event's members, as texts (N13)
+    members        jsonb,
     CONSTRAINT inbox_entries_pkey PRIMARY KEY (id),
     CONSTRAINT inbox_entries_count_check CHECK (count >= 1),
     CONSTRAINT inbox_entries_email_state_check
@@ -726,3 +728,13 @@ CREATE TRIGGER inbox_live_update AFTER UPDATE ON {schema}.inbox_entries
 CREATE TRIGGER inbox_live_delete AFTER DELETE ON {schema}.inbox_entries
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.inbox_live_written();
+-- from 0025_host_categories.sql
+-- Host categories (N13): one row per key, the declaration as the event carries it (checked
+-- by the core's `declare`); declaring a key again replaces its row from that moment on.
+CREATE TABLE {schema}.inbox_categories (
+    key         text COLLATE "C" NOT NULL,
+    declaration jsonb NOT NULL,
+    declared_at timestamptz NOT NULL,
+    CONSTRAINT inbox_categories_pkey PRIMARY KEY (key),
+    CONSTRAINT inbox_categories_declaration_check CHECK (jsonb_typeof(declaration) = 'object')
+);

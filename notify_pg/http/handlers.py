@@ -53,6 +53,7 @@ from notify_core.values.errors import InvalidInput
 from notify_core.values.instants import format_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.unsubscribe import unsubscribe
 from notify_pg.stores.store import forgotten
@@ -187,8 +188,9 @@ def _form(content_type: str | None, body: bytes) -> dict[str, list[str]] | None:
         return None
 
 
-def _known() -> frozenset[str]:
-    return frozenset(CATEGORY_BY_KEY)
+def _known(conn: Conn, schema: str) -> frozenset[str]:
+    """The categories a token may name: the registry, the host's own among them (N13)."""
+    return frozenset(host_registry(conn, schema=schema))
 
 
 def unsubscribe_post(
@@ -229,7 +231,7 @@ def unsubscribe_post(
         scope = "all"
     else:
         return _bare(400)
-    found = verify_unsubscribe_token(secret, token, known_categories=_known())
+    found = verify_unsubscribe_token(secret, token, known_categories=_known(conn, schema))
     if found is None:
         return _bare(400)
     if unsubscribe(conn, found, scope=scope, at=at, schema=schema) is None:
@@ -264,7 +266,10 @@ def unsubscribe_info(
     token = _token(query)
     if token is None:
         return _bare(400)
-    found = verify_unsubscribe_token(secret, token, known_categories=_known())
+    # Without a connection only the built-in categories are known (N13: a host's own are
+    # read from PostgreSQL).
+    known = frozenset(CATEGORY_BY_KEY) if conn is None else _known(conn, schema)
+    found = verify_unsubscribe_token(secret, token, known_categories=known)
     if found is None or (conn is not None and forgotten(conn, found.person, schema)):
         return _bare(400)
     return _json(200, {"categories": list(found.categories)})

@@ -42,6 +42,7 @@ from notify_core.events.log import Event
 from notify_core.inbox.access import AccessCache, Group
 from notify_core.inbox.categories import Candidates, Category
 from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out, firing
+from notify_core.inbox.host_categories import HOST_EVENT
 from notify_core.inbox.payloads import strings
 from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser, created_as_draft
@@ -49,7 +50,7 @@ from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.inbox.claims import Claimed, OutboxClaims
-from notify_pg.inbox.describe import describe
+from notify_pg.inbox.describe import describe, describe_host, host_values
 from notify_pg.inbox.statements import EventFacts, entry_statements
 
 __all__ = [
@@ -109,6 +110,10 @@ class InboxHostPorts(Protocol):
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
+
+    def inbox_holders(self, conn: Conn, permission: str, after: str, limit: int) -> Sequence[str]:
+        """Return up to ``limit`` people holding a host permission (N8, N13: a group's
+        ``permissions``, or ``manage_system``), ids above ``after``, in id order, each once."""
 
 
 @runtime_checkable
@@ -285,12 +290,15 @@ class InboxFanOut:
 
     def _fan_out(self, conn: Conn, claimed: Claimed) -> None:
         host, event = self.host, claimed.event
-        found = describe(conn, host, claimed, self.stats.dropped)
+        if event.type == HOST_EVENT:  # a host category's event (N13)
+            found = describe_host(conn, claimed, self.stats.dropped, self.schema)
+        else:
+            found = describe(conn, host, claimed, self.stats.dropped)
         if found is None:
             self.claims.finish(conn, claimed.id)
             return
         inbox, page = found
-        site = host.inbox_site(conn, page.site)
+        site = host.inbox_site(conn, inbox.site) if inbox.site is not None else None
         if site is not None and not site.notifications:  # N5: no entry
             self.stats.dropped["site_off"] += 1
             self.claims.finish(conn, claimed.id)
@@ -300,6 +308,11 @@ class InboxFanOut:
         delay = host.inbox_email_delay(conn)
         access = AccessCache(groups, inbox.page)
         sources = [(c, c.candidates) for c in firing(inbox)]
+        values = (
+            host_values(claimed, inbox)
+            if inbox.host is not None
+            else self._event_values(conn, claimed, inbox, page)
+        )
         the_event = EventFacts(
             inbox=inbox,
             page=page,
@@ -308,7 +321,7 @@ class InboxFanOut:
             settings=settings,
             delay=delay,
             access=access,
-            values=self._event_values(conn, claimed, inbox, page),
+            values=values,
         )
         candidates, end = self._batch(
             conn, claimed, event, inbox, page, sources, claimed.cursor or ""
@@ -434,6 +447,10 @@ class InboxFanOut:
             elif source is Candidates.PARENT_AUTHOR:
                 got = [inbox.parent_author] if inbox.parent_author else []
                 got = [g for g in got if g > after]
+            elif source is Candidates.PERMISSION:  # N13: the holders of a host permission
+                got = list(self.host.inbox_holders(conn, str(category.permission), after, limit))
+            elif source is Candidates.NAMED:  # N13: the people the event names
+                got = sorted(g for g in strings(event.payload.get("people")) if g > after)
             else:
                 got = sorted(g for g in strings(event.payload.get("mentions")) if g > after)
             read[category.key] = got
@@ -489,6 +506,7 @@ class InboxFanOut:
             "draft": created_as_draft(event),
             "last_event": claimed.id,
             "at": event.occurred_at,
+            "members": None,
         }
 
     def _facts(self, conn: Conn, candidates: Mapping[str, Sequence[str]]) -> _Facts:
@@ -562,7 +580,9 @@ class InboxFanOut:
         return out
 
 
-_PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
+_PAGED: Final = frozenset(
+    {Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN, Candidates.PERMISSION}
+)
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:

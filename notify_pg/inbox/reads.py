@@ -23,12 +23,14 @@ import attrs
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, categories_for
+from notify_core.inbox.categories import Category, Origin, categories_for
+from notify_core.inbox.host_categories import HOST_EVENT
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.inbox.ports import PageInfo
 from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
+from notify_pg.inbox.host_categories import declare_category, host_registry
 
 __all__ = [
     "PAGE_SIZE",
@@ -90,7 +92,16 @@ def emit(
     INSERT runs inside the function ``inbox_emit`` whose exception block turns a failure into
     a WARNING and ``None`` on the server, so the host's transaction goes on (one round trip,
     no savepoint of the client's).
+
+    A host category (N13): a ``category.declared`` is no outbox event: its declaration is
+    checked and written (`notify_pg.inbox.host_categories.declare_category`, in a savepoint
+    so that a refusal leaves the host's transaction going, logged with its code) and the
+    answer is ``None``; a ``category.event`` goes to the outbox like an activity, its
+    category's origins checked by the fan-out.
     """
+    if type == "category.declared":
+        _declare(conn, payload, occurred_at, schema)
+        return None
     if not site_notifications or type not in ACTIVITY_TYPES:
         return None
     try:
@@ -98,7 +109,7 @@ def emit(
     except ValueError:
         _log.error("emit refused", extra={"fields": {"type": type, "reason": "bad_origin"}})
         return None
-    if not any(kind in category.origins for category in categories_for(type)):
+    if type != HOST_EVENT and not any(kind in c.origins for c in categories_for(type)):
         return None
     try:
         params = {
@@ -124,6 +135,23 @@ def emit(
         _log.error("emit failed", extra={"fields": {"type": type, "error_type": "server"}})
         return None
     return int(row[0])
+
+
+def _declare(conn: Conn, payload: Mapping[str, Any], at: datetime | None, schema: str) -> None:
+    """`emit` of a ``category.declared``: the declaration written, or the refusal logged."""
+    try:
+        with conn.transaction():  # a savepoint inside the host's transaction
+            declare_category(conn, payload, at=at, schema=schema)
+    except InvalidInput as exc:
+        _log.error(
+            "emit refused",
+            extra={"fields": {"type": "category.declared", "reason": exc.code}},
+        )
+    except Exception as exc:  # emit must never fail the host's action
+        _log.error(
+            "emit failed",
+            extra={"fields": {"type": "category.declared", "error_type": type_name(exc)}},
+        )
 
 
 def page_payload(page: PageInfo) -> dict[str, Any]:
@@ -286,8 +314,9 @@ class InboxReads:
         an entry read is cancelled (``skipped``, E1). Returns the ids read.
         """
         if categories is not None:
+            known = host_registry(conn, schema=self._seam.schema)
             for key in categories:
-                if key not in CATEGORY_BY_KEY:
+                if key not in known:
                     raise InvalidInput(
                         "unknown_category", f"unknown category {key!r}", "/categories"
                     )
@@ -380,8 +409,22 @@ class InboxPreferences:
         self._seam = Seam("notify_pg", schema)
 
     def set(self, conn: Conn, user_id: str, category: str, channel: str, enabled: bool) -> None:
-        """Set one choice; the category's default deletes the row instead of storing it."""
-        found = CATEGORY_BY_KEY.get(category)
+        """Set one choice; the category's default deletes the row instead of storing it.
+        A category of the registry: the seven or the host's own (N13)."""
+        self._set(
+            conn, user_id, category, channel, enabled, host_registry(conn, schema=self._seam.schema)
+        )
+
+    def _set(
+        self,
+        conn: Conn,
+        user_id: str,
+        category: str,
+        channel: str,
+        enabled: bool,
+        known: Mapping[str, Category],
+    ) -> None:
+        found = known.get(category)
         if found is None:
             raise InvalidInput("unknown_category", f"unknown category {category!r}", "/category")
         if channel not in ("in_app", "email"):
@@ -395,8 +438,9 @@ class InboxPreferences:
     def stop_all_email(self, conn: Conn, user_id: str) -> None:
         """Turn email off for every category (N2)."""
         with self._seam.transaction(conn):
-            for category in CATEGORY_BY_KEY:
-                self.set(conn, user_id, category, "email", False)
+            known = host_registry(conn, schema=self._seam.schema)
+            for category in known:
+                self._set(conn, user_id, category, "email", False, known)
 
     def rows(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, dict[tuple[str, str], bool]]:
         """Return the stored choices of many people."""

@@ -44,7 +44,7 @@ from typing import Any, Final
 import attrs
 
 from notify_core.inbox.access import PageFacts
-from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
 from notify_core.inbox.drain import DrainAccess, MailPlan, plan_mails
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.mailing import actors_of, linked_pages, mail_entries, mail_site
@@ -55,6 +55,7 @@ from notify_core.values.errors import NotifyError
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.mail.claims import (
     DB_ERRORS,
     Claimed,
@@ -142,6 +143,8 @@ class _Facts:
     users: Mapping[str, WikiUser] = attrs.field(factory=dict)
     names: Mapping[str, str] = attrs.field(factory=dict)
     pages: Mapping[str, PageInfo] = attrs.field(factory=dict)
+    #: The registry of the pass: the seven and the host's own categories (N13).
+    categories: Mapping[str, Category] = attrs.field(factory=lambda: CATEGORY_BY_KEY)
 
 
 def _clock() -> datetime:
@@ -416,10 +419,15 @@ class MailDrain:
             return info is None or info.notifications
 
         first = host.inbox_first_site(conn) if any(e.target.site is None for e in entries) else None
+        known: Mapping[str, Category] = CATEGORY_BY_KEY
+        if any(e.category not in CATEGORY_BY_KEY for e in entries):  # a host category (N13)
+            known = host_registry(conn, schema=self.schema)
         wanted = {
             e.target.page
             for e in entries
-            if e.target.page is not None and CATEGORY_BY_KEY[e.category].access is not None
+            if e.target.page is not None
+            and e.category in known
+            and known[e.category].access is not None
         }
         pages = self._pages(conn, wanted | set(linked_pages(entries)))
         self._facts = _Facts(
@@ -428,6 +436,7 @@ class MailDrain:
             users=host.inbox_users(conn, ids),
             names=host.inbox_names(conn, actors_of(entries)),
             pages=pages,
+            categories=known,
         )
         return plan_mails(
             entries,
@@ -436,6 +445,7 @@ class MailDrain:
             settings=host.inbox_settings(conn),
             first_site=first,
             access=self._access(conn, wanted, pages),
+            known=known,
         )
 
     def _pages(self, conn: Conn, wanted: set[str]) -> dict[str, PageInfo]:
@@ -478,6 +488,7 @@ class MailDrain:
             comment_exists=lambda e: claimed[e.id].comment is not None,
             # N11: a link follows its page to where it is now, while it exists.
             pages=facts_now.pages,
+            categories=facts_now.categories,
         )
         mail = compose_mail(
             shown,

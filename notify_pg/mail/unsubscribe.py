@@ -16,10 +16,10 @@ from typing import Final
 
 import attrs
 
-from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.mail import Unsubscribe
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxPreferences
 from notify_pg.stores.store import forgotten
 
@@ -69,8 +69,9 @@ def unsubscribe(
     seam = Seam("notify_pg", schema)
     prefs = InboxPreferences(schema)
     person = request.person
-    chosen = sorted(CATEGORY_BY_KEY) if scope == "all" else sorted(request.categories)
     with seam.transaction(conn):
+        known = host_registry(conn, schema=schema)  # the host's own categories too (N13)
+        chosen = sorted(known) if scope == "all" else sorted(request.categories)
         # Two requests of one person at once: the second sees the first's choices, so only
         # one of them names a category as changed.
         seam.one(conn, "unsubscribe_lock_person", {"user_id": person})
@@ -79,9 +80,7 @@ def unsubscribe(
         if forgotten(conn, person, schema):
             return None
         stored = prefs.rows(conn, [person]).get(person, {})
-        changed = [
-            key for key in chosen if stored.get((key, "email"), CATEGORY_BY_KEY[key].defaults.email)
-        ]
+        changed = [key for key in chosen if stored.get((key, "email"), known[key].defaults.email)]
         for key in chosen:
             prefs.set(conn, person, key, "email", False)
         seam.run(
