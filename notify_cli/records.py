@@ -78,10 +78,40 @@ class GapBoundType(_ParamType):
 @click.option(
     "--principal",
     "principal_ref",
-    required=True,
     type=Utf8Text(),
     metavar="P",
     help="The principal reference, matched exactly (no case folding, no trimming).",
+)
+@click.option(
+    "--delivery",
+    "delivery_id",
+    type=Utf8Text(),
+    metavar="ID",
+    help="Audit one delivery: push:<notification id> (a push) or mail:<entry id> (a mail).",
+)
+@click.option(
+    "--from",
+    "start",
+    type=InstantType(),
+    default=None,
+    metavar="INSTANT",
+    help="With --principal: list the person's deliveries from this RFC 3339 instant on.",
+)
+@click.option(
+    "--to",
+    "end",
+    type=InstantType(),
+    default=None,
+    metavar="INSTANT",
+    help="With --from: deliveries before this RFC 3339 instant [default: now].",
+)
+@click.option(
+    "--time-zone",
+    "time_zone",
+    type=Utf8Text(),
+    default=None,
+    metavar="ZONE",
+    help="The person's IANA zone, for the local day of a cap (M4) [default: UTC].",
 )
 @click.option(
     "--at",
@@ -105,13 +135,34 @@ class GapBoundType(_ParamType):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def audit(
     dsn: str,
-    principal_ref: str,
+    principal_ref: str | None,
+    delivery_id: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    time_zone: str | None,
     at: datetime | None,
     gap_bound: timedelta,
     schema: str,
     as_json: bool,
 ) -> None:
-    """Print a principal's preference history and the record in effect at an instant.
+    """Print a principal's preference history and the record in effect at an instant; or
+    the record that governed a delivery (--delivery), or a person's deliveries with their
+    records (--principal with --from and --to).
+
+    --delivery ID (a push: push:<notification id>, a mail: mail:<entry id>; a bare id is
+    looked up as both) answers M6: the record in effect at the decision (a push: the hint's
+    decision; a mail: its entry's latest fan-out) and at the send (the push send; the drain),
+    each with its status then and whether it allowed the delivery (else the reason:
+    suspended, record_channel_off, frequency_cap), the values it could not read, and whether
+    the delivery was allowed under both. --json prints {"delivery", "channel", "recipient",
+    "kind", "decided_at", "sent_at"?, "outcome", "reason"?, "decided_record"?, "record"?,
+    "registrations"?, "at_decision", "at_send", "allowed"}, a reading being
+    {"preference_id", "status", "allowed", "reason"?, "not_applied"?} or {"none": true}.
+
+    --principal P --from A [--to B] lists P's pushes decided and mails sent or skipped in
+    [A, B), each as --delivery answers it, and the hints a record held back ("held": at,
+    kind, thread, reason, record). An unknown delivery id, --to not after --from or
+    a bad zone: one line on stderr and exit code 2.
 
     The history is every record of the principal in recording order, deleted ones included,
     with status and the set, suspension and deletion instants. The record in effect at INSTANT
@@ -147,6 +198,9 @@ def audit(
         raise BadInput(f"records needs the pg extra ({install_hint('pg')}): {exc}") from None
     if not schema:
         raise BadInput("--schema must not be empty")
+    if _deliveries(dsn, principal_ref, delivery_id, start, end, time_zone, at, schema, as_json):
+        return
+    assert principal_ref is not None
     instant = at if at is not None else datetime.now(UTC)  # the CLI is the host: it reads now
     try:
         # A wrong host must not hang the command: give up after a while unless the DSN says.
@@ -247,6 +301,46 @@ def audit(
                 f"({status_at.value})"
             )
         )
+
+
+def _deliveries(
+    dsn: str,
+    principal_ref: str | None,
+    delivery_id: str | None,
+    start: datetime | None,
+    end: datetime | None,
+    time_zone: str | None,
+    at: datetime | None,
+    schema: str,
+    as_json: bool,
+) -> bool:
+    """Run the audit of deliveries when asked for (True); check the options' combination."""
+    from notify_cli.records_deliveries import audit_delivery_command, audit_principal_deliveries
+
+    if time_zone is not None:
+        from notify_core.values.errors import NotifyError
+        from notify_core.values.zones import validate_time_zone
+
+        try:
+            validate_time_zone(time_zone)
+        except NotifyError as exc:
+            raise BadInput(f"--time-zone: {exc.message}") from None
+    if delivery_id is not None:
+        if principal_ref is not None or start is not None or end is not None or at is not None:
+            raise BadInput("--delivery excludes --principal, --from, --to and --at")
+        audit_delivery_command(dsn, schema, delivery_id, time_zone, as_json)
+        return True
+    if principal_ref is None:
+        raise BadInput("give --principal P or --delivery ID")
+    if start is None and end is None:
+        return False
+    if start is None:
+        raise BadInput("--to needs --from")
+    if at is not None:
+        raise BadInput("--at excludes --from and --to")
+    until = end if end is not None else datetime.now(UTC)  # the CLI is the host: it reads now
+    audit_principal_deliveries(dsn, schema, principal_ref, start, until, time_zone, as_json)
+    return True
 
 
 def _seconds(value: timedelta) -> str:

@@ -196,7 +196,9 @@ def serve(
     redirects (303) to --unsubscribe-page; GET /notifications/unsubscribe/info?t=TOKEN names
     the token's categories. The inbox routes, one inbox per site (GET
     /sites/SITE/notifications?unread=1, GET .../summary, PUT .../read, PUT .../ID/read,
-    DELETE .../ID under /sites/SITE/notifications) act for the person named by the
+    DELETE .../ID, and the host page's calls PUT .../pages/PAGE/view and PUT
+    .../pages/PAGE/talk under /sites/SITE/notifications; GET /notifications/sites lists the
+    inboxes' sites) act for the person named by the
     X-Notify-User header: put a proxy that authenticates in front, and make it prove its
     requests with --proxy-secret-file (the X-Notify-Proxy-Secret header) or send a signed
     token with --jwt-key-file (X-Notify-Identity) instead; an address that is not loopback

@@ -70,7 +70,7 @@ CREATE TABLE {schema}.event_log (
 CREATE INDEX event_log_audience_idx ON {schema}.event_log (audience) WHERE audience IS NOT NULL;
 
 -- from 0004_preference_records.sql
--- Preference records of the Message Preference pattern (seed 002, behaviour.md section 8).
+-- Preference records of the Message Preference pattern (seed 002, docs/rules.md#records).
 -- One row per record ever made; nothing in the library deletes a row (Invariant 9). The host
 -- supplies preference_id, set_at / suspended_at / deleted_at (its clock) and the declared
 -- channel set. seq is the recording order. The opaque values are json, not jsonb, so that they
@@ -341,6 +341,8 @@ CREATE TABLE {schema}.push_sends (
     attempt         integer NOT NULL DEFAULT 1,
     next_at         timestamptz NOT NULL,
     lease_until     timestamptz,
+    -- The record in effect at the hint's decision (M1, M6; migration 0024).
+    record          text COLLATE "C",
     CONSTRAINT push_sends_pkey PRIMARY KEY (id),
     CONSTRAINT push_sends_notification_registration_key
         UNIQUE (notification_id, registration_id),
@@ -521,6 +523,8 @@ CREATE TABLE {schema}.inbox_entries (
     email_skipped_at timestamptz,
     -- draft (0022): a page_created entry's page was created unpublished (E6)
     draft          boolean NOT NULL DEFAULT false,
+    -- The record that governed the mail at the drain (M1, M6; migration 0024).
+    email_record   text COLLATE "C",
     -- members (0025): a host category's latest event's members, as texts (N13)
     members        jsonb,
     CONSTRAINT inbox_entries_pkey PRIMARY KEY (id),
@@ -728,6 +732,74 @@ CREATE TRIGGER inbox_live_update AFTER UPDATE ON {schema}.inbox_entries
 CREATE TRIGGER inbox_live_delete AFTER DELETE ON {schema}.inbox_entries
     REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION {schema}.inbox_live_written();
+
+-- from 0024_record_deliveries.sql
+-- The audit trail of push sends (M6): one row per push send that ended (outcome 'sent',
+-- 'failed' after its last attempt, 'dropped' by a provider's answer, or 'skipped' at send
+-- time with the reason), keyed by the push send's id. decided_at and decided_record are the
+-- hint's decision (t0) and the record in effect then; ended_at and record the send and the
+-- record in effect at it. Only IDs, the kind code and reasons: never text (R3). Purged with
+-- the inbox entries after retention_days (H3).
+CREATE TABLE {schema}.push_deliveries (
+    id              bigint NOT NULL,
+    notification_id text COLLATE "C" NOT NULL,
+    registration_id text COLLATE "C" NOT NULL,
+    recipient       text COLLATE "C" NOT NULL,
+    kind            smallint NOT NULL,
+    thread          text COLLATE "C",
+    decided_at      timestamptz NOT NULL,
+    decided_record  text COLLATE "C",
+    ended_at        timestamptz NOT NULL,
+    record          text COLLATE "C",
+    outcome         text NOT NULL,
+    reason          text,
+    CONSTRAINT push_deliveries_pkey PRIMARY KEY (id),
+    CONSTRAINT push_deliveries_outcome_check
+        CHECK (outcome IN ('sent', 'failed', 'dropped', 'skipped')),
+    CONSTRAINT push_deliveries_reason_check CHECK ((outcome = 'skipped') = (reason IS NOT NULL))
+);
+
+-- A person's deliveries over a period (notify records audit --principal), an audit by the
+-- hint's notification id (--delivery), and the purge (H3).
+CREATE INDEX push_deliveries_recipient_idx ON {schema}.push_deliveries (recipient, decided_at);
+CREATE INDEX push_deliveries_notification_idx ON {schema}.push_deliveries (notification_id);
+CREATE INDEX push_deliveries_ended_idx ON {schema}.push_deliveries (ended_at);
+
+-- Hints a record left with no route at their decision (skips 'suspended', 'record_channel_off',
+-- 'frequency_cap': M2-M4), for `notify db status` and the audit of a person's deliveries.
+-- Purged after retention_days (H3).
+CREATE TABLE {schema}.push_holds (
+    id        bigint GENERATED ALWAYS AS IDENTITY,
+    recipient text COLLATE "C" NOT NULL,
+    at        timestamptz NOT NULL,
+    kind      smallint NOT NULL,
+    thread    text COLLATE "C",
+    reason    text NOT NULL,
+    record    text COLLATE "C" NOT NULL,
+    CONSTRAINT push_holds_pkey PRIMARY KEY (id),
+    CONSTRAINT push_holds_reason_check
+        CHECK (reason IN ('suspended', 'record_channel_off', 'frequency_cap'))
+);
+
+CREATE INDEX push_holds_recipient_idx ON {schema}.push_holds (recipient, at);
+CREATE INDEX push_holds_at_idx ON {schema}.push_holds (at);
+
+-- M4: the push deliveries of a person per local day (the person's zone, else UTC), counted
+-- for the people whose record in effect caps pushes. Purged after retention_days (H3).
+CREATE TABLE {schema}.push_day_counts (
+    recipient text COLLATE "C" NOT NULL,
+    day       date NOT NULL,
+    count     integer NOT NULL,
+    CONSTRAINT push_day_counts_pkey PRIMARY KEY (recipient, day),
+    CONSTRAINT push_day_counts_count_check CHECK (count >= 0)
+);
+
+CREATE INDEX push_day_counts_day_idx ON {schema}.push_day_counts (day);
+
+-- A person's mails over a period (notify records audit --principal).
+CREATE INDEX inbox_entries_emailed_user_idx
+    ON {schema}.inbox_entries (user_id, emailed_at) WHERE emailed_at IS NOT NULL;
+
 -- from 0025_host_categories.sql
 -- Host categories (N13): one row per key, the declaration as the event carries it (checked
 -- by the core's `declare`); declaring a key again replaces its row from that moment on.

@@ -39,6 +39,7 @@ from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.push.worker import Worker
 from notify_pg.stores.events import EventLog, NewEvent, read_event_log
 from notify_reference_host import DEFAULT_HOST_SCHEMA
+from notify_reference_host.records_load import RECORD_EVENTS
 from notify_reference_host.wiki import ReferenceWiki
 from notify_reference_host.wiki_load import WikiLoader
 from notify_reference_host.world import WorldLoader
@@ -226,8 +227,10 @@ class LogLoader:
             self._wiki_resumed = True
         # Pipelined when only the chat world writes: its statements go without waiting for
         # each answer (none is read); one round trip per batch instead of one per statement.
-        # The wiki reads what it writes, so its single event goes unpipelined.
-        pipelined = contextlib.nullcontext() if wiki else self.conn.pipeline()
+        # The wiki reads what it writes, so its single event goes unpipelined; so do the
+        # writes of preference records (they read the rows they lock and count what changed).
+        reads = wiki or any(event.type in RECORD_EVENTS for _i, event in todo)
+        pipelined = contextlib.nullcontext() if reads else self.conn.pipeline()
         with self.conn.transaction(), pipelined:
             for _index, event in todo:
                 self._world.apply(self.conn, event)

@@ -174,6 +174,13 @@ class ReferenceWiki:
         row = self._seam.one(conn, "wiki_first_site")
         return None if row is None else str(row[0])
 
+    def inbox_sites(self, conn: Conn) -> list[tuple[str, str, bool, str]]:
+        """Return the sites whose notifications are on, by creation: ``(id, host, https,
+        name)`` each, ``name`` empty when the site has none (the inboxes a person may switch
+        between, `notify serve --demo`)."""
+        rows = self._seam.all(conn, "wiki_sites_on")
+        return [(str(r[0]), str(r[1]), bool(r[2]), str(r[3])) for r in rows]
+
     def sites_off(self, conn: Conn) -> list[str]:
         """Return the sites whose notifications are switched off (the inbox hides their
         entries, N5): what `notify serve --host-schema` passes as ``hidden_sites``."""

@@ -5,9 +5,10 @@ same log on PostgreSQL, `apply_world_event` writes what each world event of form
 section 2 changes: the reference host's tables (people, places, rights, devices, presence,
 read positions, also moved by a person's own message (B3), mentions, thread positions,
 settings) and notify's own rows that a logged ``notification_pref.updated``,
-``quiet_hours.updated`` or ``push.registered`` leaves (written without a new event: the
-logged event is the one). It mirrors the in-memory store: rows that would name an unknown
-person, channel or device are left out, as the store ignores them.
+``quiet_hours.updated``, ``push.registered`` or ``record.*`` (preference records, M1) leaves
+(written without a new event: the logged event is the one). It mirrors the in-memory store:
+rows that would name an unknown person, channel or device are left out, as the store ignores
+them.
 Call it in the transaction that appends the event, as a host changes its tables in the
 transaction that appends the event about the change.
 """
@@ -26,7 +27,9 @@ from notify_core.values.instants import parse_instant
 from notify_pg.db.ids import new_id
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
+from notify_pg.stores.records import PreferenceRecordRepository
 from notify_reference_host import DEFAULT_HOST_SCHEMA
+from notify_reference_host.records_load import apply_record_event
 
 __all__ = ["WorldLoader"]
 
@@ -44,6 +47,7 @@ class WorldLoader:
     ) -> None:
         self._notify = Seam("notify_pg", schema)
         self._host = Seam("notify_reference_host", host_schema)
+        self._records = PreferenceRecordRepository(schema)
 
     @staticmethod
     def handles(event_type: str) -> bool:
@@ -231,6 +235,9 @@ class WorldLoader:
         self._notify.run(conn, "unload_quiet_hours", {"user_id": event.audience})
         self._notify.run_many(conn, "load_quiet_rule", rows)
 
+    def _record(self, conn: Conn, event: Event, p: Mapping[str, object]) -> None:
+        apply_record_event(self._records, conn, event)
+
     def _settings(self, conn: Conn, event: Event, p: Mapping[str, object]) -> None:
         if event.audience is None:
             return
@@ -289,4 +296,7 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "settings.updated": WorldLoader._settings,
     "message.created": WorldLoader._message,
     "read_state.updated": WorldLoader._read_state,
+    "record.set": WorldLoader._record,
+    "record.suspended": WorldLoader._record,
+    "record.deleted": WorldLoader._record,
 }

@@ -2,7 +2,8 @@
 
 ``decide`` runs the steps D1-D7 in order and the first step that ends, ends the decision:
 who is a recipient (D1), who may read (D2), the preference gate (D3), presence in the thread
-(D4), routes per device (D5), the bundling window (D6) and quiet hours (D7). ``flush`` (D8)
+(D4), routes per device (D5), the bundling window (D6) and quiet hours (D7); last, the
+person's preference record in effect takes push routes away (M2-M4). ``flush`` (D8)
 and ``release_delayed`` (D9) rerun the same steps at a window's end and at a delayed push's
 due time. ``explain`` (D11) tells which steps ran and what each read.
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import tzinfo
+from typing import Final
 
 import attrs
 
@@ -61,6 +63,7 @@ from notify_core.hints.levels import Level, LevelFacts, effective, resolve_level
 from notify_core.hints.quiet import LocalCache, covered
 from notify_core.values.errors import InvalidFacts
 from notify_core.values.kinds import RUN_KINDS, THREAD_KINDS, Kind
+from notify_core.values.record_rules import DeliveryChannel, verdict
 
 __all__ = [
     "LEVEL_GATE",
@@ -209,6 +212,25 @@ def _quiet(event: EventFacts, person: RecipientFacts, kind: Kind, cache: LocalCa
     return covered(person.quiet_rules, event.now, person._zone, cache)
 
 
+def _shaped(send: Send, person: RecipientFacts) -> Decision:
+    """M2-M4, the last step: the record in effect takes the push routes of a send away.
+
+    ``push`` and ``push_delayed`` go when the record is suspended, turns push off or its cap
+    is reached; a live ``gateway`` route stays. A send left with no route is a skip naming
+    the reason; a send without push routes is not a push delivery and is left as it is.
+    """
+    reason = verdict(person.record, DeliveryChannel.PUSH, person.pushes_today)
+    if reason is None:
+        return send
+    routes = send.routes
+    kept = tuple(r for r in routes if r.via is Via.GATEWAY)
+    if len(kept) == len(routes):
+        return send
+    if not kept:
+        return _SKIPS[SkipReason(reason.value)]
+    return attrs.evolve(send, routes=kept)
+
+
 def _decide(event: EventFacts, person: RecipientFacts, cache: LocalCache | None) -> Decision:
     kind = event.kind
     skip = _gate(event, person, kind)
@@ -224,7 +246,8 @@ def _decide(event: EventFacts, person: RecipientFacts, cache: LocalCache | None)
             return Collect(until=end)
         opens = None
     quiet = _quiet(event, person, kind, cache)
-    return _new_send(routes, quiet, opens)  # type: ignore[arg-type]
+    send = _new_send(routes, quiet, opens)  # type: ignore[arg-type]
+    return send if person.record is None else _shaped(send, person)
 
 
 def decide(event: EventFacts, person: RecipientFacts) -> Decision:
@@ -366,7 +389,7 @@ def _decide_leveled(
         set_quiet(send, quiet)
         set_opens(send, opens)
         set_count(send, None)
-        append(send)
+        append(send if person.record is None else _shaped(send, person))
     return out
 
 
@@ -399,12 +422,13 @@ def flush(state: FlushState, event: EventFacts, person: RecipientFacts) -> Decis
     if type(routes) is Skip:
         return routes
     quiet = _quiet(event, person, Kind.MESSAGE, None)
-    return Send(
+    send = Send(
         routes=routes,  # type: ignore[arg-type]
         quiet=quiet,
         opens_window_until=event._window_until,
         count=state.unread,
     )
+    return send if person.record is None else _shaped(send, person)
 
 
 def release_delayed(event: EventFacts, person: RecipientFacts, device: str, read: bool) -> Decision:
@@ -430,7 +454,8 @@ def release_delayed(event: EventFacts, person: RecipientFacts, device: str, read
     if device == event.exclude_device or all(d.id != device for d in person.devices):
         return _NO_ROUTE
     quiet = _quiet(event, person, kind, None)
-    return Send(routes=(Route(device=device, via=Via.PUSH),), quiet=quiet)
+    send = Send(routes=(Route(device=device, via=Via.PUSH),), quiet=quiet)
+    return send if person.record is None else _shaped(send, person)
 
 
 def _active_in_thread(event: EventFacts, person: RecipientFacts) -> bool:
@@ -519,7 +544,7 @@ def explain(event: EventFacts, person: RecipientFacts) -> Explanation:
     if isinstance(decision, Send):
         d5["routes"] = [{"device": r.device, "via": r.via.value} for r in decision.routes]
     step("D5", "routes", d5, reason is SkipReason.NO_ROUTE)
-    if ends:
+    if ends and reason not in _RECORD_SKIPS:
         return Explanation(steps=tuple(steps), decision=decision)
     if kind in THREAD_KINDS:
         step(
@@ -531,9 +556,33 @@ def explain(event: EventFacts, person: RecipientFacts) -> Explanation:
             },
             isinstance(decision, Collect),
         )
-    if isinstance(decision, Send):
-        step("D7", "quiet hours", _quiet_reading(event, person, kind, decision.quiet))
+    if isinstance(decision, Send) or reason in _RECORD_SKIPS:
+        quiet = decision.quiet if isinstance(decision, Send) else False
+        step("D7", "quiet hours", _quiet_reading(event, person, kind, quiet))
+    if person.record is not None and not isinstance(decision, Collect):
+        step("M2-M4", "preference record", _record_reading(person), reason in _RECORD_SKIPS)
     return Explanation(steps=tuple(steps), decision=decision)
+
+
+_RECORD_SKIPS: Final = frozenset(
+    {SkipReason.SUSPENDED, SkipReason.RECORD_CHANNEL_OFF, SkipReason.FREQUENCY_CAP}
+)
+
+
+def _record_reading(person: RecipientFacts) -> dict[str, object]:
+    record = person.record
+    assert record is not None
+    reading: dict[str, object] = {
+        "record": record.preference_id,
+        "suspended": record.suspended,
+        "push_enabled": record.push.enabled,
+    }
+    if record.push.max_per_day is not None:
+        reading["max_per_day"] = record.push.max_per_day
+        reading["pushes_today"] = person.pushes_today
+    if record.not_applied:
+        reading["not_applied"] = list(record.not_applied)
+    return reading
 
 
 def _level_chain(facts: LevelFacts) -> list[dict[str, object]]:

@@ -21,6 +21,7 @@ from notify_core.hints.quiet import QuietRule
 from notify_core.values.errors import InvalidFacts
 from notify_core.values.instants import require_instant
 from notify_core.values.kinds import THREAD_KINDS, Kind, parse_kind
+from notify_core.values.record_rules import RecordInEffect
 from notify_core.values.zones import zone_or_utc
 
 __all__ = [
@@ -79,6 +80,10 @@ class SkipReason(enum.StrEnum):
     NOTHING_COLLECTED = "nothing_collected"
     EXPIRED = "expired"
     NO_PROVIDER = "no_provider"
+    # M2-M4: the record in effect left the hint no route.
+    SUSPENDED = "suspended"
+    RECORD_CHANNEL_OFF = "record_channel_off"
+    FREQUENCY_CAP = "frequency_cap"
 
 
 #: D10: the metric reason each skip counts under; ``None`` is not counted.
@@ -91,6 +96,9 @@ METRIC_REASONS: Final[Mapping[SkipReason, str | None]] = {
     SkipReason.READ: "read",
     SkipReason.EXPIRED: "expired",
     SkipReason.NO_PROVIDER: "no_provider",
+    SkipReason.SUSPENDED: "preference",
+    SkipReason.RECORD_CHANNEL_OFF: "preference",
+    SkipReason.FREQUENCY_CAP: "preference",
     SkipReason.NOT_RECIPIENT: None,
     SkipReason.NOTHING_COLLECTED: None,
 }
@@ -409,6 +417,10 @@ class RecipientFacts:
         devices: the person's active devices (kept ordered by id).
         connections: live connections; those of unknown devices are ignored (D5).
         window_end: the end of the person's open window on the thread, if any (D6).
+        record: the person's preference record in effect at ``now`` (M1), read by the last
+            step (M2-M4); ``None`` when none is.
+        pushes_today: push deliveries to the person so far in the person's local day of
+            ``now`` (M4); read only when the record caps push.
     """
 
     allowed: bool
@@ -421,6 +433,8 @@ class RecipientFacts:
     devices: tuple[Device, ...] = attrs.field(default=(), converter=_sorted_devices)
     connections: tuple[Connection, ...] = attrs.field(default=(), converter=_connection_tuple)
     window_end: datetime | None = attrs.field(default=None, validator=_optional_instant)
+    record: RecordInEffect | None = None
+    pushes_today: int = 0
     # Derived on first use, then kept: most recipients of a fan-out end before D5 and D7, and
     # a host that decides many hints for one set of facts pays the derivation once.
     _zone_cache: tzinfo | None = attrs.field(init=False, default=None, eq=False, repr=False)
@@ -461,6 +475,8 @@ def new_recipient_facts(
     devices: tuple[Device, ...],
     connections: tuple[Connection, ...],
     window_end: datetime | None,
+    record: RecordInEffect | None = None,
+    pushes_today: int = 0,
 ) -> RecipientFacts:
     """``RecipientFacts(...)`` of a non-author (positional), made in about half the time.
 
@@ -485,6 +501,8 @@ def new_recipient_facts(
         set_devices,
         set_connections,
         set_window,
+        set_record,
+        set_pushes_today,
         set_zone_cache,
         set_routes_cache,
     ) = _RECIPIENT_SLOTS
@@ -498,6 +516,8 @@ def new_recipient_facts(
     set_devices(facts, _sorted_devices(devices))
     set_connections(facts, connections if type(connections) is tuple else tuple(connections))
     set_window(facts, window_end)
+    set_record(facts, record)
+    set_pushes_today(facts, pushes_today)
     set_zone_cache(facts, None)
     set_routes_cache(facts, None)
     return facts
@@ -505,7 +525,8 @@ def new_recipient_facts(
 
 if [field.name for field in attrs.fields(RecipientFacts)] != [
     "allowed", "author", "run_starter", "level", "user_time_zone", "quiet_rules", "switches",
-    "devices", "connections", "window_end", "_zone_cache", "_routes_cache",
+    "devices", "connections", "window_end", "record", "pushes_today", "_zone_cache",
+    "_routes_cache",
 ] or [f.name for f in attrs.fields(RecipientFacts) if f.converter or f.validator] != [
     "quiet_rules", "devices", "connections", "window_end",
 ]:  # fmt: skip

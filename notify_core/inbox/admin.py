@@ -33,6 +33,8 @@ from notify_core.inbox.access import Group, holds_host
 from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Category, Section
 from notify_core.inbox.prefs import CHANNELS, Delivery, InboxPrefs, InboxSettings
 from notify_core.mail.cadence import EmailSchedule, Schedule
+from notify_core.mail.catalogues import FALLBACK_LOCALE
+from notify_core.mail.message import category_name, section_name
 from notify_core.values.errors import InvalidInput, InvalidSchedule
 from notify_core.values.instants import MAX_DURATION
 
@@ -168,6 +170,8 @@ def preference_grid(
     settings: InboxSettings,
     email_available: bool,
     categories: Iterable[Category] = CATEGORIES,
+    *,
+    locale: str = FALLBACK_LOCALE,
 ) -> dict[str, Any]:
     """Return a person's effective preference grid as a JSON object (H2a).
 
@@ -176,9 +180,11 @@ def preference_grid(
     (``enabled``), the category's ``default``, whether the person's own row differs (``own``)
     and whether an entry would reach them on it now (``effective``: the choice under the
     section and, for email, N4). ``email_available`` is N4 (mail configured, an address,
-    verified); ``email_schedule`` and ``daily_hour`` the person's schedule. ``categories``:
-    those the person sees (`visible_categories`: the host's own among them, N13, each with
-    its ``names`` per locale).
+    verified); ``email_schedule`` and ``daily_hour`` the person's schedule. Each category
+    and its section are named (``name``, ``section_name``) in the language of ``locale``, as
+    the mails' catalogue names them (`notify_core.mail.category_name`). ``categories``:
+    those the person sees (`visible_categories`: the host's own among them, N13, named by
+    their own strings, with ``names`` per locale; a host's own section by its key).
     """
     rows = state.prefs.rows
     listed = []
@@ -187,11 +193,15 @@ def preference_grid(
         choice = state.prefs.choice(category)
         row: dict[str, Any] = {
             "category": category.key,
+            "name": category_name(category.key, locale),
             "section": str(category.section),
+            "section_name": section_name(str(category.section), locale),
             "section_delivers": delivery.value,
         }
-        if category.host:
-            row["names"] = {locale: found.name for locale, found in category.strings}
+        own = category.strings_for(locale) if category.host else None
+        if own is not None:  # a host category (N13): its own strings name it
+            row["name"] = own.name
+            row["names"] = {tag: found.name for tag, found in category.strings}
         for channel in CHANNELS:
             enabled = getattr(choice, channel)
             if channel == "in_app":

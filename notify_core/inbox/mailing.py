@@ -32,6 +32,7 @@ __all__ = [
     "linked_pages",
     "mail_entries",
     "mail_site",
+    "review_submission",
 ]
 
 #: The group key prefix of a review entry: ``review:<submission>`` (N1).
@@ -72,8 +73,16 @@ def actors_of(entries: Iterable[Entry]) -> list[str]:
     return sorted({e.state.actor for e in entries if e.state.actor})
 
 
+def review_submission(category: str, group_key: str) -> str | None:
+    """The submission a review entry links to and names (its group key's), or ``None`` for
+    any other entry (E6, H1)."""
+    if category == "review_requested" and group_key.startswith(_REVIEW_KEY):
+        return group_key[len(_REVIEW_KEY) :]
+    return None
+
+
 def _review(entry: Entry) -> bool:
-    return entry.group_key.startswith(_REVIEW_KEY) and entry.category == "review_requested"
+    return review_submission(entry.category, entry.group_key) is not None
 
 
 def linked_pages(entries: Iterable[Entry]) -> list[str]:
@@ -132,7 +141,7 @@ def mail_entries(
                 count=state.count,
                 excerpt=target.excerpt if exists else None,
                 comment=target.comment if exists else None,
-                submission=entry.group_key[len(_REVIEW_KEY) :] if review else None,
+                submission=review_submission(entry.category, entry.group_key),
                 link_path=None if review else target.link_path(page),
                 host=host,
             )

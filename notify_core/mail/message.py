@@ -34,8 +34,11 @@ __all__ = [
     "Mail",
     "MailEntry",
     "MailSite",
+    "category_name",
     "compose_mail",
+    "entry_line",
     "mail_locale",
+    "section_name",
     "unsubscribe_url",
 ]
 
@@ -219,6 +222,42 @@ def _counted(strings: Mapping[str, str], entry: MailEntry, line: str) -> str:
     if entry.count == 1:
         return line
     return f"{line} ({strings['count'].format(count=entry.count)})"
+
+
+def entry_line(entry: MailEntry, locale: str) -> str:
+    """Return the sentence a mail names ``entry`` by, with its count: "Femi Adeyemi edited
+    API (6 times)", in the language of ``locale`` (`mail_locale` chooses it, E6).
+
+    The strings are those of the mail's lines (its catalogue), so an inbox that shows this
+    sentence and the mail of the same entry say the same thing.
+
+    Raises:
+        InvalidInput: a category without strings (``unknown_category``).
+
+    Example:
+        >>> entry_line(MailEntry(category="watched_page", variant="edited", title="API",
+        ...                      path="/api", actor="Femi Adeyemi", count=6), "en")
+        'Femi Adeyemi edited API (6 times)'
+    """
+    strings = CATALOGUES[mail_locale(locale, None)]
+    one = attrs.evolve(
+        entry,
+        title=_one_line(entry.title),
+        actor=None if entry.actor is None else _one_line(entry.actor),
+    )
+    return _counted(strings, one, _line(strings, one))
+
+
+def category_name(category: str, locale: str) -> str:
+    """Return a category's name as the preferences screen shows it, in the language of
+    ``locale`` (the key itself for a category without a name in the catalogue)."""
+    return CATALOGUES[mail_locale(locale, None)].get(f"category.{category}", category)
+
+
+def section_name(section: str, locale: str) -> str:
+    """Return a section's name as the preferences screen shows it, in the language of
+    ``locale`` (the key itself for a section without a name in the catalogue)."""
+    return CATALOGUES[mail_locale(locale, None)].get(f"section.{section}", section)
 
 
 def _text(

@@ -13,6 +13,12 @@ transitions that return ``(new_store, outcome)``; the three reads answer from th
     supersession_gaps(history, bound) -> each gap read against the bound (Check 4.1-4.2)
     check_failures(history)     -> what Check 3.1, 5.1 and 5.2 find wrong in stored records
 
+Composed into delivery (M1-M6, `notify_core.records.delivery`)::
+
+    rules_in_effect(record, t)            -> RecordInEffect | None (what notify reads, M2-M5)
+    governing_record(store, principal, t) -> the record in effect at a delivery (M1)
+    audit_delivery(history, channel=..., decided_at=..., sent_at=...) -> DeliveryAudit (M6)
+
 Refusals are values, never exceptions: a refused write answers `Refused` and hands back the
 very store it was given. What raises is a fault that must not become an outcome:
 a caller's wrong type or naive datetime (`UsageError`, `NaiveDatetime`, rule G2) and the host's
@@ -33,6 +39,13 @@ from notify_core.records.checks import (
     check_failures,
     supersession_gaps,
 )
+from notify_core.records.delivery import (
+    DeliveryAudit,
+    RecordReading,
+    audit_delivery,
+    governing_record,
+    rules_in_effect,
+)
 from notify_core.records.store import Ok, Outcome, PreferenceStore, Refused
 from notify_core.records.values import (
     DegenerateChannelSet,
@@ -42,10 +55,25 @@ from notify_core.records.values import (
     Status,
 )
 from notify_core.values.opaque import FrozenMap, Opaque, freeze_opaque, json_pointer_token
+from notify_core.values.record_rules import (
+    ChannelRule,
+    DayCount,
+    DeliveryChannel,
+    RecordInEffect,
+    RecordReason,
+    channel_rule,
+    local_day,
+    next_local_midnight,
+    verdict,
+)
 
 __all__ = [
+    "ChannelRule",
     "CheckFailure",
+    "DayCount",
     "DegenerateChannelSet",
+    "DeliveryAudit",
+    "DeliveryChannel",
     "FrozenMap",
     "GapReading",
     "InvalidPreferenceId",
@@ -54,12 +82,22 @@ __all__ = [
     "Outcome",
     "PreferenceRecord",
     "PreferenceStore",
+    "RecordInEffect",
+    "RecordReading",
+    "RecordReason",
     "Refusal",
     "Refused",
     "Status",
     "SupersessionGap",
+    "audit_delivery",
+    "channel_rule",
     "check_failures",
     "freeze_opaque",
+    "governing_record",
     "json_pointer_token",
+    "local_day",
+    "next_local_midnight",
+    "rules_in_effect",
     "supersession_gaps",
+    "verdict",
 ]

@@ -24,6 +24,7 @@ PUT         /sites/SITE/notifications/ID/read          ``inbox_read_one`` (H2)
 DELETE      /sites/SITE/notifications/ID               ``inbox_dismiss`` (H2)
 PUT         /sites/SITE/notifications/pages/PAGE/view  ``inbox_view`` (H2: the page viewed)
 PUT         /sites/SITE/notifications/pages/PAGE/talk  ``inbox_view`` (H2: its talk tab)
+GET         /notifications/sites                       ``inbox_sites`` (H1: the inboxes)
 GET         /unsubscribe?t=TOKEN                       a stand-in for the host's unsubscribe page
 GET         /notifications/preferences                 ``admin.preferences_get`` (H2a)
 PATCH       /notifications/preferences                 ``admin.preferences_patch`` (H2)
@@ -368,6 +369,7 @@ def _inbox_list(
         hidden_sites=app.hidden_sites(conn),
         site=values["site"],
         schema=app.schema,
+        host=app.admin_host,
     )
 
 
@@ -411,6 +413,15 @@ def _inbox_dismiss(
     app: ReferenceApp, _request: Request, values: dict[str, Any], conn: Conn, user: str
 ) -> http.Response:
     return http.inbox_dismiss(conn, user, values["entry"], site=values["site"], schema=app.schema)
+
+
+@_inbox
+def _inbox_sites(
+    app: ReferenceApp, _request: Request, _values: dict[str, Any], conn: Conn, user: str
+) -> http.Response:
+    return http.inbox_sites(
+        conn, user, host=app.admin_host, hidden_sites=app.hidden_sites(conn), schema=app.schema
+    )
 
 
 def _view(talk: bool) -> Handler:
@@ -519,6 +530,7 @@ def build_app(
     app.route(f"{inbox}/read", ["PUT"], "inbox_read", _inbox_read)
     app.route(f"{inbox}/<entry>/read", ["PUT"], "inbox_read_one", _inbox_read_one)
     app.route(f"{inbox}/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
+    app.route("/notifications/sites", ["GET"], "inbox_sites", _inbox_sites)
     # H2: what the host's page calls as the person views a page, or its talk tab.
     app.route(f"{inbox}/pages/<page>/view", ["PUT"], "inbox_view_page", _view(talk=False))
     app.route(f"{inbox}/pages/<page>/talk", ["PUT"], "inbox_view_talk", _view(talk=True))

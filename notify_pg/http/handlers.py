@@ -22,11 +22,13 @@ whose inbox is asked, and answers for that site's entries and those with no site
 ``None``: every site).
 
 - `inbox_list`: a page of 30 entries, newest first, with an opaque ``next`` cursor (absent
-  on the last page); ``?unread=1`` lists only the unread ones.
+  on the last page); ``?unread=1`` lists only the unread ones. Each entry carries its
+  ``link`` and the sentence its mail names it by (`notify_pg.http.shown`).
 - `inbox_summary`: ``{"unread", "badge", "latest_at"?}`` with an ``ETag``; ``304`` when the
   poll's ``If-None-Match`` names it.
 - `inbox_read_one`, `inbox_read`, `inbox_dismiss`: reads by id, all or filter; dismissal.
   None of them reaches an email-only entry (H2: only a page view does).
+- `inbox_sites`: the sites whose inboxes the person may switch between.
 - `inbox_view`: what the host's page calls when the person views a page or its talk tab
   (H2): the matching entries read, email-only ones included.
 
@@ -53,8 +55,10 @@ from notify_core.values.errors import InvalidInput
 from notify_core.values.instants import format_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
+from notify_pg.http.shown import shown_entries, site_list
 from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxReads, ListedEntry
+from notify_pg.mail.ports import MailHostPorts
 from notify_pg.mail.unsubscribe import unsubscribe
 from notify_pg.stores.store import forgotten
 
@@ -67,6 +71,7 @@ __all__ = [
     "inbox_list",
     "inbox_read",
     "inbox_read_one",
+    "inbox_sites",
     "inbox_summary",
     "inbox_view",
     "unsubscribe_get",
@@ -321,6 +326,7 @@ def inbox_list(
     hidden_sites: Sequence[str] = (),
     site: str | None = None,
     schema: str = DEFAULT_SCHEMA,
+    host: MailHostPorts | None = None,
 ) -> Response:
     """Answer the inbox list of a site (H1): ``{"entries": [...], "next"?: cursor}``.
 
@@ -328,6 +334,11 @@ def inbox_list(
     site; ``?cursor=`` with the previous page's ``next`` gives the following page (the last
     page has no ``next``: G5, never ``null``);
     ``?unread=1`` (or ``true``) only the unread entries (``0``, ``false`` or empty: all).
+
+    Each entry carries its snapshot and what `notify_pg.http.shown.shown_entries` reads of
+    ``host`` (the host's ports) now: its ``link`` (following the page while it exists, N11),
+    ``text`` (the sentence its mail names it by, in the person's language), ``actor_name``
+    and, for a review, its ``submission``.
     """
     values = _query(query)
     if values is None:
@@ -347,7 +358,10 @@ def inbox_list(
     page = _reads(schema).list_entries(
         conn, user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
     )
-    answer: dict[str, Any] = {"entries": [_entry_json(e) for e in page.entries]}
+    extras = shown_entries(conn, host, user, page.entries, site=site)
+    answer: dict[str, Any] = {
+        "entries": [_entry_json(e) | more for e, more in zip(page.entries, extras, strict=True)]
+    }
     if page.next is not None:  # G5: the last page omits the member rather than say null
         answer["next"] = _cursor_text(page.next)
     return _json(200, answer)
@@ -523,3 +537,20 @@ def inbox_view(
         return _problem("invalid_page", "page is a page id (a string)", "/page")
     read = _reads(schema).read_on_view(conn, user, page, talk=talk, at=at, site=site)
     return _json(200, {"read": read})
+
+
+def inbox_sites(
+    conn: Conn,
+    user: str,
+    *,
+    host: object = None,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Response:
+    """Answer the sites whose inboxes the person may switch between (H1: one inbox per site):
+    ``{"sites": [{"id", "host"?, "https"?}]}``, the host's sites with notifications on by
+    creation (`notify_pg.http.shown.site_list`; without the host's ports, the sites of the
+    person's entries). A demo page's site switcher reads it."""
+    return _json(
+        200, {"sites": site_list(conn, host, user, hidden_sites=hidden_sites, schema=schema)}
+    )

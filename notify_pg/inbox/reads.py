@@ -179,7 +179,8 @@ def type_name(exc: BaseException) -> str:
 
 @attrs.frozen(kw_only=True)
 class ListedEntry:
-    """One entry as the inbox lists it (the snapshot of N11; no email details)."""
+    """One entry as the inbox lists it (the snapshot of N11; no email details); ``draft``: a
+    page created unpublished (E6)."""
 
     id: int
     site: str | None
@@ -198,6 +199,7 @@ class ListedEntry:
     read: bool
     created_at: datetime
     updated_at: datetime
+    draft: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -272,6 +274,10 @@ class InboxReads:
             entries=listed,
             next=(listed[-1].updated_at, listed[-1].id) if more and listed else None,
         )
+
+    def sites(self, conn: Conn, user_id: str) -> list[str]:
+        """Return the sites of the person's visible entries, each once, sorted."""
+        return [str(r[0]) for r in self._seam.all(conn, "inbox_sites_of", {"user_id": user_id})]
 
     def summary(
         self,
@@ -380,6 +386,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         read_at,
         created_at,
         updated_at,
+        draft,
     ) = row
     return ListedEntry(
         id=int(id_),
@@ -399,6 +406,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         read=read_at is not None,
         created_at=created_at,
         updated_at=updated_at,
+        draft=bool(draft),
     )
 
 
@@ -474,10 +482,12 @@ def purge(
 ) -> dict[str, int]:
     """Delete entries not changed for ``retention_days`` (read or not) and outbox events
     processed more than a day ago, in batches of ``batch`` rows, each batch its own
-    transaction (H3). Returns how many of each went."""
+    transaction (H3); with the entries, the audit of push deliveries older than
+    ``retention_days`` (ended push sends, hints records held back, the days of push caps:
+    ``deliveries``, M6). Returns how many of each went."""
     seam = Seam("notify_pg", schema)
     at = now or _now()
-    counts = {"entries": 0, "outbox": 0}
+    counts = {"entries": 0, "outbox": 0, "deliveries": 0}
     before = at - timedelta(days=retention_days)
     after = ""  # the entries' walk over the people resumes at the last person of a batch
     while True:
@@ -489,6 +499,13 @@ def purge(
         if gone < batch or last is None:
             break
         after = last
+    while True:
+        with seam.transaction(conn):
+            row = seam.one(conn, "purge_push_deliveries", {"before": before, "batch": batch})
+        gone_each = (0, 0, 0) if row is None else tuple(int(n) for n in row)
+        counts["deliveries"] += sum(gone_each)
+        if max(gone_each) < batch:
+            break
     before = at - timedelta(days=1)
     while True:
         with seam.transaction(conn):

@@ -96,7 +96,7 @@ class PurgeRound:
         #: When the next purge is due (``None``: at the first pass).
         self.next_purge: datetime | None = None
         #: Rows deleted so far, by table.
-        self.purged: dict[str, int] = {"entries": 0, "outbox": 0}
+        self.purged: dict[str, int] = {"entries": 0, "outbox": 0, "deliveries": 0}
 
     def run(self, stop: threading.Event) -> int:
         """Purge when due; return the rows deleted (0 when not due). Each batch commits on its

@@ -43,6 +43,7 @@ from notify_core.inbox.categories import Category
 from notify_core.inbox.pipeline import email_schedule
 from notify_core.inbox.prefs import CHANNELS, InboxPrefs
 from notify_core.mail.cadence import EmailSchedule
+from notify_core.mail.message import mail_locale
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
@@ -154,7 +155,9 @@ def _grid(
     if any(c.visible_to is not None for c in known.values()):
         groups = facts.groups if facts is not None else frozenset()
         shown = visible_categories(known, groups, host.inbox_groups(conn))
-    return preference_grid(state, settings, available, shown)
+    user = host.inbox_users(conn, [person]).get(person)
+    locale = mail_locale(user.locale if user is not None else None, None)
+    return preference_grid(state, settings, available, shown, locale=locale)
 
 
 def preferences(

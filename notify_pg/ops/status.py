@@ -58,7 +58,11 @@ def pipeline_status(
     drain's skips over the last 24 hours by reason, E4: ``site_off``, ``inactive``,
     ``no_access``, ``section_off``, ``preference``) and
     ``mail_configured``, the host's answer (N4) when ``mail_configured`` reads it (``None``:
-    left out). ``warnings``, only when there is one: ``[{"code": "plain_http", "sites",
+    left out). ``records``: what preference records held back over the last 24 hours by
+    reason (M2-M4: ``suspended``, ``record_channel_off``, ``frequency_cap``):
+    ``push_skipped_24h`` (hints left with no route) and ``email_skipped_24h`` (the drain's
+    skips of those reasons, also in ``inbox.email.skipped_24h``). ``warnings``, only when
+    there is one: ``[{"code": "plain_http", "sites",
     "message"}]`` when ``plain_http`` (the host's sites served over plain http) names any
     (`plain_http_warning`). Instants are RFC 3339 UTC text; absent values are omitted (G5).
 
@@ -224,6 +228,7 @@ def _status(
     assert row is not None
     windows, ended, releases, due_releases, syncs, due_syncs, sends, due_sends, leased = row[:9]
     oldest, now = row[9:]
+    inbox = _inbox(seam, conn, mail_configured)
     push_sends: dict[str, Any] = {"pending": sends, "due": due_sends, "leased": leased}
     if oldest is not None:
         push_sends["oldest_next_at"] = format_instant(oldest)
@@ -238,8 +243,21 @@ def _status(
             "badge_syncs": {"pending": syncs, "due": due_syncs},
             "push_sends": push_sends,
         },
-        "inbox": _inbox(seam, conn, mail_configured),
+        "inbox": inbox,
+        "records": _records(seam, conn, inbox["email"]["skipped_24h"]),
     }
+
+
+#: The skip reasons of preference records (M2-M4).
+_RECORD_REASONS: Final = ("suspended", "record_channel_off", "frequency_cap")
+
+
+def _records(seam: Seam, conn: Conn, email_skips: dict[str, int]) -> dict[str, Any]:
+    """What preference records held back over the last 24 hours, by reason (M2-M4): hints
+    left with no route, and mails the drain skipped."""
+    push = {str(r[0]): int(r[1]) for r in seam.all(conn, "status_push_holds")}
+    email = {r: n for r, n in email_skips.items() if r in _RECORD_REASONS}
+    return {"push_skipped_24h": push, "email_skipped_24h": email}
 
 
 def _failure(row: tuple[Any, ...]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from notify_pg.stores.events import EventLog
 from notify_pg.stores.facts import FactsReader
 from notify_pg.stores.ports import PipelineHostPorts
 from notify_pg.stores.preferences import PreferenceRepository
+from notify_pg.stores.record_facts import governing
 from notify_pg.stores.registrations import RegistrationRepository
 from notify_pg.stores.values import StoreConfig
 
@@ -174,6 +175,7 @@ _PUSH_SEND_COLUMNS = (
     "counts",
     "cleared",
     "due_ats",
+    "records",
 )
 
 
@@ -185,6 +187,13 @@ class StagedPush(NamedTuple):
     notification_id: str
     devices: frozenset[str]
     cleared: list[str]
+
+
+def decided_record(session: Session, hint: Hint) -> str | None:
+    """The preference id of the record in effect at a hint's decision (M1, M6), from the
+    records the session read with the recipient's facts; ``None`` when none is."""
+    found = governing(session.records.get(hint.recipient, ()), hint.at)
+    return None if found is None else found.preference_id
 
 
 class _Owned:
@@ -384,6 +393,7 @@ class PushContext:
                 0 if hint.kind is Kind.SYNC else (decision.count or 0),
                 text_array(cleared),
                 hint.at,
+                decided_record(session, hint),
             )
             for hint, decision, notification_id, devices, cleared in pushes
             for reg in active.get(hint.recipient, ())

@@ -34,6 +34,7 @@ import attrs
 from notify_core.hints.delivery import (
     Action,
     Notification,
+    Outcome,
     RegistrationState,
     ResultClass,
     SendResult,
@@ -42,17 +43,23 @@ from notify_core.hints.delivery import (
     retry_delay,
 )
 from notify_core.hints.pipeline import Pipeline
+from notify_core.records import DeliveryChannel, RecordInEffect, RecordReason, verdict
 from notify_core.values.kinds import THREAD_KINDS, Kind, kind_from_code, kind_name
+from notify_pg.db.seam import Conn
 from notify_pg.push.context import PushContext
 from notify_pg.push.providers import PushProvider
 from notify_pg.push.providers.announce import warn_unserved
 from notify_pg.push.session import Session
 from notify_pg.push.world import PgWorld
+from notify_pg.stores.record_facts import governing, record_from_json
 from notify_pg.stores.registrations import Registration
 
 __all__ = ["HeldResults", "SendRound"]
 
 _log = logging.getLogger("notify_pg.worker")
+
+#: The skip reasons of a record at send time (M2, M3); their metric reason is ``preference``.
+_RECORD_REASONS = frozenset(r.value for r in RecordReason)
 
 
 def _elapsed_ms(started: float) -> float:
@@ -74,11 +81,19 @@ class _Claimed:
     cleared: tuple[str, ...]
     due_at: datetime
     attempt: int
+    #: The recipient's record in effect at the send (M1), ``None`` when none is.
+    record: RecordInEffect | None = None
 
 
-def _claimed(row: tuple[Any, ...]) -> _Claimed:
+#: The claim's columns of a send's registration (`RegistrationRepository.from_send_row`).
+_REGISTRATION = slice(13, 26)
+
+
+def _claimed(row: tuple[Any, ...], now: datetime) -> _Claimed:
     ident, nid, reg, recipient, kind, thread, message, target, quiet, count = row[:10]
     cleared, due_at, attempt = row[10:13]
+    latest = row[26]
+    record = None if latest is None else governing([record_from_json(latest)], now)
     return _Claimed(
         ident,
         nid,
@@ -93,6 +108,7 @@ def _claimed(row: tuple[Any, ...]) -> _Claimed:
         tuple(cleared),
         due_at.astimezone(UTC),
         attempt,
+        record,
     )
 
 
@@ -189,9 +205,9 @@ class SendRound:
                 return handled
             session = Session(conn)
             pipeline, _schedule = self.push.pipeline(session)
-            claimed = [_claimed(row) for row in rows]
+            claimed = [_claimed(row, now) for row in rows]
             found = {
-                row[13]: self.push.registrations.from_send_row(row[13:])
+                row[13]: self.push.registrations.from_send_row(row[_REGISTRATION])
                 for row in rows
                 if row[13] is not None
             }
@@ -251,13 +267,14 @@ class SendRound:
             list(dict.fromkeys((c.recipient, c.thread) for c in batch if c.thread is not None))
         )
         ready: list[tuple[_Claimed, Registration, PushProvider, Kind]] = []
-        finished: list[int] = []
+        finished: list[tuple[_Claimed, str, str | None]] = []
         for claimed in batch:
             checked = self._check(world, claimed, found.get(claimed.registration_id), now)
             if isinstance(checked, str):
-                finished.append(claimed.id)
-                self.push.stats.skipped[checked] += 1
-                self.push.recorder.push_skipped(checked, claimed.kind)
+                finished.append((claimed, "skipped", checked))
+                metric = "preference" if checked in _RECORD_REASONS else checked
+                self.push.stats.skipped[metric] += 1
+                self.push.recorder.push_skipped(metric, claimed.kind)
                 if checked == "no_provider":
                     # One warning per provider and process, not a line per push.
                     warn_unserved(
@@ -271,7 +288,7 @@ class SendRound:
             else:
                 ready.append(checked)
         if finished:
-            self.push.seam.run(conn, "finish_push_sends", {"ids": finished})
+            _end(self.push, conn, finished, now)
         # Every push carries its recipient's badge at send time: counted for all at once.
         world.prefetch_badges(c.recipient for c, *_ in ready)
         badges: dict[str, list[str]] = {}
@@ -328,6 +345,11 @@ class SendRound:
                 allowed = allowed and registration.device_id != claimed.target
         if not allowed:
             return "no_access"
+        # M1-M3: the record in effect at the send may pause push or turn it off (the cap was
+        # counted at the decision).
+        held = verdict(claimed.record, DeliveryChannel.PUSH)
+        if held is not None:
+            return held.value
         provider = self.push.providers.get(registration.provider)
         if provider is None:
             return "no_provider"
@@ -406,7 +428,7 @@ class SendRound:
                 conn, [item.claimed.registration_id for item, _r in results]
             )
             changed: dict[str, RegistrationState] = {}
-            finished: list[int] = []
+            finished: list[tuple[_Claimed, str, str | None]] = []
             retried: list[tuple[int, datetime]] = []
             for item, result in results:
                 claimed = item.claimed
@@ -414,7 +436,7 @@ class SendRound:
                 outcome, action, expired = "registration_gone", Action.DROP.value, False
                 state = states.get(claimed.registration_id)
                 if state is None:
-                    finished.append(claimed.id)
+                    finished.append((claimed, "dropped", None))
                     out.append((item, outcome, action, expired, False, None))
                     continue
                 change = apply_result(state, result, now, self.push.config.max_failures)
@@ -439,11 +461,11 @@ class SendRound:
                 if at is not None:
                     retried.append((claimed.id, at))
                 else:
-                    finished.append(claimed.id)
+                    finished.append((claimed, _ended(outcome, action), None))
                 out.append((item, outcome, action, expired, True, deactivated))
             self.push.registrations.record_many(conn, list(changed.items()))
             if finished:
-                self.push.seam.run(conn, "finish_push_sends", {"ids": finished})
+                _end(self.push, conn, finished, self.push.clock())
             if retried:
                 self.push.seam.run(
                     conn,
@@ -487,6 +509,31 @@ class SendRound:
                 "push skipped",
                 extra={"fields": {"kind": kind_name(claimed.kind), "reason": "expired"}},
             )
+
+
+def _end(
+    push: PushContext, conn: Conn, ended: Sequence[tuple[_Claimed, str, str | None]], at: datetime
+) -> None:
+    """Delete ended sends and keep each in ``push_deliveries`` with its outcome, reason and the
+    record in effect at its end (M6), in one statement."""
+    push.seam.run(
+        conn,
+        "end_push_sends",
+        {
+            "ids": [c.id for c, _o, _r in ended],
+            "outcomes": [outcome for _c, outcome, _r in ended],
+            "reasons": [reason for _c, _o, reason in ended],
+            "records": [None if c.record is None else c.record.preference_id for c, *_ in ended],
+            "at": at,
+        },
+    )
+
+
+def _ended(outcome: str, action: str) -> str:
+    """How a send that will not be tried again ended (``push_deliveries.outcome``)."""
+    if outcome == Outcome.ACCEPTED.value:
+        return "sent"
+    return "failed" if action == Action.RETRY.value else "dropped"
 
 
 class HeldResults:

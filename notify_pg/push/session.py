@@ -16,6 +16,7 @@ from notify_core.hints.decide import Connection, Device, Switches
 from notify_core.hints.levels import LevelFacts, TargetKind
 from notify_core.hints.ports import ChannelInfo, ThreadInfo, UserInfo, Window
 from notify_core.hints.quiet import QuietRule
+from notify_core.records import PreferenceRecord
 from notify_pg.db.seam import Conn
 from notify_pg.stores.events import NewEvent
 from notify_pg.stores.ports import NotificationPath
@@ -60,6 +61,9 @@ class Session:
     #: Per person, the threads of the badge (`PgWorld.badge_threads`).
     badge: dict[str, list[str]] = attrs.field(factory=dict)
     quiet: dict[str, tuple[QuietRule, ...]] = attrs.field(factory=dict)
+    #: Per person, their preference records in recording order (read with the quiet rules;
+    #: the record in effect at a decision is found among them, M1).
+    records: dict[str, tuple[PreferenceRecord, ...]] = attrs.field(factory=dict)
     switches: dict[str, Switches | None] = attrs.field(factory=dict)
     registered: dict[str, frozenset[str]] = attrs.field(factory=dict)
     uncounted: dict[tuple[str, int, int], int] = attrs.field(factory=dict)
@@ -120,6 +124,7 @@ class Session:
             self.levels,
             self.badge,
             self.quiet,
+            self.records,
             self.switches,
             self.registered,
             self.uncounted,

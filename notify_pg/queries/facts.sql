@@ -16,6 +16,22 @@ FROM {schema}.quiet_hours
 WHERE user_id = ANY(%(user_ids)s::text[]) AND enabled
 ORDER BY user_id, id
 
+-- name: enabled_rules_and_records
+-- The enabled quiet-hour rules of many people by person and ascending id, and after each person's rules their preference records in recording order (M1: the last column, a JSON array of the record's columns; NULL on a rule's row): the pipeline reads both in one query.
+SELECT user_id, id, weekdays, start_local, end_local, time_zone, NULL::json AS record,
+       NULL::bigint AS seq
+FROM {schema}.quiet_hours
+WHERE user_id = ANY(%(user_ids)s::text[]) AND enabled
+UNION ALL
+SELECT principal_ref, NULL, NULL, NULL, NULL, NULL,
+       json_build_array(preference_id, principal_ref, declared_channels, set_at, status,
+                        channel_preferences, frequency_limit, quiet_hours, "format", metadata,
+                        suspended_at, deleted_at),
+       seq
+FROM {schema}.preference_records
+WHERE principal_ref = ANY(%(user_ids)s::text[])
+ORDER BY 1, 2, 8
+
 -- name: user_level_rows
 -- The own rows of one person for many threads, their channels and their spaces (the badge of B1).
 SELECT target_kind, target_id, level, muted_until

@@ -133,7 +133,8 @@ RETURNING e.id, e.user_id, e.category, e.group_key, e.count, e.in_app, e.email_s
 -- One page of a person's visible entries, newest first, after a keyset position (H1): those of
 -- one site and those with no site (every site when site is NULL), optionally unread only.
 SELECT id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title, path,
-       locale, excerpt, variants, count, in_app, email_state, read_at, created_at, updated_at
+       locale, excerpt, variants, count, in_app, email_state, read_at, created_at, updated_at,
+       draft
 FROM {schema}.inbox_entries
 WHERE user_id = %(user_id)s AND in_app
   AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]))
@@ -143,6 +144,13 @@ WHERE user_id = %(user_id)s AND in_app
        OR (updated_at, id) < (%(before_at)s::timestamptz, %(before_id)s::bigint))
 ORDER BY updated_at DESC, id DESC
 LIMIT %(limit)s;
+
+-- name: inbox_sites_of
+-- The sites of a person's visible entries, each once (the sites of their inboxes when the
+-- host does not tell its own).
+SELECT DISTINCT site_id FROM {schema}.inbox_entries
+WHERE user_id = %(user_id)s AND in_app AND site_id IS NOT NULL
+ORDER BY site_id;
 
 -- name: inbox_unread_count
 -- The badge: unread visible entries, counted up to the cap (H1).

@@ -49,23 +49,23 @@ FROM unnest(%(ids)s::text[], %(last_success_ats)s::timestamptz[], %(failure_coun
 WHERE r.id = u.id
 
 -- name: insert_push_sends
--- Many pushes of hints to registrations in one statement, inserted in the order given (their ids ascend with it); a second insert of a pair changes nothing. Each row's cleared threads come as one array literal.
+-- Many pushes of hints to registrations in one statement, inserted in the order given (their ids ascend with it); a second insert of a pair changes nothing. Each row's cleared threads come as one array literal; record: the record in effect at the decision (M6).
 INSERT INTO {schema}.push_sends
     (notification_id, registration_id, recipient, kind, thread, message, target, quiet, count,
-     cleared, due_at, next_at)
+     cleared, due_at, next_at, record)
 SELECT p.notification_id, p.registration_id, p.recipient, p.kind, p.thread, p.message, p.target,
-       p.quiet, p.count, p.cleared::text[], p.due_at, p.due_at
+       p.quiet, p.count, p.cleared::text[], p.due_at, p.due_at, p.record
 FROM unnest(%(notification_ids)s::text[], %(registration_ids)s::text[], %(recipients)s::text[],
             %(kinds)s::smallint[], %(threads)s::text[], %(messages)s::text[], %(targets)s::text[],
             %(quiets)s::boolean[], %(counts)s::integer[], %(cleared)s::text[],
-            %(due_ats)s::timestamptz[]) WITH ORDINALITY
+            %(due_ats)s::timestamptz[], %(records)s::text[]) WITH ORDINALITY
   AS p(notification_id, registration_id, recipient, kind, thread, message, target, quiet, count,
-       cleared, due_at, n)
+       cleared, due_at, record, n)
 ORDER BY p.n
 ON CONFLICT (notification_id, registration_id) DO NOTHING
 
 -- name: claim_push_sends_for_send
--- Claim due sends that no worker holds (a lease keeps them while the provider call runs outside any transaction), with each send's registration (the columns of registrations_for_send; NULL when it is gone), in claim order: the push round's step 1 in one statement.
+-- Claim due sends that no worker holds (a lease keeps them while the provider call runs outside any transaction), with each send's registration (the columns of registrations_for_send; NULL when it is gone) and its recipient's latest record set by now (M1), in claim order: the push round's step 1 in one statement.
 WITH claimed AS (
     UPDATE {schema}.push_sends s SET lease_until = %(lease_until)s
     FROM (
@@ -83,14 +83,18 @@ SELECT c.id, c.notification_id, c.registration_id, c.recipient, c.kind, c.thread
        c.target, c.quiet, c.count, c.cleared, c.due_at, c.attempt,
        r.id, r.user_id, r.device_id, r.auth_session_id, r.provider, r.environment, r.app_id,
        r.token, r.created_at, r.last_success_at, r.failure_count, r.disabled_at,
-       r.disabled_reason
+       r.disabled_reason,
+       -- The recipient's latest record set by now (M1: the send-time check reads it in effect).
+       (SELECT json_build_array(p.preference_id, p.principal_ref, p.declared_channels, p.set_at,
+                                p.status, p.channel_preferences, p.frequency_limit,
+                                p.quiet_hours, p."format", p.metadata, p.suspended_at,
+                                p.deleted_at)
+        FROM {schema}.preference_records p
+        WHERE p.principal_ref = c.recipient AND p.set_at <= %(now)s
+        ORDER BY p.seq DESC LIMIT 1)
 FROM claimed c
 LEFT JOIN {schema}.push_registrations r ON r.id = c.registration_id
 ORDER BY c.next_at, c.id
-
--- name: finish_push_send
--- A send is done, dropped or skipped.
-DELETE FROM {schema}.push_sends WHERE id = %(id)s
 
 -- name: retry_push_send
 -- A send is retried later (attempt + 1), released from its lease.
@@ -110,9 +114,23 @@ SELECT id, created_at, last_success_at, failure_count, disabled_at, disabled_rea
 FROM {schema}.push_registrations WHERE id = ANY(%(ids)s::text[])
 ORDER BY id COLLATE "C" FOR UPDATE
 
--- name: finish_push_sends
--- Many sends are done, dropped or skipped.
-DELETE FROM {schema}.push_sends WHERE id = ANY(%(ids)s::bigint[])
+-- name: end_push_sends
+-- Many sends ended (sent, failed, dropped, or skipped with a reason), each kept in push_deliveries with the record in effect at its decision and at its end (M6), in one statement.
+WITH ended AS (
+    DELETE FROM {schema}.push_sends AS s
+    USING unnest(%(ids)s::bigint[], %(outcomes)s::text[], %(reasons)s::text[],
+                 %(records)s::text[]) AS e(id, outcome, reason, record)
+    WHERE s.id = e.id
+    RETURNING s.id, s.notification_id, s.registration_id, s.recipient, s.kind, s.thread,
+              s.due_at, s.record AS decided_record, e.outcome, e.reason, e.record
+)
+INSERT INTO {schema}.push_deliveries
+    (id, notification_id, registration_id, recipient, kind, thread, decided_at, decided_record,
+     ended_at, record, outcome, reason)
+SELECT id, notification_id, registration_id, recipient, kind, thread, due_at, decided_record,
+       %(at)s, record, outcome, reason
+FROM ended
+ON CONFLICT (id) DO NOTHING
 
 -- name: retry_push_sends
 -- Many sends are retried later (attempt + 1), released from their lease.

@@ -21,11 +21,13 @@ from typing import Any, Protocol
 
 from notify_core.hints.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.hints.quiet import QuietRule
+from notify_core.records import PreferenceRecord
 from notify_core.values.errors import InvalidRule
 from notify_core.values.zones import validate_time_zone
 from notify_pg.db.errors import NotFound
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.stores.ports import DirectoryPort, NotificationPath, SettingsPort, StructurePort
+from notify_pg.stores.record_facts import record_from_json
 from notify_pg.stores.values import QuietFacts, StoreConfig
 
 __all__ = ["DEFAULT_LEVEL_KEY", "FactsReader"]
@@ -311,7 +313,12 @@ class FactsReader:
         )
 
     def quiet_rules(
-        self, conn: Conn, user_ids: Sequence[str], *, zones: bool = True
+        self,
+        conn: Conn,
+        user_ids: Sequence[str],
+        *,
+        zones: bool = True,
+        records: dict[str, tuple[PreferenceRecord, ...]] | None = None,
     ) -> dict[str, QuietFacts]:
         """Return each person's zone and enabled rules, ready for `in_quiet_hours` (Q5, Q7).
 
@@ -320,13 +327,28 @@ class FactsReader:
         no longer loads, the rule's or the person's, becomes ``"UTC"``; one warning per such
         name and call is logged, without the name and without IDs (Q7).
 
+        With ``records`` the same query also reads each person's preference records
+        (recording order) into it, every person of ``user_ids`` set (M1: the pipeline reads
+        the record in effect at each decision from them).
+
         Raises:
             InvalidRule: a stored rule is malformed in another way (not a whole minute).
         """
         people = list(dict.fromkeys(user_ids))
         if not people:
             return {}
-        rows = self._seam.all(conn, "enabled_rules", {"user_ids": people})
+        if records is None:
+            rows = self._seam.all(conn, "enabled_rules", {"user_ids": people})
+        else:
+            rows = []
+            history: dict[str, list[PreferenceRecord]] = {}
+            for row in self._seam.all(conn, "enabled_rules_and_records", {"user_ids": people}):
+                if row[6] is None:
+                    rows.append(row[:6])
+                else:
+                    history.setdefault(row[0], []).append(record_from_json(row[6]))
+            for person in people:
+                records[person] = tuple(history.get(person, ()))
         stored = self._host.time_zones(conn, people) if zones else {}
         loadable: dict[str, bool] = {}
 

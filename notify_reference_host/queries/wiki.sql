@@ -234,6 +234,11 @@ ON CONFLICT (id) DO UPDATE SET page_id = excluded.page_id, author = excluded.aut
 -- The instance's retention of inbox entries.
 SELECT retention_days FROM {schema}.wiki_settings
 
+-- name: wiki_sites_on
+-- The sites whose notifications are on, by creation (the demo page's site switcher).
+SELECT id, host, https, coalesce(name, '') FROM {schema}.wiki_sites WHERE notifications
+ORDER BY created, id
+
 -- name: wiki_first_site
 -- The instance's first site by creation (the mail site of entries without one, E4).
 SELECT id FROM {schema}.wiki_sites ORDER BY created LIMIT 1

@@ -3,7 +3,8 @@
 Keys ``<category>.<variant>`` name what happened (``{actor}``, ``{title}``); ``<category>`` is
 the fallback for a variant without its own string; ``.draft`` is a page created unpublished;
 ``sync.<category>.<variant>`` (fallback ``sync``) an event without an actor, with no
-``{actor}``. Values are ``str.format`` templates.
+``{actor}``; ``category.<category>`` and ``section.<section>`` the names the preferences screen
+shows. Values are ``str.format`` templates.
 """
 
 from __future__ import annotations
@@ -63,4 +64,16 @@ STRINGS: Final[Mapping[str, str]] = {
     "manage": "Manage notifications",
     "unsubscribe": "Unsubscribe",
     "footer": "You receive this email because of your notification settings on {site}.",
+    # The names of the categories and sections, as the preferences screen shows them.
+    "category.watched_page": "Changes to pages you watch",
+    "category.watched_page_comment": "Comments on pages you watch",
+    "category.comment_reply": "Replies to your comments",
+    "category.mention": "Mentions of you",
+    "category.review_requested": "Reviews asked of you",
+    "category.page_created": "New pages",
+    "category.page_deleted": "Deleted pages",
+    "section.watching": "Watching",
+    "section.discussions": "Discussions",
+    "section.reviews": "Reviews",
+    "section.everything": "Everything",
 }

@@ -17,8 +17,10 @@
 
   const state = {
     user: "",
-    // The site whose inbox the page shows (H1: one inbox per site): ?site=, else "s1".
-    site: new URLSearchParams(location.search).get("site") || "s1",
+    // The site whose inbox the page shows (H1: one inbox per site): ?site=, else the first
+    // of GET /notifications/sites (the host's sites; never a default that may not exist).
+    site: new URLSearchParams(location.search).get("site") || "",
+    sites: [],
     etag: null,
     summary: null,
     next: null,
@@ -46,8 +48,44 @@
     });
   }
 
+  // --- the sites (one inbox each) ----------------------------------------------------
+
+  async function loadSites() {
+    const answer = await api("GET", "/notifications/sites");
+    if (!answer.ok) return;
+    state.sites = (await answer.json()).sites;
+    const ids = state.sites.map((s) => s.id);
+    if (state.site && !ids.includes(state.site)) ids.unshift(state.site); // asked by ?site=
+    if (!state.site && ids.length) state.site = ids[0];
+    const select = $("site");
+    select.replaceChildren();
+    for (const id of ids) {
+      const site = state.sites.find((s) => s.id === id);
+      const option = document.createElement("option");
+      option.value = id;
+      // The wiki's name when it has one, else its host name; the id beside it.
+      const label = site ? site.name || site.host : "";
+      option.textContent = label ? `${label} (${id})` : id;
+      select.append(option);
+    }
+    select.value = state.site;
+    $("no-site").hidden = Boolean(state.site);
+  }
+
+  function switchSite(site) {
+    state.site = site;
+    state.etag = null;
+    state.next = null;
+    const params = new URLSearchParams(location.search);
+    params.set("site", site);
+    history.replaceState(null, "", `${location.pathname}?${params}`);
+    refresh("action");
+  }
+
   async function refresh(cause) {
     counts[cause] = (counts[cause] || 0) + 1;
+    if (!state.site) await loadSites(); // a person's first entry names their first site
+    if (!state.site) return;
     const headers = { "X-Notify-User": state.user };
     if (state.etag) headers["If-None-Match"] = state.etag;
     const answer = await fetch(inbox("/summary"), { headers, cache: "no-store" });
@@ -83,18 +121,53 @@
     $("empty").hidden = list.children.length > 0;
   }
 
+  // An instant of the API (RFC 3339 UTC) as the browser's locale writes it.
+  function when(instant) {
+    const at = new Date(instant);
+    return Number.isNaN(at.getTime()) ? instant : at.toLocaleString();
+  }
+
   function entryItem(entry) {
     const item = document.createElement("li");
     item.dataset.id = String(entry.id);
+    item.dataset.category = entry.category;
     item.className = entry.read ? "read" : "unread";
-    const title = document.createElement("span");
-    title.className = "title";
-    title.textContent = entry.title || entry.path || entry.group_key;
-    const what = document.createElement("span");
-    what.className = "what";
-    const times = entry.count > 1 ? ` (${entry.count} times)` : "";
-    what.textContent = `${entry.category}: ${entry.variant}${times}`;
-    item.append(title, what);
+    const body = document.createElement("span");
+    body.className = "entry";
+    // The sentence its mail names it by ("Femi Adeyemi edited API (6 times)"), in the
+    // person's language, as the link to its target.
+    const text = document.createElement("a");
+    text.className = "text";
+    text.href = entry.link;
+    text.target = "_blank";
+    text.rel = "noopener";
+    text.textContent = entry.text;
+    const meta = document.createElement("span");
+    meta.className = "meta";
+    const time = document.createElement("time");
+    time.dateTime = entry.updated_at;
+    time.textContent = when(entry.updated_at);
+    meta.append(time);
+    if (entry.actor_name) {
+      const actor = document.createElement("span");
+      actor.className = "actor";
+      actor.textContent = ` · ${entry.actor_name}`;
+      meta.append(actor);
+    }
+    if (entry.submission) {
+      const review = document.createElement("span");
+      review.className = "submission";
+      review.textContent = ` · submission ${entry.submission}`;
+      meta.append(review);
+    }
+    body.append(text, meta);
+    if (entry.excerpt) {
+      const excerpt = document.createElement("span");
+      excerpt.className = "excerpt";
+      excerpt.textContent = entry.excerpt;
+      body.append(excerpt);
+    }
+    item.append(body);
     if (!entry.read) {
       item.append(button("Read", "read", async () => {
         await api("PUT", inbox(`/${entry.id}/read`), {});
@@ -210,10 +283,12 @@
     for (const c of grid.categories) {
       const tr = document.createElement("tr");
       tr.dataset.category = c.category;
+      // Categories and sections by their names, in the person's language (the key as a
+      // fallback for a server that names none).
       const name = document.createElement("td");
-      name.textContent = c.category;
+      name.textContent = c.name || c.category;
       const section = document.createElement("td");
-      section.textContent = c.section;
+      section.textContent = c.section_name || c.section;
       tr.append(name, section,
         channelCell(c.category, "in_app", c.in_app, grid.email_available),
         channelCell(c.category, "email", c.email, grid.email_available));
@@ -270,10 +345,11 @@
 
   // --- start ----------------------------------------------------------------------------
 
-  function start(user) {
+  async function start(user) {
     state.user = user;
     state.etag = null;
     $("user").value = user;
+    await loadSites();
     connect();
     schedule();
     refresh("start");
@@ -287,6 +363,7 @@
       start($("user").value.trim());
     });
     $("more").addEventListener("click", () => loadEntries(true));
+    $("site").addEventListener("change", () => switchSite($("site").value));
     $("read-all").addEventListener("click", async () => {
       await api("PUT", inbox("/read"), {});
       await refresh("action");

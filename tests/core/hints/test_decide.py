@@ -359,6 +359,10 @@ class TestTables:
             "no_provider": "no_provider",
             "not_recipient": None,
             "nothing_collected": None,
+            # M2-M4: a record's pause, channel off and cap count as the person's preference.
+            "suspended": "preference",
+            "record_channel_off": "preference",
+            "frequency_cap": "preference",
         }
         assert set(METRIC_REASONS) == set(SkipReason)
 

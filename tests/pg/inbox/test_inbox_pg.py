@@ -581,9 +581,9 @@ def test_h3_purge_deletes_old_entries_and_processed_outbox_rows_in_batches(
     fanout(wiki).drain(conn)
     edit(conn, 1)  # not processed: stays
     now = datetime.now(UTC)
-    assert purge(conn, now=now, schema=SCHEMA) == {"entries": 0, "outbox": 0}
+    assert purge(conn, now=now, schema=SCHEMA) == {"entries": 0, "outbox": 0, "deliveries": 0}
     counts = purge(conn, now=now + timedelta(days=61), batch=1, schema=SCHEMA)
-    assert counts == {"entries": 2, "outbox": 1}
+    assert counts == {"entries": 2, "outbox": 1, "deliveries": 0}
     assert conn.execute("SELECT count(*) FROM notify.inbox_outbox").fetchone() == (1,)
 
 
@@ -603,7 +603,11 @@ def test_h3_the_purge_walks_the_people_and_resumes_at_the_last_one(
             "VALUES (%s, 'watched_page', 'edited', %s, ARRAY['edited'], 1, true, %s, %s)",
             [user, f"k{n}", at, at],
         )
-    assert purge(conn, now=now, batch=batch, schema=SCHEMA) == {"entries": 4, "outbox": 0}
+    assert purge(conn, now=now, batch=batch, schema=SCHEMA) == {
+        "entries": 4,
+        "outbox": 0,
+        "deliveries": 0,
+    }
     left = conn.execute("SELECT user_id, group_key FROM notify.inbox_entries ORDER BY 1, 2")
     assert left.fetchall() == [("ana", "k2"), ("cy", "k4")]
 
@@ -644,7 +648,7 @@ def test_h3_the_purge_round_purges_at_the_first_pass_and_then_once_per_period(
     assert purging.next_purge == now[0] + timedelta(days=90)
     now[0] += timedelta(days=70)
     assert loop.run_once() == 0  # the entries are past retention, but the purge waits its turn
-    assert purging.purged == {"entries": 0, "outbox": 0}
+    assert purging.purged == {"entries": 0, "outbox": 0, "deliveries": 0}
     now[0] += timedelta(days=20)
     assert loop.run_once() == 3  # the two entries and the processed outbox row
-    assert purging.purged == {"entries": 2, "outbox": 1}
+    assert purging.purged == {"entries": 2, "outbox": 1, "deliveries": 0}

@@ -158,6 +158,7 @@ def test_push_send_rows_hold_no_text(run: PgRun) -> None:
         "thread",
         "message",
         "target",
+        "record",  # a preference id (M6)
     }
     assert dict(columns)["kind"] == "smallint"
     assert dict(columns)["cleared"] == "ARRAY"

@@ -1,0 +1,151 @@
+"""What the inbox list shows of each entry beyond its snapshot (H1, N11, E6): its ``link``, a
+review's ``submission``, the actor's display name and the sentence a mail names it by.
+
+`shown_entries` reads what the host holds now, each fact once per page of the list: the
+person's locale, the display names of who acted, the sites (host name, scheme, link
+templates, primary locale) and the pages' current paths. A link is built as the entry's mail
+builds it (`notify_core.inbox.mailing`): the site's templates, a comment's talk-tab anchor
+while the comment exists, a review's submission, and the page's current path while the page
+exists (N11: it follows a rename or move made after the event; the snapshot's path once the
+page is deleted). The sentence is the mail's line with its count ("Femi Adeyemi edited API
+(6 times)"), in the person's language, else the site's, else English (`mail_locale`).
+
+Without the host's ports (``notify serve`` without ``--host-schema``) nothing of the host is
+known: a link is the default template's path on the entry's site (``/docs/start``,
+``/docs/start#comment-c1``, ``/notifications/reviews/r1``, from the snapshot), no display name
+is shown, and the sentence is English with the neutral word for the actor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from notify_core.inbox.mailing import mail_site, review_submission
+from notify_core.inbox.ports import PageInfo, SiteInfo
+from notify_core.mail import MailEntry, MailSite, entry_line, mail_locale
+from notify_core.mail.catalogues import FALLBACK_LOCALE
+from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.seam import Conn
+from notify_pg.inbox.reads import InboxReads, ListedEntry
+from notify_pg.mail.ports import MailHostPorts
+
+__all__ = ["shown_entries", "site_list"]
+
+#: The origin a link is read against when the host is not known: the path is what is kept.
+_NO_ORIGIN: Final = "https://"
+
+
+def _mail_entry(entry: ListedEntry, names: Mapping[str, str], page: PageInfo | None) -> MailEntry:
+    submission = review_submission(entry.category, entry.group_key)
+    link_path = None
+    if submission is None and page is not None and not page.deleted:
+        link_path = page.path  # N11: where the page is now
+    return MailEntry(
+        category=entry.category,
+        variant=entry.variant,
+        title=entry.title,
+        path=entry.path,
+        actor=names.get(entry.actor) if entry.actor else None,
+        sync=not entry.actor,
+        draft=entry.draft,
+        count=entry.count,
+        excerpt=entry.excerpt,
+        comment=entry.comment,  # the comment's id only while it exists (N11)
+        submission=submission,
+        link_path=link_path,
+    )
+
+
+def _without_host(entry: ListedEntry) -> dict[str, Any]:
+    shown = _mail_entry(entry, {}, None)
+    link = shown.link(MailSite(name="", host=""))
+    out: dict[str, Any] = {
+        "link": link.removeprefix(_NO_ORIGIN),
+        "text": entry_line(shown, FALLBACK_LOCALE),
+    }
+    if shown.submission is not None:
+        out["submission"] = shown.submission
+    return out
+
+
+def shown_entries(
+    conn: Conn,
+    host: MailHostPorts | None,
+    user: str,
+    entries: Sequence[ListedEntry],
+    *,
+    site: str | None = None,
+) -> list[dict[str, Any]]:
+    """Return, per entry in order, what the list shows beyond its snapshot (H1): ``link``,
+    ``text`` (the mail's sentence with its count), ``actor_name`` when the host names the
+    actor, ``submission`` for a review entry.
+
+    ``site`` is the inbox's site: an entry with no site links on it (else on the host's first
+    site, as its mail would); ``host`` the host's ports (``None``: see the module).
+    """
+    if host is None:
+        return [_without_host(e) for e in entries]
+    person = host.inbox_users(conn, [user]).get(user)
+    actors = sorted({e.actor for e in entries if e.actor})
+    names = host.inbox_names(conn, actors) if actors else {}
+    fallback = site
+    if fallback is None and any(e.site is None for e in entries):
+        fallback = host.inbox_first_site(conn)
+    sites: dict[str, SiteInfo | None] = {}
+    pages: dict[str, PageInfo | None] = {}
+    out = []
+    for entry in entries:
+        site_id = entry.site or fallback or ""
+        if site_id not in sites:
+            sites[site_id] = host.inbox_site(conn, site_id) if site_id else None
+        info = sites[site_id]
+        page = None
+        if entry.page is not None and review_submission(entry.category, entry.group_key) is None:
+            if entry.page not in pages:
+                pages[entry.page] = host.inbox_page(conn, entry.page)
+            page = pages[entry.page]
+        shown = _mail_entry(entry, names, page)
+        locale = mail_locale(
+            person.locale if person is not None else None,
+            info.primary_locale if info is not None else None,
+        )
+        item: dict[str, Any] = {
+            "link": shown.link(mail_site(site_id, info)),
+            "text": entry_line(shown, locale),
+        }
+        if shown.actor:
+            item["actor_name"] = shown.actor
+        if shown.submission is not None:
+            item["submission"] = shown.submission
+        out.append(item)
+    return out
+
+
+def site_list(
+    conn: Conn,
+    host: object,
+    user: str,
+    *,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> list[dict[str, Any]]:
+    """Return the sites whose inboxes a person may switch between: the host's sites with
+    notifications on, by creation, when the host tells them (its optional method
+    ``inbox_sites(conn)`` of ``(id, host, https, name)``, as
+    `notify_reference_host.wiki.ReferenceWiki` has), else the sites of the person's visible
+    entries; never one in ``hidden_sites``. Each is ``{"id", "host"?, "https"?, "name"?}``
+    (G5: what is not known, or an empty name, is omitted)."""
+    read = getattr(host, "inbox_sites", None)
+    hidden = set(hidden_sites)
+    if read is None:
+        return [{"id": s} for s in InboxReads(schema).sites(conn, user) if s not in hidden]
+    out = []
+    for site, host_name, https, name in read(conn):
+        if site in hidden:
+            continue
+        item: dict[str, Any] = {"id": site, "host": host_name, "https": https}
+        if name:
+            item["name"] = name
+        out.append(item)
+    return out
