@@ -50,7 +50,7 @@ LOGS = [
     pytest.param(LOG, 200, 20, id="wiki-week"),
     pytest.param(SCENARIO, 12, 5, id="scenario"),
     pytest.param(RENAMES, 10, 8, id="renames"),
-    pytest.param(HOST_CATEGORIES, 12, 5, id="host-categories"),
+    pytest.param(HOST_CATEGORIES, 12, 4, id="host-categories"),
 ]
 
 Line = tuple[Any, ...]
