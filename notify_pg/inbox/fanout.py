@@ -61,6 +61,7 @@ __all__ = [
     "InboxFanOut",
     "InboxHostPorts",
     "InboxPeopleAndUsers",
+    "InboxPermissionHolders",
     "Written",
 ]
 
@@ -111,9 +112,16 @@ class InboxHostPorts(Protocol):
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
 
+
+@runtime_checkable
+class InboxPermissionHolders(Protocol):
+    """A port a host adds for host categories whose candidates hold a host permission (N8,
+    N13: a group's ``permissions``, or ``manage_system``). A host without it has no such
+    candidates (the fan-out warns once); the reference wiki has it."""
+
     def inbox_holders(self, conn: Conn, permission: str, after: str, limit: int) -> Sequence[str]:
-        """Return up to ``limit`` people holding a host permission (N8, N13: a group's
-        ``permissions``, or ``manage_system``), ids above ``after``, in id order, each once."""
+        """Return up to ``limit`` people holding a host permission, ids above ``after``, in
+        id order, each once."""
 
 
 @runtime_checkable
@@ -243,6 +251,7 @@ class InboxFanOut:
         self.claims = OutboxClaims(self._seam, self.worker, claim_timeout, claim_limit)
         #: Whether the last claim stopped early because the stop signal was set.
         self.stopped = False
+        self._warned_holders = False
 
     def fan_out_claim(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim up to 50 events and fan each out; return how many were finished.
@@ -448,7 +457,7 @@ class InboxFanOut:
                 got = [inbox.parent_author] if inbox.parent_author else []
                 got = [g for g in got if g > after]
             elif source is Candidates.PERMISSION:  # N13: the holders of a host permission
-                got = list(self.host.inbox_holders(conn, str(category.permission), after, limit))
+                got = self._holders(conn, str(category.permission), after, limit)
             elif source is Candidates.NAMED:  # N13: the people the event names
                 got = sorted(g for g in strings(event.payload.get("people")) if g > after)
             else:
@@ -460,6 +469,19 @@ class InboxFanOut:
             bound = end
             read = {key: [g for g in got if g <= bound] for key, got in read.items()}
         return read, end
+
+    def _holders(self, conn: Conn, permission: str, after: str, limit: int) -> list[str]:
+        """The holders of a host permission (`InboxPermissionHolders`); none, warned once,
+        from a host without that port."""
+        if isinstance(self.host, InboxPermissionHolders):
+            return list(self.host.inbox_holders(conn, permission, after, limit))
+        if not self._warned_holders:
+            self._warned_holders = True
+            _log.warning(
+                "the host has no inbox_holders: categories by permission reach no one",
+                extra={"fields": {"permission": permission}},
+            )
+        return []
 
     def _people(
         self, conn: Conn, ids: Sequence[str]
