@@ -56,7 +56,14 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.quiet_hours import QuietHoursRepository
 from notify_pg.stores.records import PreferenceRecordRepository
 from notify_pg.stores.registrations import PushRegistration, Registration, RegistrationRepository
-from notify_pg.stores.store import NotifyStore, forget_person, forgotten
+from notify_pg.stores.store import (
+    NotifyStore,
+    forget_person,
+    forgotten,
+    generation,
+    generations,
+    person_created,
+)
 from notify_pg.stores.values import (
     PutResult,
     QuietFacts,
@@ -119,9 +126,12 @@ __all__ = [
     "device_pending",
     "forget_person",
     "forgotten",
+    "generation",
+    "generations",
     "migrate",
     "migrations",
     "payload_size",
+    "person_created",
     "pipeline_status",
     "read_event_log",
 ]

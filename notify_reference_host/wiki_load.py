@@ -31,6 +31,7 @@ from notify_pg.inbox.host_categories import declare_category
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, comment_deleted, emit
 from notify_pg.mail.drain import reschedule_pending
 from notify_pg.mail.settings import lock_retention
+from notify_pg.stores.store import forget_person, person_created
 from notify_reference_host.wiki import ReferenceWiki
 
 __all__ = ["WikiLoader"]
@@ -210,6 +211,9 @@ class WikiLoader:
             self._retention(conn, days, user["email_schedule"] != "immediate", "email_schedule")
         before = self.wiki.inbox_users(conn, [person]).get(person)
         self._host.run(conn, "wiki_put_user", {"id": person, **user})
+        if event.type == "user.created":
+            # U3: the host tells notify, in its transaction; an id it forgot is a new person.
+            person_created(conn, person, self.schema)
         after = self.wiki.inbox_users(conn, [person]).get(person)
         if before is not None and after is not None and before != after:
             # E3: the host moves the person's pending emails in the same transaction.
@@ -222,6 +226,13 @@ class WikiLoader:
                 delay=self.wiki.inbox_email_delay(conn),
                 schema=self.schema,
             )
+
+    def _forgotten(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
+        """U3: the host deletes the person and, in the same transaction, has notify forget
+        them (`notify_pg.forget_person`)."""
+        person = str(p["user"])
+        self._host.run(conn, "wiki_forget_user", {"id": person})
+        forget_person(conn, person, self.schema)
 
     def _group(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
         self.wiki.add_group(
@@ -411,6 +422,7 @@ _HANDLERS: Final[Mapping[str, _Handler]] = {
     "site.updated": WikiLoader._site,
     "user.created": WikiLoader._user,
     "user.updated": WikiLoader._user,
+    "user.forgotten": WikiLoader._forgotten,
     "group.created": WikiLoader._group,
     "group.updated": WikiLoader._group,
     "category.declared": WikiLoader._declared,

@@ -203,6 +203,8 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
         "time_zone": (False, _id, "a zone name"),
         "links": (False, _links, _LINKS_WHAT),
     },
+    # U3: the host forgot the person (its rows and notify's are gone) until a user.created.
+    "user.forgotten": {"user": (True, _id, "an ID")},
     "group.created": {
         "group": (True, _id, "an ID"),
         "manage_system": (False, _bool, "a boolean"),

@@ -20,7 +20,7 @@ import attrs
 from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
 from notify_core.inbox.host_categories import render
 from notify_core.inbox.pipeline import MailLine
-from notify_core.inbox.ports import Entry, PageInfo, SiteInfo, WikiFacts
+from notify_core.inbox.ports import Entry, PageInfo, SiteInfo, WikiFacts, generation_of
 from notify_core.mail import Mail, MailEntry, MailSite, compose_mail, unsubscribe_token
 from notify_core.values.errors import UsageError
 
@@ -163,7 +163,8 @@ def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) ->
     site = mail_site(line.site, wiki.site(line.site))
     user = wiki.user(line.recipient)
     facts = wiki.people([line.recipient]).get(line.recipient)
-    token = unsubscribe_token(secret, line.recipient, line.unsubscribe)
+    generation = generation_of(wiki, line.recipient)  # U3: "g" of a person created again
+    token = unsubscribe_token(secret, line.recipient, line.unsubscribe, generation)
     pages = {}
     for page_id in linked_pages(line.entries):
         page = wiki.page(page_id)

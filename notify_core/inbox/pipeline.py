@@ -69,6 +69,7 @@ from notify_core.inbox.ports import (
     WikiFacts,
     WikiUser,
     created_as_draft,
+    forget_entries,
     people_facts,
     save_all,
     take_ids,
@@ -115,6 +116,7 @@ INBOX_TYPES: Final = frozenset(
         *_READS,
         "user.created",
         "user.updated",
+        "user.forgotten",
         "site.created",
         "site.updated",
         "group.created",
@@ -173,6 +175,8 @@ class InboxPipeline:
             self.wiki.record(event)
             self._reschedule(event, before)
             return lines
+        elif kind == "user.forgotten":
+            forget_entries(self.entries, str(event.payload["user"]))
         self.wiki.record(event)
         return lines
 

@@ -30,6 +30,8 @@ __all__ = [
     "WikiFacts",
     "WikiUser",
     "created_as_draft",
+    "forget_entries",
+    "generation_of",
     "people_facts",
     "save_all",
     "take_ids",
@@ -342,3 +344,29 @@ def save_all(store: EntryStore, entries: Sequence[Entry]) -> None:
     save = store.save
     for entry in entries:
         save(entry)
+
+
+def forget_entries(store: EntryStore, person: str) -> None:
+    """Remove every entry of a person the host forgot (U3: ``user.forgotten``).
+
+    A store with a ``forget(person)`` method (the in-memory one) removes them all, read or
+    not, and their due emails; any other has its unread ones dismissed. Entry ids are never
+    reused: the counters of the person's keys stay.
+    """
+    forget: Callable[[str], None] | None = getattr(store, "forget", None)
+    if forget is not None:
+        forget(person)
+        return
+    for entry in store.unread_of(person):
+        store.dismiss(entry.id)
+
+
+def generation_of(wiki: WikiFacts, person: str) -> int:
+    """Return the person's generation (U1, U3: how often the host forgot the id before it
+    created this person; 0 for an id never forgotten): what their tokens carry as ``"g"``.
+
+    Asked of a host with a ``generation(person)`` method (the in-memory one); any other
+    answers 0.
+    """
+    read: Callable[[str], int] | None = getattr(wiki, "generation", None)
+    return 0 if read is None else read(person)

@@ -132,6 +132,7 @@ REFERENCES: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     "device.pending": (("@audience", "user"),),
     "read_state.updated": (("@audience", "user"), ("thread", "thread")),
     # The wiki's events (formats.md section 4); a page deleted is still known (decisions.md).
+    "user.forgotten": (("user", "user"),),
     "group.member_added": (("group", "group"), ("user", "user")),
     "group.member_removed": (("group", "group"), ("user", "user")),
     "review_rule.set": (("site", "site"), ("reviewer_groups", "group")),

@@ -60,7 +60,7 @@ from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
 from notify_pg.mail.unsubscribe import unsubscribe
-from notify_pg.stores.store import forgotten
+from notify_pg.stores.store import generation
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -222,8 +222,9 @@ def unsubscribe_post(
         ``200`` with no body once email is off for the token's categories (all of them with
         ``scope=all``; in-app untouched), however often it is repeated; ``400`` with no body
         for a missing, tampered or unknown token, a token of a person the host has forgotten
-        (`notify_pg.forget_person`: nothing is written) or a body that is not the one-click
-        form.
+        (`notify_pg.forget_person`: nothing is written), or of an earlier generation of an id
+        the host created again (`notify_pg.person_created`), or a body that is not the
+        one-click form.
     """
     form = _form(content_type, body)
     token = _token(query)
@@ -240,7 +241,7 @@ def unsubscribe_post(
     if found is None:
         return _bare(400)
     if unsubscribe(conn, found, scope=scope, at=at, schema=schema) is None:
-        return _bare(400)  # the host forgot the person: the token is invalid (U3)
+        return _bare(400)  # the host forgot the person (or this generation): invalid (U3)
     return _bare(200)
 
 
@@ -266,7 +267,8 @@ def unsubscribe_info(
     """Answer the info call (U4): ``{"categories": [...]}`` a token would turn off.
 
     It says nothing about whose token it is; an invalid token is a ``400`` with no body. Given
-    ``conn``, a token of a person the host has forgotten is invalid too (U3).
+    ``conn``, a token of a person the host has forgotten, or of an earlier generation of an
+    id created again, is invalid too (U3).
     """
     token = _token(query)
     if token is None:
@@ -275,7 +277,9 @@ def unsubscribe_info(
     # read from PostgreSQL).
     known = frozenset(CATEGORY_BY_KEY) if conn is None else _known(conn, schema)
     found = verify_unsubscribe_token(secret, token, known_categories=known)
-    if found is None or (conn is not None and forgotten(conn, found.person, schema)):
+    if found is None or (
+        conn is not None and generation(conn, found.person, schema) != found.generation
+    ):
         return _bare(400)
     return _json(200, {"categories": list(found.categories)})
 

@@ -52,6 +52,7 @@ from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.inbox.claims import Claimed, OutboxClaims
 from notify_pg.inbox.describe import describe, describe_host, host_values
 from notify_pg.inbox.statements import EventFacts, entry_statements
+from notify_pg.stores.store import generations
 
 __all__ = [
     "CANDIDATE_BATCH",
@@ -185,12 +186,14 @@ class FanOutStats:
 class _Facts:
     """A batch's candidates (``ids``, sorted), their facts as the host answered them and
     their stored choices (``prefs``, by person); ``users``: ``None`` when the host reads the
-    cadence apart (asked of the mailed, after the decisions)."""
+    cadence apart (asked of the mailed, after the decisions); ``forgotten``: the candidates
+    `notify_pg.forget_person` erased and the host has not created again (U3: ``inactive``)."""
 
     ids: tuple[str, ...]
     people: Mapping[str, PersonFacts]
     prefs: Mapping[str, dict[tuple[str, str], bool]]
     users: Mapping[str, WikiUser] | None
+    forgotten: frozenset[str] = frozenset()
 
 
 @attrs.frozen
@@ -537,7 +540,10 @@ class InboxFanOut:
         if not ids:
             return _Facts(ids=(), people={}, prefs={}, users={})
         people, prefs, users = self._people(conn, ids)
-        return _Facts(ids=tuple(ids), people=people, prefs=prefs, users=users)
+        # U3: a forgotten id gets no entry, whatever the host still says of the person.
+        marks = generations(conn, ids, self.schema)
+        forgotten = frozenset(person for person, n in marks.items() if n is None)
+        return _Facts(ids=tuple(ids), people=people, prefs=prefs, users=users, forgotten=forgotten)
 
     def _plan(
         self,
@@ -561,6 +567,10 @@ class InboxFanOut:
             found = people.get(user)
             if found is not None:
                 people[user] = found._replace(prefs=InboxPrefs(rows=rows))
+        for user in facts.forgotten:
+            found = people.get(user)
+            if found is not None:
+                people[user] = found._replace(active=False)
         result = fan_out(
             the_event.inbox,
             candidates,

@@ -67,6 +67,7 @@ from notify_pg.mail.claims import (
 from notify_pg.mail.ports import MailHostPorts, MailSender
 from notify_pg.mail.reschedule import reschedule_pending
 from notify_pg.mail.smtp import MailSendError, Outgoing, mail_message
+from notify_pg.stores.store import generations
 
 __all__ = [
     "LEASE",
@@ -145,6 +146,9 @@ class _Facts:
     pages: Mapping[str, PageInfo] = attrs.field(factory=dict)
     #: The registry of the pass: the seven and the host's own categories (N13).
     categories: Mapping[str, Category] = attrs.field(factory=lambda: CATEGORY_BY_KEY)
+    #: The generation of each person ever forgotten (U3: their tokens carry it; a person
+    #: forgotten now gets no mail and is not here).
+    generations: Mapping[str, int] = attrs.field(factory=dict)
 
 
 def _clock() -> datetime:
@@ -410,6 +414,12 @@ class MailDrain:
             stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, choices in stored.items():
             people[user] = people[user]._replace(prefs=InboxPrefs(rows=choices))
+        # U3: a person forgotten now gets no mail (inactive), whatever the host still says;
+        # one created again signs with their generation.
+        marks = generations(conn, ids, self.schema)
+        for user, n in marks.items():
+            if n is None and user in people:
+                people[user] = people[user]._replace(active=False)
         sites: dict[str, SiteInfo | None] = {}
 
         def site_on(site: str) -> bool:
@@ -437,6 +447,7 @@ class MailDrain:
             names=host.inbox_names(conn, actors_of(entries)),
             pages=pages,
             categories=known,
+            generations={user: n for user, n in marks.items() if n is not None},
         )
         return plan_mails(
             entries,
@@ -494,7 +505,9 @@ class MailDrain:
             shown,
             site=site,
             locale=user.locale if user is not None else None,
-            token=unsubscribe_token(secret, person, plan.unsubscribe),
+            token=unsubscribe_token(
+                secret, person, plan.unsubscribe, facts_now.generations.get(person, 0)
+            ),
             more=plan.more,
         )
         sender = self.config.sender

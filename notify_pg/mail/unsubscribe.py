@@ -5,7 +5,9 @@ answers the request): email off for the token's categories, or for every categor
 ``scope=all``, in-app choices untouched, one audit row with the token's person as the actor.
 It is idempotent: a repeated request leaves the same choices (and audits an empty
 ``changed``). A token of a person `notify_pg.forget_person` erased is invalid: nothing is
-written. A host with its own HTTP layer calls it directly.
+written, nor for a token of an earlier generation of an id the host created again
+(`notify_pg.person_created`: only the current generation's tokens are valid). A host with its
+own HTTP layer calls it directly.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxPreferences
-from notify_pg.stores.store import forgotten
+from notify_pg.stores.store import generation
 
 __all__ = ["SCOPES", "AuditedUnsubscribe", "audited_unsubscribes", "unsubscribe"]
 
@@ -52,7 +54,8 @@ def unsubscribe(
     schema: str = DEFAULT_SCHEMA,
 ) -> AuditedUnsubscribe | None:
     """Turn email off for a verified token's categories (or all) and audit it, in one
-    transaction (U3); ``None``, with nothing written, when the person was forgotten.
+    transaction (U3); ``None``, with nothing written, when the person is forgotten or the
+    token is of another generation than the id's current one.
 
     Args:
         request: what `verify_unsubscribe_token` answered for the token.
@@ -77,7 +80,7 @@ def unsubscribe(
         seam.one(conn, "unsubscribe_lock_person", {"user_id": person})
         # After the lock: a forget_person of the person committed before it is seen here, and
         # one that runs now waits for this transaction (it takes the same lock).
-        if forgotten(conn, person, schema):
+        if generation(conn, person, schema) != request.generation:
             return None
         stored = prefs.rows(conn, [person]).get(person, {})
         changed = [key for key in chosen if stored.get((key, "email"), known[key].defaults.email)]

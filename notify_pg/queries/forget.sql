@@ -57,16 +57,47 @@ SELECT pg_advisory_xact_lock(hashtextextended('notify.unsubscribe:' || %(user_id
 -- Remove the audited changes of the person's preferences (their rows as the subject).
 DELETE FROM {schema}.inbox_audit WHERE user_id = %(user_id)s
 
+-- name: forget_secret
+-- The unsubscribe secret the mark below is keyed with, stored where missing (the same row
+-- notify_pg.mail.secret generates): a person forgotten before any mail went is marked too.
+INSERT INTO {schema}.unsubscribe_secret (id, secret) VALUES (true, %(secret)s)
+ON CONFLICT (id) DO NOTHING
+
 -- name: forget_remember
 -- Keep a keyed digest of the forgotten person, so that an old unsubscribe token of theirs is
--- invalid (U3); nothing while no secret exists (no token was ever signed). user_key is the
--- id's UTF-8 bytes.
-INSERT INTO {schema}.forgotten_people (digest)
+-- invalid and they get no entry and no mail until the host creates the id again (U3); a person
+-- created since is forgotten once more (generation + 1). user_key is the id's UTF-8 bytes.
+INSERT INTO {schema}.forgotten_people AS f (digest)
 SELECT sha256(secret || %(user_key)s) FROM {schema}.unsubscribe_secret WHERE id
-ON CONFLICT (digest) DO NOTHING
+ON CONFLICT (digest) DO UPDATE SET
+    generation = f.generation + CASE WHEN f.forgotten THEN 0 ELSE 1 END,
+    forgotten = true,
+    at = now()
 
 -- name: forgotten_check
--- Whether the person was forgotten (forget_remember).
+-- Whether the person is forgotten now (forget_remember, not created again since).
 SELECT EXISTS (
     SELECT 1 FROM {schema}.forgotten_people f, {schema}.unsubscribe_secret s
-    WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s))
+    WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s) AND f.forgotten)
+
+-- name: person_recreated
+-- The host created a forgotten id again (U3): the new person's generation, from now on the
+-- only one whose tokens are valid; no row for an id never forgotten.
+UPDATE {schema}.forgotten_people f SET forgotten = false
+FROM {schema}.unsubscribe_secret s
+WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s)
+RETURNING f.generation
+
+-- name: person_generation
+-- One person's mark: how often the id was forgotten and whether it is forgotten now.
+SELECT f.generation, f.forgotten
+FROM {schema}.forgotten_people f, {schema}.unsubscribe_secret s
+WHERE s.id AND f.digest = sha256(s.secret || %(user_key)s)
+
+-- name: people_generations
+-- The marks of the people among ids ever forgotten (a fan-out's batch, a drain's people):
+-- their generation and whether they are forgotten now. keys: each id's UTF-8 bytes, in order.
+SELECT u.id, f.generation, f.forgotten
+FROM unnest(%(ids)s::text[], %(keys)s::bytea[]) AS u(id, key)
+JOIN {schema}.unsubscribe_secret s ON s.id
+JOIN {schema}.forgotten_people f ON f.digest = sha256(s.secret || u.key)

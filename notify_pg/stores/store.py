@@ -1,12 +1,14 @@
-"""`NotifyStore`: the adapter in one object, and `forget_person`."""
+"""`NotifyStore`: the adapter in one object, `forget_person`, and the marks of forgotten ids
+(U3: `forgotten`, `person_created`, `generation`, `generations`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import secrets
+from collections.abc import Mapping, Sequence
 
 from notify_core.hints.levels import LevelFacts, Target
 from notify_pg.db.migrate import DEFAULT_SCHEMA
-from notify_pg.db.seam import Conn, Seam
+from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.stores.events import EventLog
 from notify_pg.stores.facts import FactsReader
 from notify_pg.stores.ports import HostPorts
@@ -14,7 +16,14 @@ from notify_pg.stores.preferences import PreferenceRepository
 from notify_pg.stores.quiet_hours import QuietHoursRepository
 from notify_pg.stores.values import QuietFacts, StoreConfig, StoredPreference
 
-__all__ = ["NotifyStore", "forget_person", "forgotten"]
+__all__ = [
+    "NotifyStore",
+    "forget_person",
+    "forgotten",
+    "generation",
+    "generations",
+    "person_created",
+]
 
 
 class NotifyStore:
@@ -71,6 +80,10 @@ class NotifyStore:
         """Erase what the library stores about a person (`forget_person`)."""
         forget_person(conn, user_id, self.schema)
 
+    def person_created(self, conn: Conn, user_id: str) -> int:
+        """Tell the library the host created a person (`person_created`)."""
+        return person_created(conn, user_id, self.schema)
+
 
 def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> None:
     """Erase what the library stores about one person, in one transaction.
@@ -85,9 +98,12 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     stay: their payloads are about other people (so do audit rows of the instance's settings
     they changed).
 
-    It keeps a digest of the id keyed with the unsubscribe secret (`forgotten`): a token
-    signed for the person before is then invalid and writes nothing (U3), without the id
-    being kept.
+    It keeps a digest of the id keyed with the unsubscribe secret (generated here where
+    missing), without the id itself: from then on the id is forgotten (`forgotten`, U3): a
+    token signed for the person before is invalid and writes nothing, and the person gets no
+    entry and no mail (``inactive``), whatever the host still says of them, until the host
+    creates the id again and says so (`person_created`). The person created again is a new
+    person of the next generation (`generation`).
     """
     seam = Seam("notify_pg", schema)
     params = {"user_id": user_id}
@@ -95,6 +111,7 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
         # First: a one-click unsubscribe of the person running now finishes before the rows
         # go, and one that waits finds the person forgotten.
         seam.one(conn, "forget_lock_person", params)
+        seam.run(conn, "forget_secret", {"secret": secrets.token_bytes(_SECRET_BYTES)})
         seam.run(conn, "forget_remember", {"user_key": user_id.encode("utf-8")})
         seam.run(conn, "forget_preferences", params)
         seam.run(conn, "forget_quiet_hours", params)
@@ -117,8 +134,54 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
 
 
 def forgotten(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> bool:
-    """Tell whether `forget_person` erased this person (an unsubscribe token of theirs is
-    invalid, U3)."""
+    """Tell whether `forget_person` erased this person and the host has not created the id
+    again since (`person_created`): every unsubscribe token of theirs is invalid, and they
+    get no entry and no mail (U3)."""
     params = {"user_key": user_id.encode("utf-8")}
     row = Seam("notify_pg", schema).one(conn, "forgotten_check", params)
     return bool(row is not None and row[0])
+
+
+def person_created(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> int:
+    """Tell the library that the host created a person; return their generation (U3).
+
+    A host calls it in the transaction that creates the person. For an id `forget_person`
+    erased, the person is a new one: they get entries and mail again, and their tokens carry
+    the generation (how often the id was forgotten, ``"g"`` of U1); a token of an earlier
+    generation stays invalid. For any other id it changes nothing and answers 0.
+
+    Example:
+        >>> forget_person(conn, "u-ana")  # doctest: +SKIP
+        >>> person_created(conn, "u-ana")  # doctest: +SKIP
+        1
+    """
+    params = {"user_key": user_id.encode("utf-8")}
+    row = Seam("notify_pg", schema).one(conn, "person_recreated", params)
+    return 0 if row is None else int(row[0])
+
+
+def generation(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> int | None:
+    """Return the person's generation: the only one whose unsubscribe tokens are valid (0 for
+    an id never forgotten), or ``None`` while the id is forgotten (no token is valid, U3)."""
+    params = {"user_key": user_id.encode("utf-8")}
+    row = Seam("notify_pg", schema).one(conn, "person_generation", params)
+    if row is None:
+        return 0
+    return None if row[1] else int(row[0])
+
+
+def generations(
+    conn: Conn, user_ids: Sequence[str], schema: str = DEFAULT_SCHEMA
+) -> Mapping[str, int | None]:
+    """Return `generation` of the people among ``user_ids`` whose id was ever forgotten, in
+    one query (a fan-out's batch, a drain's people): ``None`` for those forgotten now, who
+    get no entry and no mail. The others are of generation 0 and absent here."""
+    if not user_ids:
+        return {}
+    params = {"ids": text_array(user_ids), "keys": [u.encode("utf-8") for u in user_ids]}
+    rows = Seam("notify_pg", schema).all(conn, "people_generations", params)
+    return {str(person): None if now else int(n) for person, n, now in rows}
+
+
+#: The length of the unsubscribe secret (`notify_pg.mail.secret.SECRET_BYTES`, U1).
+_SECRET_BYTES = 32

@@ -270,3 +270,9 @@ WHERE id = %(id)s
 -- name: wiki_plain_http_sites
 -- The sites served over plain http (mailbox providers ignore one-click unsubscribe there).
 SELECT id FROM {schema}.wiki_sites WHERE NOT https ORDER BY id
+
+-- name: wiki_forget_user
+-- The host forgets a person (U3, user.forgotten): their row and memberships (by cascade) and
+-- their watches go; comments and submissions keep the id they name.
+WITH watches AS (DELETE FROM {schema}.wiki_watchers WHERE user_id = %(id)s)
+DELETE FROM {schema}.wiki_users WHERE id = %(id)s

@@ -202,3 +202,12 @@ class EntryMemory:
             held = keys.get(found.group_key)
             if held is not None and held.id == entry:
                 del keys[found.group_key]
+
+    def forget(self, person: str) -> None:
+        """Remove every entry of a person, read or not (U3: the host forgot them); their
+        due emails go with them. The counters stay: an entry id is never reused."""
+        entries = self.entries
+        for entry_id in [i for i, e in entries.items() if e.person == person]:
+            del entries[entry_id]
+            self._queued.pop(entry_id, None)  # its heap item is stale from now on
+        self.unread_keys.pop(person, None)

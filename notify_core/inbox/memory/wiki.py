@@ -73,6 +73,10 @@ class WikiMemory:
     #: The host's own categories (N13), by key; `categories` is the registry with them.
     host_categories: dict[str, Category] = attrs.field(factory=dict)
     _registry: dict[str, Category] | None = attrs.field(default=None, init=False, repr=False)
+    #: U3: how often each id was forgotten (``user.forgotten``), and the ids forgotten now
+    #: (until a ``user.created``): no entry, no mail, whatever the log still says of them.
+    forgotten_times: dict[str, int] = attrs.field(factory=dict)
+    forgotten: dict[str, None] = attrs.field(factory=dict)
     # Derived: the facts of each person (built on first use, dropped when they change), the
     # people opted in per category, and one frozenset per distinct group set.
     _facts: dict[str, PersonFacts] = attrs.field(factory=dict, init=False, repr=False)
@@ -140,7 +144,7 @@ class WikiMemory:
                 if user is None:
                     continue
                 found = facts[person] = PersonFacts(
-                    active=user.active,
+                    active=user.active and person not in self.forgotten,
                     human=user.kind == "human",
                     system=user.system,
                     groups=self.groups_of.get(person, frozenset()),
@@ -181,6 +185,11 @@ class WikiMemory:
             daily_hour=found.daily_hour,
         )
         return cached
+
+    def generation(self, person: str) -> int:
+        """Return the person's generation (U3): how often their id was forgotten (0: never);
+        their unsubscribe tokens carry it as ``"g"`` (U1)."""
+        return self.forgotten_times.get(person, 0)
 
     def names(self, ids: Iterable[str]) -> Mapping[str, str]:
         """Return the display names of the known people among ``ids`` who have one (E6)."""
@@ -237,6 +246,8 @@ class WikiMemory:
 
     def _on_user(self, event: Event, p: Mapping[str, object]) -> None:
         person = str(p["user"])
+        if event.type == "user.created":
+            self.forgotten.pop(person, None)  # U3: created again, a new generation
         old = self.users.get(person)
         user = attrs.evolve(old) if old is not None else _User()
         for name in strings(p.get("unset")):
@@ -253,6 +264,23 @@ class WikiMemory:
             _retention(self.retention_days, user.email_schedule != "immediate", "email_schedule")
         self.users[person] = user
         self._changed(person)
+
+    def _on_forgotten(self, event: Event, p: Mapping[str, object]) -> None:
+        """U3: the host forgot the person: their row, memberships, watches and inbox choices
+        go, and the id is forgotten until a ``user.created`` (forgotten once more only if
+        created since)."""
+        person = str(p["user"])
+        if person not in self.forgotten:
+            self.forgotten[person] = None
+            self.forgotten_times[person] = self.forgotten_times.get(person, 0) + 1
+        self.users.pop(person, None)
+        for members in self.members.values():
+            members.pop(person, None)
+        self.groups_of.pop(person, None)
+        for watchers in self.watching.values():
+            watchers.pop(person, None)
+        self._set_prefs(person, NO_PREFS)
+        del self.prefs[person]
 
     def _on_site(self, event: Event, p: Mapping[str, object]) -> None:
         site = str(p["site"])
@@ -414,6 +442,7 @@ def _refused(check: Callable[..., _T], *args: object) -> _T:
 _HANDLERS: Final = {
     "user.created": WikiMemory._on_user,
     "user.updated": WikiMemory._on_user,
+    "user.forgotten": WikiMemory._on_forgotten,
     "site.created": WikiMemory._on_site,
     "site.updated": WikiMemory._on_site,
     "group.created": WikiMemory._on_group,

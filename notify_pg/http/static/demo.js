@@ -121,6 +121,18 @@
     $("empty").hidden = list.children.length > 0;
   }
 
+  // What opening an entry's target reads (H2), as the host's page calls it when the person
+  // views a page ("view") or its talk tab ("talk"); other targets read nothing.
+  const TALK = new Set(["watched_page_comment", "comment_reply", "mention"]);
+  const PAGE = new Set(["watched_page", "page_created"]);
+
+  async function viewed(entry) {
+    const tab = TALK.has(entry.category) ? "talk" : PAGE.has(entry.category) ? "view" : "";
+    if (!entry.page || !tab) return;
+    await api("PUT", inbox(`/pages/${encodeURIComponent(entry.page)}/${tab}`));
+    await refresh("action");
+  }
+
   // An instant of the API (RFC 3339 UTC) as the browser's locale writes it.
   function when(instant) {
     const at = new Date(instant);
@@ -142,6 +154,7 @@
     text.target = "_blank";
     text.rel = "noopener";
     text.textContent = entry.text;
+    text.addEventListener("click", () => viewed(entry)); // the target opens in a new tab
     const meta = document.createElement("span");
     meta.className = "meta";
     const time = document.createElement("time");

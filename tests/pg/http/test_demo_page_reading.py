@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,11 +17,12 @@ import pytest
 from pgworld import HOST_SCHEMA, SCHEMA
 from playwright.sync_api import BrowserContext, expect, sync_playwright
 from test_demo_page import CHROMIUM, FLAGS, open_demo
-from webworld import serving
+from webworld import T0, edit, make_wiki, serving
 
 from notify_core.events.log import parse_event
 from notify_pg.http.handlers import inbox_list
 from notify_pg.inbox.fanout import InboxFanOut
+from notify_pg.inbox.reads import emit
 from notify_reference_host.wiki import ReferenceWiki
 from notify_reference_host.wiki_load import WikiLoader
 
@@ -127,4 +129,55 @@ def test_h1_the_demo_page_speaks_the_persons_language(
             "Änderungen an beobachteten Seiten"
         )
         page.close()
+    assert errors == []
+
+
+def test_h2_opening_an_entry_on_the_demo_page_reads_what_its_view_reads(
+    db_dsn: str, conn: Conn, browser: BrowserContext
+) -> None:
+    """Opening a comment's entry is a view of the talk tab: it reads the comment's entry and
+    leaves the page's; opening the page's entry then reads that one (the host's page calls,
+    PUT .../pages/PAGE/talk and .../view)."""
+    wiki = make_wiki(conn, readers=("ana",))
+    with conn.transaction():
+        wiki.add_group(conn, "talkers", [{"permission": "read_comments", "match": "all"}])
+        wiki.add_member(conn, "talkers", "ana")
+    edit(conn, wiki)
+    wiki.add_comment(conn, "c1", "p1", author="editor", excerpt="hello")
+    emit(
+        conn,
+        "comment.created",
+        {"comment": "c1", "page": "p1"},
+        actor="editor",
+        occurred_at=T0 + timedelta(minutes=1),
+        schema=SCHEMA,
+    )
+    InboxFanOut(wiki, schema=SCHEMA).drain(conn)
+    # The wiki's own pages, where the entries' links go, answered here.
+    browser.route("https://wiki.example/**", lambda route: route.fulfill(body="a wiki page"))
+    errors: list[str] = []
+    try:
+        with serving(db_dsn, demo=True, admin=True) as served:
+            url = f"http://127.0.0.1:{served.port}/demo?user=ana"
+            page = open_demo(browser, url, errors)
+            expect(page.locator("#badge")).to_have_text("2")
+            talk = page.locator('#entries li[data-category="watched_page_comment"]')
+            assert talk.locator("a.text").get_attribute("href") == (
+                "https://wiki.example/docs/start#comment-c1"
+            )
+            with browser.expect_page() as opened:
+                talk.locator("a.text").click()
+            opened.value.close()
+            expect(page.locator("#badge")).to_have_text("1")
+            expect(talk).to_have_class("read")
+            expect(page.locator('#entries li[data-category="watched_page"]')).to_have_class(
+                "unread"
+            )
+            with browser.expect_page() as opened:
+                page.locator('#entries li[data-category="watched_page"] a.text').click()
+            opened.value.close()
+            expect(page.locator("#badge")).to_have_text("0")
+            page.close()
+    finally:
+        browser.unroute("https://wiki.example/**")
     assert errors == []

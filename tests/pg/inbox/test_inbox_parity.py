@@ -45,12 +45,18 @@ RENAMES = ROOT / "tests" / "inbox" / "renames_after_events.jsonl"
 #: by a group's host permission, German strings) and failed sign-ins (instance scope, one entry
 #: per account, quiet until read), a preference on a host category, a declaration replaced.
 HOST_CATEGORIES = ROOT / "examples" / "host-categories.jsonl"
+#: Issue 38: people forgotten (with entries pending, as an actor, twice in a row) and created
+#: again (generations 1 and 2 in their tokens), a forgotten person the host still names and
+#: adds back to groups and watches (no entry, no mail: inactive), and sites named by the log
+#: (one named at creation, one by an update; U1, U3, E6).
+FORGOTTEN = ROOT / "tests" / "inbox" / "forgotten_and_site_names.jsonl"
 #: Each log with the least entry lines and mails it must give (it exercises the inbox).
 LOGS = [
     pytest.param(LOG, 200, 20, id="wiki-week"),
     pytest.param(SCENARIO, 12, 5, id="scenario"),
     pytest.param(RENAMES, 10, 8, id="renames"),
     pytest.param(HOST_CATEGORIES, 12, 4, id="host-categories"),
+    pytest.param(FORGOTTEN, 15, 9, id="forgotten"),
 ]
 
 Line = tuple[Any, ...]
@@ -346,7 +352,48 @@ def test_e4_e5_the_wiki_week_with_mail_gives_the_same_entries_and_mails_on_postg
             assert link in everything, link
         for gone in ("/ops/runbook#", "/team/old-notes", "/guides/setup#", "/wiki/api/auth"):
             assert gone not in everything, gone
+    if source == FORGOTTEN:
+        forgotten_mails(texts)
     same_inboxes(source, conn, wiki, loader)
+
+
+def forgotten_mails(texts: dict[str, tuple[str, str, str, str]]) -> None:
+    """U1, U3, E6 on both stores alike (compared above): each mail's token carries its
+    recipient's generation, nobody is mailed while forgotten, a forgotten actor is
+    "Someone", and the sites are named by the log (the second only once it names it)."""
+    from notify_core.inbox.categories import CATEGORY_BY_KEY
+    from notify_core.inbox.mailing import REPLAY_SECRET
+    from notify_core.mail import verify_unsubscribe_token
+
+    seen = []
+    for name, (subject, header, _text, _html) in sorted(texts.items()):
+        token = header.split("?t=", 1)[1].rstrip(">")
+        found = verify_unsubscribe_token(
+            REPLAY_SECRET, token, known_categories=frozenset(CATEGORY_BY_KEY)
+        )
+        assert found is not None
+        seen.append((name[:20], found.person, found.generation, subject))
+    ana = [(at, g) for at, person, g, _ in seen if person == "ana"]
+    # Generation 0 at first; none while forgotten (09:11:30 to 09:34:05); 1, then 2.
+    assert ana == [
+        ("2026-12-01T09:04:00Z", 0),
+        ("2026-12-01T09:37:25Z", 1),
+        ("2026-12-01T09:37:35Z", 1),
+        ("2026-12-01T09:47:35Z", 1),
+        ("2026-12-01T10:01:05Z", 2),
+        ("2026-12-01T10:01:15Z", 2),
+        ("2026-12-01T11:02:15Z", 2),
+    ]
+    cy = [(at, g) for at, person, g, _ in seen if person == "cy"]
+    assert cy == [
+        ("2026-12-01T09:04:00Z", 0),
+        ("2026-12-01T09:25:00Z", 0),
+        ("2026-12-01T11:02:15Z", 1),
+    ]
+    subjects = [subject for *_, subject in seen]
+    assert "[Ops Wiki] Someone mentioned you on Runbook" in subjects  # Dee, forgotten
+    assert "[Docs Hub] Ben Okafor mentioned you on Auth API" in subjects
+    assert all(s.startswith(("[Ops Wiki] ", "[Docs Hub] ")) for s in subjects)
 
 
 def same_inboxes(
