@@ -151,6 +151,14 @@ class _Facts:
     generations: Mapping[str, int] = attrs.field(factory=dict)
 
 
+def _registry(conn: Conn, entries: Sequence[Entry], schema: str) -> Mapping[str, Category]:
+    """The registry a pass reads: the built-in categories, and the host's own (N13) read
+    from PostgreSQL only when an entry is of one."""
+    if all(e.category in CATEGORY_BY_KEY for e in entries):
+        return CATEGORY_BY_KEY
+    return host_registry(conn, schema=schema)
+
+
 def _clock() -> datetime:
     return datetime.now(UTC)
 
@@ -429,15 +437,11 @@ class MailDrain:
             return info is None or info.notifications
 
         first = host.inbox_first_site(conn) if any(e.target.site is None for e in entries) else None
-        known: Mapping[str, Category] = CATEGORY_BY_KEY
-        if any(e.category not in CATEGORY_BY_KEY for e in entries):  # a host category (N13)
-            known = host_registry(conn, schema=self.schema)
+        known = _registry(conn, entries, self.schema)
         wanted = {
             e.target.page
             for e in entries
-            if e.target.page is not None
-            and e.category in known
-            and known[e.category].access is not None
+            if e.target.page is not None and known[e.category].access is not None
         }
         pages = self._pages(conn, wanted | set(linked_pages(entries)))
         self._facts = _Facts(
