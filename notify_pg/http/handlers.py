@@ -362,7 +362,7 @@ def inbox_list(
     page = _reads(schema).list_entries(
         conn, user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
     )
-    extras = shown_entries(conn, host, user, page.entries, site=site)
+    extras = shown_entries(conn, host, user, page.entries, site=site, schema=schema)
     answer: dict[str, Any] = {
         "entries": [_entry_json(e) | more for e, more in zip(page.entries, extras, strict=True)]
     }

@@ -21,12 +21,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
+from notify_core.inbox.host_categories import render
 from notify_core.inbox.mailing import mail_site, review_submission
 from notify_core.inbox.ports import PageInfo, SiteInfo
 from notify_core.mail import MailEntry, MailSite, entry_line, mail_locale
 from notify_core.mail.catalogues import FALLBACK_LOCALE
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
 
@@ -36,8 +39,21 @@ __all__ = ["shown_entries", "site_list"]
 _NO_ORIGIN: Final = "https://"
 
 
-def _mail_entry(entry: ListedEntry, names: Mapping[str, str], page: PageInfo | None) -> MailEntry:
+def _mail_entry(
+    entry: ListedEntry,
+    names: Mapping[str, str],
+    page: PageInfo | None,
+    known: Mapping[str, Category] = CATEGORY_BY_KEY,
+) -> MailEntry:
     submission = review_submission(entry.category, entry.group_key)
+    category = known.get(entry.category)
+    host: tuple[tuple[str, str, str], ...] = ()
+    if category is not None and category.host:  # N13: the host's own strings
+        members = dict(entry.members)
+        host = tuple(
+            (tag, render(found.subject, members), render(found.line, members))
+            for tag, found in category.strings
+        )
     link_path = None
     if submission is None and page is not None and not page.deleted:
         link_path = page.path  # N11: where the page is now
@@ -54,11 +70,12 @@ def _mail_entry(entry: ListedEntry, names: Mapping[str, str], page: PageInfo | N
         comment=entry.comment,  # the comment's id only while it exists (N11)
         submission=submission,
         link_path=link_path,
+        host=host,
     )
 
 
-def _without_host(entry: ListedEntry) -> dict[str, Any]:
-    shown = _mail_entry(entry, {}, None)
+def _without_host(entry: ListedEntry, known: Mapping[str, Category]) -> dict[str, Any]:
+    shown = _mail_entry(entry, {}, None, known)
     link = shown.link(MailSite(name="", host=""))
     out: dict[str, Any] = {
         "link": link.removeprefix(_NO_ORIGIN),
@@ -76,6 +93,7 @@ def shown_entries(
     entries: Sequence[ListedEntry],
     *,
     site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
 ) -> list[dict[str, Any]]:
     """Return, per entry in order, what the list shows beyond its snapshot (H1): ``link``,
     ``text`` (the mail's sentence with its count), ``actor_name`` when the host names the
@@ -84,8 +102,11 @@ def shown_entries(
     ``site`` is the inbox's site: an entry with no site links on it (else on the host's first
     site, as its mail would); ``host`` the host's ports (``None``: see the module).
     """
+    known: Mapping[str, Category] = CATEGORY_BY_KEY
+    if any(e.category not in CATEGORY_BY_KEY for e in entries):  # a host category (N13)
+        known = host_registry(conn, schema=schema)
     if host is None:
-        return [_without_host(e) for e in entries]
+        return [_without_host(e, known) for e in entries]
     person = host.inbox_users(conn, [user]).get(user)
     actors = sorted({e.actor for e in entries if e.actor})
     names = host.inbox_names(conn, actors) if actors else {}
@@ -105,7 +126,7 @@ def shown_entries(
             if entry.page not in pages:
                 pages[entry.page] = host.inbox_page(conn, entry.page)
             page = pages[entry.page]
-        shown = _mail_entry(entry, names, page)
+        shown = _mail_entry(entry, names, page, known)
         locale = mail_locale(
             person.locale if person is not None else None,
             info.primary_locale if info is not None else None,

@@ -200,6 +200,8 @@ class ListedEntry:
     created_at: datetime
     updated_at: datetime
     draft: bool = False
+    #: A host category's entry (N13): its latest event's members, by name.
+    members: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -387,6 +389,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         created_at,
         updated_at,
         draft,
+        members,
     ) = row
     return ListedEntry(
         id=int(id_),
@@ -407,6 +410,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         created_at=created_at,
         updated_at=updated_at,
         draft=bool(draft),
+        members=tuple(sorted(members.items())) if members else (),
     )
 
 

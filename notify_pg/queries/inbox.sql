@@ -134,7 +134,7 @@ RETURNING e.id, e.user_id, e.category, e.group_key, e.count, e.in_app, e.email_s
 -- one site and those with no site (every site when site is NULL), optionally unread only.
 SELECT id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title, path,
        locale, excerpt, variants, count, in_app, email_state, read_at, created_at, updated_at,
-       draft
+       draft, members
 FROM {schema}.inbox_entries
 WHERE user_id = %(user_id)s AND in_app
   AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]))

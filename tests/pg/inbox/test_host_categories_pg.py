@@ -4,6 +4,7 @@ named in unsubscribe tokens (the parity of a whole log: tests/pg/inbox/test_inbo
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -14,7 +15,7 @@ from pgworld import HOST_SCHEMA, SCHEMA
 
 from notify_core.mail.tokens import unsubscribe_token
 from notify_core.values.errors import InvalidInput
-from notify_pg.http.handlers import unsubscribe_info, unsubscribe_post
+from notify_pg.http.handlers import inbox_list, unsubscribe_info, unsubscribe_post
 from notify_pg.inbox.fanout import InboxFanOut
 from notify_pg.inbox.host_categories import declare_category, host_registry
 from notify_pg.inbox.reads import InboxPreferences, emit
@@ -41,7 +42,9 @@ LOGIN: dict[str, Any] = {
     "priority": 60,
     "candidates": {"named": True},
     "group_key": ["target"],
-    "strings": {"en": {"name": "Failed sign-in", "subject": "s", "line": "{target}"}},
+    "strings": {
+        "en": {"name": "Failed sign-in", "subject": "s", "line": "Failed sign-in as {target}"}
+    },
 }
 
 
@@ -170,3 +173,27 @@ def test_n13_a_token_may_name_a_host_category(conn: psycopg.Connection[Any]) -> 
     assert answer.status == 200
     rows = InboxPreferences(SCHEMA).rows(conn, ["ana"])
     assert rows == {"ana": {("storage_sync_failed", "email"): False}}
+
+
+def test_h1_the_inbox_lists_a_host_entry_by_its_own_strings_and_links_to_the_inbox(
+    conn: psycopg.Connection[Any],
+) -> None:
+    wiki = world(conn)
+    with conn.transaction():
+        declare_category(conn, LOGIN, schema=SCHEMA)
+        for _ in range(2):
+            emit(
+                conn,
+                "category.event",
+                {"category": "failed_login", "target": "cy", "people": ["cy"]},
+                occurred_at=START,
+                schema=SCHEMA,
+            )
+    InboxFanOut(wiki, schema=SCHEMA).drain(conn)
+    for host in (wiki, None):
+        answer = inbox_list(conn, "cy", site="s1", schema=SCHEMA, host=host)
+        assert answer.status == 200
+        (entry,) = json.loads(answer.body)["entries"]
+        assert entry["category"] == "failed_login" and entry["count"] == 2
+        assert entry["text"] == "Failed sign-in as cy (2 times)"
+        assert entry["link"].endswith("/notifications")
