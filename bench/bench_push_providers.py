@@ -26,10 +26,10 @@ import multiprocessing as mp
 import os
 import sys
 import tempfile
-import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -38,6 +38,7 @@ from typing import Any
 from notify_core.hints.delivery import Notification, SendResult
 from notify_pg.push.providers import ProviderGate, PushProvider
 from notify_pg.push.providers.apns import ApnsKey, ApnsProvider
+from notify_pg.push.providers.fanout import send_all
 from notify_pg.push.providers.fcm import FcmProvider, ServiceAccount
 from notify_pg.push.providers.local.sandbox import KEY_ID, TEAM, TOPIC, serve_pipe
 from notify_pg.stores.registrations import Registration
@@ -63,30 +64,41 @@ def registration(provider: str, index: int) -> Registration:
 
 
 def step2(
-    provider: PushProvider, calls: list[tuple[Registration, Notification]], limit: int
+    provider: PushProvider,
+    calls: list[tuple[Registration, Notification]],
+    limit: int,
+    batch: int,
+    batched: bool,
 ) -> list[SendResult]:
-    """The send step of a push round: ``limit`` threads, each taking the next call, under a
-    gate of ``limit`` requests (as `SendRound._step2` does)."""
+    """The send step of the worker's push rounds (`SendRound._step2`): ``batch`` pushes a
+    round (``send_batch``), each round's pushes through `fanout.send_all` under a gate of
+    ``limit`` requests, in one batch (``batched``) or one call each on ``limit`` threads."""
     gate = ProviderGate(limit)
-    results: list[SendResult | None] = [None] * len(calls)
-    pending = deque(range(len(calls)))
+    results: list[SendResult] = []
+    with ThreadPoolExecutor(max_workers=limit) as pool:
+        for first in range(0, len(calls), batch):
+            sent = send_all(
+                [(provider, r, n) for r, n in calls[first : first + batch]],
+                gate=gate,
+                pool=lambda: pool,
+                limit=limit,
+                batch=batched,
+            )
+            for answer, _seconds in sent:
+                if isinstance(answer, Exception):
+                    raise answer
+                results.append(answer)
+    return results
 
-    def work() -> None:
-        while True:
-            try:
-                index = pending.popleft()
-            except IndexError:
-                return
-            registration, notification = calls[index]
-            with gate.slot():
-                results[index] = provider.send(registration, notification)
 
-    threads = [threading.Thread(target=work) for _ in range(min(limit, len(calls)))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return [r for r in results if r is not None]
+def cpu_of(pid: int | None) -> float:
+    """Seconds of CPU time process ``pid`` used so far (user and system, Linux's /proc);
+    0 where that cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def run(
@@ -95,14 +107,18 @@ def run(
     pipe: Connection,
     pushes: int,
     limit: int,
+    batch: int,
+    batched: bool,
+    server: int | None = None,
 ) -> dict[str, Any]:
-    """One measured run: ``pushes`` pushes at ``limit`` at once; the figures and the count
-    of every notification id at the server."""
+    """One measured run: ``pushes`` pushes at ``limit`` at once, in rounds of ``batch``; the
+    figures and the count of every notification id at the server."""
+    path = "batch" if batched else "per_call"
     calls = [
         (
             registration(name, i),
             Notification(
-                id=f"{name}-{limit}-{i}",
+                id=f"{name}-{path}-{limit}-{i}",
                 kind="message",
                 thread=f"t-{i % 97}",
                 message=f"m-{i}",
@@ -112,23 +128,38 @@ def run(
         )
         for i in range(pushes)
     ]
-    start, cpu = time.perf_counter(), time.process_time()
-    results = step2(provider, calls, limit)
+    start, cpu, server_cpu = time.perf_counter(), time.process_time(), cpu_of(server)
+    results = step2(provider, calls, limit, batch, batched)
     wall, cpu_s = time.perf_counter() - start, time.process_time() - cpu
+    server_s = cpu_of(server) - server_cpu
     pipe.send("counts")
     received = pipe.recv()
     expected = {notification.id for _r, notification in calls}
-    got = {k: v for k, v in received.items() if k.startswith(f"{name}-{limit}-")}
+    got = {k: v for k, v in received.items() if k.startswith(f"{name}-{path}-{limit}-")}
     return {
         "provider": name,
+        "path": path,
         "concurrency": limit,
+        "batch": batch,
         "pushes": pushes,
         "pushes_per_s": round(pushes / wall),
         "wall_s": round(wall, 3),
         "cpu_ms_per_push": round(cpu_s * 1000 / pushes, 3),
+        "server_cpu_ms_per_push": round(server_s * 1000 / pushes, 3),
         "results": dict(Counter(r.result_class.value for r in results)),
         "lost": len(expected - set(got)),
         "doubled": sum(1 for count in got.values() if count > 1),
+    }
+
+
+def ratios(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """Per provider and concurrency, the batch path's pushes per second over the per-call
+    path's in the same run (the baseline)."""
+    rate = {(r["provider"], r["concurrency"], r["path"]): r["pushes_per_s"] for r in runs}
+    return {
+        f"{provider}@{limit}": round(rate[(provider, limit, "batch")] / per_call, 2)
+        for (provider, limit, path), per_call in rate.items()
+        if path == "per_call" and (provider, limit, "batch") in rate
     }
 
 
@@ -137,9 +168,13 @@ def main(argv: list[str] | None = None, out: Callable[[str], object] = print) ->
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pushes", type=int, default=6000)
     parser.add_argument("--latency", type=float, default=0.02)
-    parser.add_argument("--concurrency", default="16,64,128")
+    parser.add_argument("--concurrency", default="16,128")
+    parser.add_argument("--batch", type=int, default=256, help="pushes per round (send_batch)")
+    parser.add_argument("--paths", default="per_call,batch")
     args = parser.parse_args(argv)
     limits = [int(v) for v in args.concurrency.split(",")]
+    paths = [p.strip() for p in args.paths.split(",")]
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
         parent, child = mp.get_context("spawn").Pipe()
         server = mp.get_context("spawn").Process(
@@ -158,9 +193,21 @@ def main(argv: list[str] | None = None, out: Callable[[str], object] = print) ->
         runs = []
         try:
             for name, provider in (("apns", apns), ("fcm", fcm)):
-                run(name, provider, parent, 20, 4)  # warm: the connection, the token
+                run(name, provider, parent, 20, 4, 20, False)  # warm: connection, token
                 for limit in limits:
-                    runs.append(run(name, provider, parent, args.pushes, limit))
+                    # The paths alternate per concurrency: both meet the same load.
+                    for path in paths:
+                        figures = run(
+                            name,
+                            provider,
+                            parent,
+                            args.pushes,
+                            limit,
+                            args.batch,
+                            path == "batch",
+                            server.pid,
+                        )
+                        runs.append(figures)
         finally:
             apns.close()
             fcm.close()
@@ -170,7 +217,9 @@ def main(argv: list[str] | None = None, out: Callable[[str], object] = print) ->
         "latency_s": args.latency,
         "goal_pushes_per_s": 3000,
         "runs": runs,
+        "batch_over_per_call": ratios(runs),
         "cores": len(os.sched_getaffinity(0)),
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
     out(json.dumps(figures, indent=2))
     return figures

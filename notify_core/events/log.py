@@ -245,6 +245,14 @@ PAYLOADS: Final[dict[str, dict[str, tuple[bool, Check, str]]]] = {
         "thread": (True, _str, "an ID"),
         "last_read_seq": (True, _seq, "an integer >= 0"),
     },
+    # Preference records (M1-M6): set, suspend, delete; the audience is the principal.
+    "record.set": {
+        "preference_id": (True, _str, "an ID"),
+        "declared_channels": (True, _strs, "a list of channel names"),
+        "channels": (False, _object, "an object of channel values"),
+    },
+    "record.suspended": {"preference_id": (True, _str, "an ID")},
+    "record.deleted": {"preference_id": (True, _str, "an ID")},
 }
 PAYLOADS["user.created"].update(USER_MEMBERS)
 # user.updated changes the members it names and removes those listed in "unset".
@@ -271,6 +279,9 @@ PERSONAL: Final = frozenset(
         "access.expiring",
         "device.pending",
         "read_state.updated",
+        "record.set",
+        "record.suspended",
+        "record.deleted",
         *WIKI_PERSONAL,
     }
 )

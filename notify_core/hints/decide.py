@@ -56,6 +56,7 @@ from notify_core.hints.decision_values import (
     _send_count,
     _send_opens,
     _send_quiet,
+    _send_record,
     _send_routes,
     _set_routes_cache,
 )
@@ -217,14 +218,19 @@ def _shaped(send: Send, person: RecipientFacts) -> Decision:
 
     ``push`` and ``push_delayed`` go when the record is suspended, turns push off or its cap
     is reached; a live ``gateway`` route stays. A send left with no route is a skip naming
-    the reason; a send without push routes is not a push delivery and is left as it is.
+    the reason; a send without push routes is not a push delivery and is left as it is. A
+    send that keeps a push route names the record (M6). ``send`` is new (made by the
+    caller for this decision), so naming the record sets its slot.
     """
-    reason = verdict(person.record, DeliveryChannel.PUSH, person.pushes_today)
-    if reason is None:
-        return send
+    record = person.record
+    assert record is not None
     routes = send.routes
     kept = tuple(r for r in routes if r.via is Via.GATEWAY)
     if len(kept) == len(routes):
+        return send
+    reason = verdict(record, DeliveryChannel.PUSH, person.pushes_today)
+    if reason is None:
+        _send_record(send, record.preference_id)
         return send
     if not kept:
         return _SKIPS[SkipReason(reason.value)]
@@ -389,6 +395,7 @@ def _decide_leveled(
         set_quiet(send, quiet)
         set_opens(send, opens)
         set_count(send, None)
+        _send_record(send, None)
         append(send if person.record is None else _shaped(send, person))
     return out
 

@@ -236,12 +236,15 @@ class Send:
         quiet: deliver without sound (D7).
         opens_window_until: present when this send opens a bundling window (D6, D8).
         count: the number of unread messages a flush reports (D8); absent otherwise.
+        record: the preference id of the record that governed a send with a push route
+            (M6); absent where none did.
     """
 
     routes: tuple[Route, ...]
     quiet: bool
     opens_window_until: datetime | None = None
     count: int | None = None
+    record: str | None = None
 
 
 Decision = Skip | Collect | Send
@@ -257,6 +260,7 @@ _send_routes = _slot_setter(Send, "routes")
 _send_quiet = _slot_setter(Send, "quiet")
 _send_opens = _slot_setter(Send, "opens_window_until")
 _send_count = _slot_setter(Send, "count")
+_send_record = _slot_setter(Send, "record")
 
 
 def _new_send(routes: tuple[Route, ...], quiet: bool, opens: datetime | None) -> Send:
@@ -274,6 +278,7 @@ def _new_send(routes: tuple[Route, ...], quiet: bool, opens: datetime | None) ->
     _send_quiet(send, quiet)
     _send_opens(send, opens)
     _send_count(send, None)
+    _send_record(send, None)
     return send
 
 

@@ -38,19 +38,18 @@ from notify_core.hints.decide import (
     flush,
     release_delayed,
 )
-from notify_core.hints.decision_values import new_recipient_facts
 from notify_core.hints.fan_out import (
     NO_SWITCHES,
     Gated,
     GatedShared,
     gate_fan_out,
     gate_shared,
-    level_facts,
     read_rights,
 )
 from notify_core.hints.levels import LevelFacts
 from notify_core.hints.pipeline_badge import counted_threads, sync_after_read
-from notify_core.hints.ports import Due, PreferenceFacts, Schedule, WorldFacts
+from notify_core.hints.pipeline_facts import count_push, recipient_facts
+from notify_core.hints.ports import Due, PreferenceFacts, RecordFacts, Schedule, WorldFacts
 from notify_core.hints.slots import positional
 from notify_core.values.kinds import Kind
 
@@ -98,6 +97,7 @@ class Pipeline:
         skipped: ``None`` (the default): every decision of an event is returned as a hint.
             A counter: the skip decisions of events are counted in it by value instead (a
             replay that writes no skips need not build a hint for each).
+        records: people's preference records (M1-M6); ``None``: no record shapes a hint.
     """
 
     policy: Policy
@@ -106,6 +106,7 @@ class Pipeline:
     schedule: Schedule
     owns: Callable[[str], bool] | None = None
     skipped: Counter[Skip] | None = None
+    records: RecordFacts | None = None
     #: Per channel: the world's readers tuple last seen and the owned ones among them.
     _owned_readers: dict[str, tuple[Sequence[str], tuple[str, ...]]] = attrs.field(
         init=False, factory=dict, repr=False
@@ -168,6 +169,8 @@ class Pipeline:
                         continue
                 else:
                     self._carry_out(seq, person, candidate, decision)
+                    if self.records is not None:
+                        count_push(self.records, self.world, person, at, decision)
                 hints.append(
                     _new_hint(
                         Trigger.EVENT, at, person, kind, decision, seq, thread, message, target
@@ -268,40 +271,10 @@ class Pipeline:
         allowed: bool | None = None,
     ) -> list[RecipientFacts]:
         """The full facts of each person; ``allowed=True``: all passed D2 (`gate`) already."""
-        world, thread = self.world, candidate.thread
-        known_allowed = allowed
-        if levels is None:
-            levels = level_facts(self.prefs, thread, people) if thread is not None else {}
-        rules = self.prefs.quiet_rules(people)
-        if switches is None:
-            switches = self.prefs.switches(people)
-        # Bound methods hoisted out of the loop: it runs once per recipient of every fan-out.
-        user, allowed_to, window_of = world.user, world.allowed, self.schedule.window
-        devices, connections, starter = world.devices, world.connections, candidate.run_starter
-        level_of, rules_of, switches_of = levels.get, rules.get, switches.get
-        out = []
-        for person in people:
-            info = user(person)
-            if thread is not None:
-                allowed = known_allowed if known_allowed is not None else allowed_to(person, thread)
-                window = window_of(person, thread)
-                window_end = window.end if window is not None else None
-            else:
-                allowed, window_end = info is not None and info.active_human, None
-            out.append(
-                new_recipient_facts(
-                    allowed,
-                    person == starter,
-                    level_of(person),
-                    info.time_zone if info is not None else None,
-                    rules_of(person, ()),
-                    switches_of(person, _NO_SWITCHES),
-                    devices(person),
-                    connections(person),
-                    window_end,
-                )
-            )
-        return out
+        return recipient_facts(
+            self.world, self.prefs, self.schedule, self.records,
+            facts, candidate, people, levels, switches, allowed,
+        )  # fmt: skip
 
     def _apply(
         self,
@@ -314,6 +287,8 @@ class Pipeline:
     ) -> Hint:
         """Carry out a decision and return its hint."""
         self._carry_out(seq, person, candidate, decision)
+        if self.records is not None:
+            count_push(self.records, self.world, person, at, decision)
         return _new_hint(
             trigger,
             at,
@@ -450,6 +425,8 @@ class Pipeline:
         facts = self._event_facts(due.at, candidate)
         (person,) = self._recipient_facts(facts, candidate, candidate.recipients)
         decision = release_delayed(facts, person, due.device, read)
+        if self.records is not None:
+            count_push(self.records, self.world, due.recipient, due.at, decision)
         return _new_hint(
             Trigger.RELEASE,
             due.at,

@@ -18,11 +18,13 @@ from notify_core.hints.decide import Connection, Device, Switches
 from notify_core.hints.levels import LevelFacts
 from notify_core.hints.quiet import QuietRule
 from notify_core.values.kinds import Kind
+from notify_core.values.record_rules import RecordFacts
 
 __all__ = [
     "ChannelInfo",
     "Due",
     "PreferenceFacts",
+    "RecordFacts",
     "Schedule",
     "ThreadInfo",
     "UserInfo",

@@ -45,6 +45,10 @@ class MailSkip(enum.StrEnum):
     NO_ACCESS = "no_access"
     SECTION_OFF = "section_off"
     PREFERENCE = "preference"
+    # M2-M4, at the drain after the checks above: the person's preference record in effect.
+    SUSPENDED = "suspended"
+    RECORD_CHANNEL_OFF = "record_channel_off"
+    FREQUENCY_CAP = "frequency_cap"
 
 
 @attrs.define

@@ -184,4 +184,6 @@ def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) ->
         token=token,
         more=line.more,
     )
+    if line.plain:  # M5: the record asks for the text body only
+        mail = attrs.evolve(mail, html="")
     return LineMail(mail=mail, address=facts.email if facts is not None else None, site=site)

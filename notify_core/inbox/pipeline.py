@@ -78,6 +78,7 @@ from notify_core.inbox.ports import (
 from notify_core.inbox.reads import READ_TYPES, apply_read
 from notify_core.inbox.sending import MailLine, drain_mails
 from notify_core.values.instants import require_instant
+from notify_core.values.record_rules import RecordFacts
 
 __all__ = [
     "ACTIVITY_TYPES",
@@ -497,10 +498,10 @@ class InboxPipeline:
         """Return when the next pending email falls due."""
         return self.entries.next_due()
 
-    def drain(self, at: datetime) -> list[MailLine]:
+    def drain(self, at: datetime, records: RecordFacts | None = None) -> list[MailLine]:
         """Send (in a replay: decide) the mails of every pending entry due at or before ``at``
-        (`notify_core.inbox.sending.drain_mails`)."""
-        return drain_mails(self.wiki, self.entries, at)
+        (`notify_core.inbox.sending.drain_mails`), shaped by ``records`` (M1-M6) if given."""
+        return drain_mails(self.wiki, self.entries, at, records)
 
     # --- reads (H2) -------------------------------------------------------------------------
 

@@ -71,7 +71,8 @@ def decision_to_json(decision: Decision) -> dict[str, object]:
         decision: a `Send`, `Collect` or `Skip`.
 
     Returns:
-        ``{"decision": "send", "quiet", "routes", "opens_window_until"?, "count"?}``,
+        ``{"decision": "send", "quiet", "routes", "opens_window_until"?, "count"?,
+        "record"?}``,
         ``{"decision": "collect", "until"}`` or ``{"decision": "skip", "reason"}``.
     """
     return _add_decision({}, decision)
@@ -94,6 +95,8 @@ def _add_decision(out: dict[str, object], decision: Decision) -> dict[str, objec
             out["opens_window_until"] = format_instant_cached(decision.opens_window_until)
         if decision.count is not None:
             out["count"] = decision.count
+        if decision.record is not None:
+            out["record"] = decision.record
     elif isinstance(decision, Collect):
         out["decision"] = "collect"
         out["until"] = format_instant_cached(decision.until)
@@ -235,7 +238,8 @@ def mail_line_to_json(line: MailLine) -> dict[str, object]:
     Returns:
         ``{"trigger": "mail", "at", "recipient", "site", "decision", "reason"?,
         "template"?, "entries": [{"entry", "category", "variant", "count"}], "more"?,
-        "unsubscribe"?}`` (``unsubscribe`` on a send only, ``more`` when not 0).
+        "unsubscribe"?, "record"?}`` (``unsubscribe`` on a send only, ``more`` when not 0,
+        ``record`` on a send a preference record governed, M6).
     """
     out: dict[str, object] = {
         "trigger": "mail",
@@ -261,6 +265,8 @@ def mail_line_to_json(line: MailLine) -> dict[str, object]:
         out["more"] = line.more
     if line.decision == "send":
         out["unsubscribe"] = list(line.unsubscribe)
+        if line.record is not None:
+            out["record"] = line.record
     return out
 
 

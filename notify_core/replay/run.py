@@ -30,6 +30,7 @@ from notify_core.inbox.pipeline import (
 # The lines' shapes live in `notify_core.replay.lines`; these names stay importable from here, where
 # users and the docs have imported them since the first release.
 from notify_core.replay.lines import Item, UnknownReference
+from notify_core.replay.records import RECORD_TYPES, ReplayRecords
 from notify_core.values.errors import InvalidInput
 from notify_core.values.instants import MAX_DURATION, seconds
 from notify_core.values.zones import TZDATA_VERSION
@@ -131,6 +132,9 @@ REFERENCES: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
     "access.expiring": (("@audience", "user"),),
     "device.pending": (("@audience", "user"),),
     "read_state.updated": (("@audience", "user"), ("thread", "thread")),
+    "record.set": (("@audience", "user"),),
+    "record.suspended": (("@audience", "user"),),
+    "record.deleted": (("@audience", "user"),),
     # The wiki's events (formats.md section 4); a page deleted is still known (decisions.md).
     "user.forgotten": (("user", "user"),),
     "group.member_added": (("group", "group"), ("user", "user")),
@@ -199,7 +203,7 @@ _EVENT: Final = Trigger.EVENT
 _NOT_ALLOWED: Final = SkipReason.NOT_ALLOWED
 #: Event types of the hints' pipeline alone, and of the inbox's alone (``user.created`` and
 #: ``user.updated`` are both's): what `Summary.pipelines` tells a log's pipelines by.
-_CHAT_ONLY: Final = frozenset(PAYLOADS) - INBOX_TYPES
+_CHAT_ONLY: Final = frozenset(PAYLOADS) - INBOX_TYPES - RECORD_TYPES
 _WIKI_ONLY: Final = INBOX_TYPES - {"user.created", "user.updated"}
 #: A member of `REFERENCES` as a replay checks it: the payload member (``None``: the
 #: envelope's ``audience``), the type of object, the collection of those (``None``: a target,
@@ -394,6 +398,7 @@ class Replay:
     summary: Summary = attrs.field(factory=Summary)
     store: MemoryStore = attrs.field(init=False)
     pipeline: Pipeline = attrs.field(init=False)
+    records: ReplayRecords = attrs.field(factory=ReplayRecords)
     inbox: InboxPipeline = attrs.field(factory=InboxPipeline)
     reader: EventLogReader = attrs.field(factory=EventLogReader)
     owns: Callable[[str], bool] | None = None
@@ -412,6 +417,7 @@ class Replay:
             owns=self.owns,
             # Skips not written need no hint each: the pipeline counts them (`feed_event`).
             skipped=None if self.include_skips else Counter(),
+            records=self.records,
         )
         wiki = self.inbox.wiki
         # A wiki of another kind (a caller's own facts) is not asked: its objects go unchecked.
@@ -473,7 +479,9 @@ class Replay:
             hints = self.pipeline.handle(event)
             # A wiki's events take the inbox path; a chat log pays one set lookup per event.
             lines = self.inbox.handle(event) if event.type in INBOX_TYPES else None
-            if event.type == "notifications.settings":
+            if event.type in RECORD_TYPES:
+                self.records.apply(event)
+            elif event.type == "notifications.settings":
                 summary.mail_configured = self.inbox.wiki.settings().mail_configured
         except EventError as error:
             if self.pipeline.skipped:  # a bad event's hints are not counted: nor its skips
@@ -552,7 +560,7 @@ class Replay:
         inbox = self.inbox
         while (at := inbox.next_mail_due()) is not None and (until is None or at <= until):
             yield from self._out(self.pipeline.advance(at))
-            for mail in inbox.drain(at):
+            for mail in inbox.drain(at, self.records):
                 if self.owns is not None and not self.owns(mail.recipient):
                     continue
                 self.summary.add_mail(mail)

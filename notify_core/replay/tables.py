@@ -35,6 +35,7 @@ from notify_core.hints.quiet import ALWAYS, QuietRule, in_quiet_hours, quiet_unt
 from notify_core.inbox.categories import CATEGORY_BY_KEY
 from notify_core.inbox.tables import INBOX_FUNCTIONS
 from notify_core.mail.tables import mail_functions
+from notify_core.records.delivery_tables import DELIVERY_FUNCTIONS
 from notify_core.records.tables import RECORD_FUNCTIONS
 from notify_core.replay.lines import decision_to_json, dumps_json
 from notify_core.values.errors import InvalidInput, NotifyError
@@ -450,6 +451,7 @@ FUNCTIONS: Final[dict[str, TableFunction]] = {
     "retry_delay": _retry_delay,
     "badge_count": _badge_count,
     **RECORD_FUNCTIONS,
+    **DELIVERY_FUNCTIONS,
     **INBOX_FUNCTIONS,
     **mail_functions({key: category.digest for key, category in CATEGORY_BY_KEY.items()}),
 }

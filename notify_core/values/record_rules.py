@@ -13,6 +13,7 @@ receive it like any other fact:
 - `verdict`: whether a record lets one more delivery go on a channel, else the reason
   (``suspended``, ``record_channel_off``, ``frequency_cap``).
 - `local_day`, `next_local_midnight` and `DayCount`: the person's local day of the cap (M4).
+- `RecordFacts`: the port a pipeline and a drain read records and day counts through.
 
 Rules: docs/rules.md#records (M1-M6).
 """
@@ -20,9 +21,9 @@ Rules: docs/rules.md#records (M1-M6).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
 
@@ -36,6 +37,7 @@ __all__ = [
     "ChannelRule",
     "DayCount",
     "DeliveryChannel",
+    "RecordFacts",
     "RecordInEffect",
     "RecordReason",
     "channel_rule",
@@ -246,3 +248,21 @@ class DayCount:
         if self.day is not None and day < self.day:
             raise UsageError("day_went_back", f"{day} is before {self.day}", "/day")
         return DayCount(day, self.count + 1 if day == self.day else 1)
+
+
+class RecordFacts(Protocol):
+    """People's preference records in effect and their deliveries per local day (M1-M6).
+
+    Optional for the push pipeline and the mail drain: without it no record shapes a delivery.
+    """
+
+    def records_in_effect(
+        self, users: Sequence[str], now: datetime
+    ) -> Mapping[str, RecordInEffect]:
+        """Return the record in effect at ``now`` of each of ``users`` who has one (M1)."""
+
+    def deliveries_on(self, user: str, channel: DeliveryChannel, day: date) -> int:
+        """Return the deliveries on ``channel`` that named a record, on a local ``day`` (M4)."""
+
+    def count_delivery(self, user: str, channel: DeliveryChannel, day: date) -> None:
+        """Count one delivery on ``channel`` that named a record, on a local ``day`` (M4)."""

@@ -6,6 +6,12 @@ touched; each of their sockets is sent the text ``refresh`` (`REFRESH`), and the
 the summary, which stays the only source of truth: a pushed refresh and a polled one leave the
 same state. Bursts coalesce: a socket with a refresh not yet sent gets no second one.
 
+One process holds 10,000 sockets: a socket is a `LiveSocket` (a flag, and a future while its
+coroutine sleeps) and one task waiting on the client. Where the server writes a text at once
+(``notify serve``'s `notify_pg.http.websocket.SEND_NOW`), the refreshes of the notifications
+read in one turn of the event loop are written in the next, all in one go, without waking a
+coroutine per socket; under any other ASGI server each socket's coroutine sends its own.
+
 When the listening connection is lost (a database restart, a network cut) the hub connects
 again, retrying every `RECONNECT_DELAY` seconds, and once it listens again it sends ``refresh``
 to every open socket: whatever was notified while nobody listened is lost, and a refresh
@@ -20,7 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import psycopg
@@ -29,7 +35,7 @@ from psycopg import sql
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.inbox.live import live_channel, people_of
 
-__all__ = ["RECONNECT_DELAY", "REFRESH", "LiveHub", "LiveSocket"]
+__all__ = ["RECONNECT_DELAY", "REFRESH", "LiveHub", "LiveSocket", "SendNow"]
 
 #: What a socket is sent when its person's summary may have changed.
 REFRESH: Final = "refresh"
@@ -40,26 +46,52 @@ _log = logging.getLogger("notify_pg.serve")
 
 #: Sends one text message on a socket (the ASGI ``send`` wrapped).
 SendText = Callable[[str], Awaitable[None]]
+#: Writes one text message on a socket at once; ``False`` when it cannot (closing, too long).
+SendNow = Callable[[str], bool]
 
 
 class LiveSocket:
-    """One open websocket of a person: at most one refresh waiting to be sent."""
+    """One open websocket of a person: at most one refresh waiting to be sent.
 
-    __slots__ = ("_wake", "person")
+    Cheap at 10,000 sockets: a flag and, while its coroutine sleeps, one future. With
+    ``send_now`` (a server that can write a text at once, `notify_pg.http.websocket`) the hub
+    writes the refresh itself; otherwise a poke wakes the socket's coroutine, which sends it.
+    """
 
-    def __init__(self, person: str) -> None:
+    __slots__ = ("_due", "_waiter", "person", "send_now")
+
+    def __init__(self, person: str, send_now: SendNow | None = None) -> None:
         self.person = person
-        # maxsize 1: a refresh waiting covers every later one (coalescing).
-        self._wake: asyncio.Queue[None] = asyncio.Queue(maxsize=1)
+        self.send_now = send_now
+        self._due = False  # a refresh waits: it covers every later poke (coalescing)
+        self._waiter: asyncio.Future[None] | None = None
 
-    def poke(self) -> None:
-        """Ask for a refresh to be sent (a no-op while one is waiting)."""
-        if self._wake.empty():
-            self._wake.put_nowait(None)
+    def poke(self) -> bool:
+        """Ask for a refresh to be sent; whether it was not due already."""
+        if self._due:
+            return False
+        self._due = True
+        return True
 
-    async def next_refresh(self) -> None:
-        """Wait until a refresh is due."""
-        await self._wake.get()
+    def wake(self) -> None:
+        """Wake the socket's coroutine (a refresh is due, or the client spoke or left)."""
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def sleep(self) -> None:
+        """Wait until woken; return at once while a refresh is due."""
+        if not self._due:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+    def take(self) -> bool:
+        """Whether a refresh is due; it is no longer (the caller sends it)."""
+        due, self._due = self._due, False
+        return due
 
 
 class LiveHub:
@@ -82,6 +114,8 @@ class LiveHub:
         self.channel = live_channel(schema)
         self.reconnect_delay = reconnect_delay
         self._sockets: dict[str, set[LiveSocket]] = {}
+        self._direct: list[LiveSocket] = []  # due, written by `_flush` in one go
+        self._flushing: asyncio.Handle | None = None
         self.listening = asyncio.Event()
         self.notifications = 0
 
@@ -90,9 +124,9 @@ class LiveHub:
         """How many sockets are open."""
         return sum(len(s) for s in self._sockets.values())
 
-    def attach(self, person: str) -> LiveSocket:
-        """Register a new socket of ``person``."""
-        sock = LiveSocket(person)
+    def attach(self, person: str, send_now: SendNow | None = None) -> LiveSocket:
+        """Register a new socket of ``person`` (``send_now``: see `LiveSocket`)."""
+        sock = LiveSocket(person, send_now)
         self._sockets.setdefault(person, set()).add(sock)
         return sock
 
@@ -105,41 +139,69 @@ class LiveHub:
                 del self._sockets[sock.person]
 
     def tell(self, people: list[str] | None) -> None:
-        """Poke the sockets of ``people`` (``None``: every socket)."""
+        """Poke the sockets of ``people`` (``None``: every socket); call it in the event loop.
+
+        The refreshes are written at the loop's next turn, so that the notifications read
+        together (a burst) send one per socket.
+        """
         if people is None:
-            for socks in self._sockets.values():
-                for sock in socks:
-                    sock.poke()
-            return
-        for person in people:
-            for sock in self._sockets.get(person, ()):
+            socks: Iterable[LiveSocket] = [s for group in self._sockets.values() for s in group]
+        else:
+            socks = [s for person in people for s in self._sockets.get(person, ())]
+        direct = self._direct
+        for sock in socks:
+            if sock.poke():
+                if sock.send_now is None:
+                    sock.wake()
+                else:
+                    direct.append(sock)
+        if direct and self._flushing is None:
+            self._flushing = asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write the refresh of every socket poked since the last turn, each at once; a socket
+        that cannot take it now (closing, or a long text) is left to its coroutine."""
+        self._flushing = None
+        socks, self._direct = self._direct, []
+        for sock in socks:
+            if sock.take() and sock.send_now is not None and not sock.send_now(REFRESH):
                 sock.poke()
+                sock.wake()
 
     async def serve_socket(
-        self, person: str, send: SendText, receive: Callable[[], Awaitable[Any]]
+        self,
+        person: str,
+        send: SendText,
+        receive: Callable[[], Awaitable[Any]],
+        send_now: SendNow | None = None,
     ) -> None:
         """Serve one accepted websocket until the client leaves: send ``refresh`` when poked.
 
         ``receive`` is the ASGI receive; what the client sends is ignored (the socket only
-        speaks one way), a ``websocket.disconnect`` ends it.
+        speaks one way), a ``websocket.disconnect`` ends it. ``send_now`` (the server's, when
+        it has one) writes a text at once, ``False`` when it cannot.
         """
-        sock = self.attach(person)
-        incoming: asyncio.Task[Any] = asyncio.ensure_future(receive())
-        waking: asyncio.Task[None] = asyncio.ensure_future(sock.next_refresh())
+        sock = self.attach(person, send_now)
+
+        def listen() -> asyncio.Task[Any]:
+            task: asyncio.Task[Any] = asyncio.ensure_future(receive())
+            task.add_done_callback(lambda _task: sock.wake())
+            return task
+
+        incoming = listen()
         try:
             while True:
-                await asyncio.wait({incoming, waking}, return_when=asyncio.FIRST_COMPLETED)
+                if not incoming.done():  # done: its wake came while this one was not asleep
+                    await sock.sleep()
                 if incoming.done():
                     if incoming.result().get("type") == "websocket.disconnect":
                         return
-                    incoming = asyncio.ensure_future(receive())
-                if waking.done():
+                    incoming = listen()
+                if sock.take():
                     await send(REFRESH)
-                    waking = asyncio.ensure_future(sock.next_refresh())
         finally:
             self.detach(sock)
-            for task in (incoming, waking):
-                task.cancel()
+            incoming.cancel()
 
     async def run(self) -> None:
         """Listen until cancelled, connecting again whenever the connection is lost."""

@@ -48,7 +48,7 @@ from notify_pg.http.app import ReferenceApp
 from notify_pg.http.handlers import MAX_BODY_BYTES, Response
 from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, person_of
 from notify_pg.http.live import LiveHub
-from notify_pg.http.websocket import BoundedWebSocket
+from notify_pg.http.websocket import SEND_NOW, BoundedWebSocket
 
 __all__ = [
     "DEMO_PATH",
@@ -226,7 +226,9 @@ class AsgiApp:
         async def text(value: str) -> None:
             await send({"type": "websocket.send", "text": value})
 
-        await self.live.serve_socket(person, text, receive)
+        # The server's synchronous write, where it has one (notify serve's, not every server's).
+        send_now = (scope.get("extensions") or {}).get(SEND_NOW)
+        await self.live.serve_socket(person, text, receive, send_now=send_now)
 
     def _person(self, scope: Scope) -> str | None:
         identity: IdentityCheck = getattr(self.app, "identity", None) or IdentityCheck()

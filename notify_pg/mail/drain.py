@@ -45,12 +45,13 @@ import attrs
 
 from notify_core.inbox.access import PageFacts
 from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
-from notify_core.inbox.drain import DrainAccess, MailPlan, plan_mails
+from notify_core.inbox.drain import DrainAccess, MailPlan, MailSkip, plan_mails
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.mailing import actors_of, linked_pages, mail_entries, mail_site
 from notify_core.inbox.ports import Entry, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import InboxPrefs
 from notify_core.mail import compose_mail, unsubscribe_token
+from notify_core.records import RecordInEffect, RecordReason, next_local_midnight
 from notify_core.values.errors import NotifyError
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
@@ -65,6 +66,7 @@ from notify_pg.mail.claims import (
     message_id,
 )
 from notify_pg.mail.ports import MailHostPorts, MailSender
+from notify_pg.mail.records import MailRecords
 from notify_pg.mail.reschedule import reschedule_pending
 from notify_pg.mail.smtp import MailSendError, Outgoing, mail_message
 from notify_pg.stores.store import generations
@@ -146,6 +148,7 @@ class _Facts:
     pages: Mapping[str, PageInfo] = attrs.field(factory=dict)
     #: The registry of the pass: the seven and the host's own categories (N13).
     categories: Mapping[str, Category] = attrs.field(factory=lambda: CATEGORY_BY_KEY)
+    records: MailRecords | None = None
     #: The generation of each person ever forgotten (U3: their tokens carry it; a person
     #: forgotten now gets no mail and is not here).
     generations: Mapping[str, int] = attrs.field(factory=dict)
@@ -157,6 +160,16 @@ def _registry(conn: Conn, entries: Sequence[Entry], schema: str) -> Mapping[str,
     if all(e.category in CATEGORY_BY_KEY for e in entries):
         return CATEGORY_BY_KEY
     return host_registry(conn, schema=schema)
+
+
+def _wanted(entries: Sequence[Entry], known: Mapping[str, Category]) -> set[str]:
+    """The pages whose access the drain checks again (E4 over N8): those of the entries whose
+    category needs a permission."""
+    return {
+        e.target.page
+        for e in entries
+        if e.target.page is not None and known[e.category].access is not None
+    }
 
 
 def _clock() -> datetime:
@@ -176,8 +189,9 @@ class MailDrain:
         clock: the current instant (tests drive it).
         on_sent: a test hook, called after each send and before its mark.
         on_done: called after each mail's mark with the pass's instant, the plan and what
-            became of it: ``sent``, ``skipped`` or ``failed`` (a failed send, retried or
-            given up).
+            became of it: ``sent``, ``skipped``, ``failed`` (a failed send, retried or
+            given up) or ``held`` (over a record's cap: pending to the person's next local
+            midnight, M4).
     """
 
     def __init__(
@@ -348,10 +362,15 @@ class MailDrain:
             self.stats.entries["skipped"] += len(plan.entries)
             self._done(now, plan, "skipped")
             return
+        record, held = _record_check(self._facts, plan)
+        if held is not None:
+            _hold(self, conn, now, plan, lease_until, claimed, record, held)
+            return
+        record_id = None if record is None else record.preference_id
         if not secret:
             secret.append(self.secret(conn))
         try:
-            outgoing = self._outgoing(conn, plan, claimed, secret[0])
+            outgoing = self._outgoing(conn, plan, claimed, secret[0], record)
             if not sender:
                 sender.append(self.sender())
             sender[0].send(outgoing)
@@ -372,7 +391,7 @@ class MailDrain:
             self.on_sent(outgoing)
         self.stats.mails["sent"] += 1
         self.stats.entries["sent"] += len(plan.sent)
-        self._mark(conn, "mail_sent", plan.sent, lease_until, claimed)
+        self._mark(conn, "mail_sent", plan.sent, lease_until, claimed, record=record_id)
         self._done(now, plan, "sent")
 
     @property
@@ -416,10 +435,16 @@ class MailDrain:
         ids = sorted({e.person for e in entries})
         people = dict(host.inbox_people(conn, ids))
         stored: dict[str, dict[tuple[str, str], bool]] = {}
-        for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": text_array(list(people))}
+        # The people's preference records and the mails that named one come with their
+        # choices, in one query (M1, M4).
+        records = MailRecords(self.clock())
+        for user, category, channel, enabled, value in self._seam.all(
+            conn,
+            "mail_prefs_and_records_of",
+            {"ids": text_array(list(people)), "now": records.now},
         ):
-            stored.setdefault(user, {})[(category, channel)] = bool(enabled)
+            if not records.take(user, channel, value):
+                stored.setdefault(user, {})[(category, channel)] = bool(enabled)
         for user, choices in stored.items():
             people[user] = people[user]._replace(prefs=InboxPrefs(rows=choices))
         # U3: a person forgotten now gets no mail (inactive), whatever the host still says;
@@ -438,12 +463,8 @@ class MailDrain:
 
         first = host.inbox_first_site(conn) if any(e.target.site is None for e in entries) else None
         known = _registry(conn, entries, self.schema)
-        wanted = {
-            e.target.page
-            for e in entries
-            if e.target.page is not None and known[e.category].access is not None
-        }
-        pages = self._pages(conn, wanted | set(linked_pages(entries)))
+        wanted = _wanted(entries, known)
+        pages = _pages(host, conn, wanted | set(linked_pages(entries)))
         self._facts = _Facts(
             people=people,
             sites=sites,
@@ -451,6 +472,7 @@ class MailDrain:
             names=host.inbox_names(conn, actors_of(entries)),
             pages=pages,
             categories=known,
+            records=records,
             generations={user: n for user, n in marks.items() if n is not None},
         )
         return plan_mails(
@@ -459,31 +481,17 @@ class MailDrain:
             people=people,
             settings=host.inbox_settings(conn),
             first_site=first,
-            access=self._access(conn, wanted, pages),
+            access=_access(host, conn, wanted, pages),
             known=known,
         )
 
-    def _pages(self, conn: Conn, wanted: set[str]) -> dict[str, PageInfo]:
-        """The pages of the pass's entries as the host holds them now (a deleted page as it
-        was, flagged), each read once however many entries point at it."""
-        pages: dict[str, PageInfo] = {}
-        for page_id in sorted(wanted):
-            page = self.host.inbox_page(conn, page_id)
-            if page is not None:
-                pages[page_id] = page
-        return pages
-
-    def _access(self, conn: Conn, wanted: set[str], pages: Mapping[str, PageInfo]) -> DrainAccess:
-        """The groups of now and the pages of the entries that need a permission (``wanted``)
-        for the drain's access check (E4 over N8).
-
-        Access itself is computed once per page, group set and permission (`DrainAccess`).
-        """
-        facts: dict[str, PageFacts] = {p: pages[p].access for p in sorted(wanted) if p in pages}
-        return DrainAccess(groups=self.host.inbox_groups(conn) if wanted else {}, pages=facts)
-
     def _outgoing(
-        self, conn: Conn, plan: MailPlan, claimed: Mapping[str, Claimed], secret: bytes
+        self,
+        conn: Conn,
+        plan: MailPlan,
+        claimed: Mapping[str, Claimed],
+        secret: bytes,
+        record: RecordInEffect | None = None,
     ) -> Outgoing:
         """Compose the mail of a send (E6) for the person's address."""
         facts_now = self._facts
@@ -514,6 +522,8 @@ class MailDrain:
             ),
             more=plan.more,
         )
+        if record is not None and record.email.plain:  # M5: the text body only
+            mail = attrs.evolve(mail, html="")
         sender = self.config.sender
         message = mail_message(
             mail,
@@ -533,9 +543,11 @@ class MailDrain:
         claimed: Mapping[str, Claimed],
         *,
         reason: str | None = None,
+        record: str | None = None,
     ) -> None:
         ids = [claimed[e.id].table_id for e in entries]
         params: dict[str, Any] = {"ids": ids, "at": self.clock(), "lease_until": lease_until}
+        params["record"] = record  # the record that governed the mail (M6)
         if reason is not None:  # a skip records why (E4, `notify db status`)
             params["reason"] = reason
         self._writes.write(conn, Write(query, params))
@@ -561,3 +573,72 @@ class MailDrain:
         self._writes.write(
             conn, Write("mail_failed", params, {"code": code, "temporary": temporary})
         )
+
+
+def _pages(host: MailHostPorts, conn: Conn, wanted: set[str]) -> dict[str, PageInfo]:
+    """The pages of the pass's entries as the host holds them now (a deleted page as it
+    was, flagged), each read once however many entries point at it."""
+    pages: dict[str, PageInfo] = {}
+    for page_id in sorted(wanted):
+        page = host.inbox_page(conn, page_id)
+        if page is not None:
+            pages[page_id] = page
+    return pages
+
+
+def _access(
+    host: MailHostPorts, conn: Conn, wanted: set[str], pages: Mapping[str, PageInfo]
+) -> DrainAccess:
+    """The groups of now and the pages of the entries that need a permission (``wanted``)
+    for the drain's access check (E4 over N8).
+
+    Access itself is computed once per page, group set and permission (`DrainAccess`).
+    """
+    facts: dict[str, PageFacts] = {p: pages[p].access for p in sorted(wanted) if p in pages}
+    return DrainAccess(groups=host.inbox_groups(conn) if wanted else {}, pages=facts)
+
+
+def _record_check(
+    facts: _Facts, plan: MailPlan
+) -> tuple[RecordInEffect | None, RecordReason | None]:
+    """The record that governs a mail the checks of E4 let go, and why it holds the mail back
+    (M2-M4; `notify_pg.mail.records.MailRecords.check`)."""
+    if facts.records is None:
+        return None, None
+    user = facts.users.get(plan.recipient)
+    return facts.records.check(plan.recipient, user.time_zone if user is not None else None)
+
+
+def _hold(
+    drain: MailDrain,
+    conn: Conn,
+    now: datetime,
+    plan: MailPlan,
+    lease_until: datetime,
+    claimed: Mapping[str, Claimed],
+    record: RecordInEffect | None,
+    held: RecordReason,
+) -> None:
+    """A mail its record holds back (M2-M4): over the cap its rows wait, pending, to the
+    person's next local midnight (the claim's attempt undone); suspended or off, skipped with
+    the reason and the record (M6). ``on_done`` hears of it as a skip of the entries the
+    mail would have sent, with the record's reason (``held`` for the cap)."""
+    skip = MailPlan(
+        recipient=plan.recipient, site=plan.site, entries=plan.sent, skip=MailSkip(held.value)
+    )
+    if held is RecordReason.FREQUENCY_CAP:
+        user = drain._facts.users.get(plan.recipient)
+        until = next_local_midnight(now, user.time_zone if user is not None else None)
+        ids = [claimed[e.id].table_id for e in plan.sent]
+        params = {"ids": ids, "until": until, "lease_until": lease_until}
+        drain._writes.write(conn, Write("mail_wait", params))
+        drain.stats.mails["skip_frequency_cap"] += 1
+        drain._done(now, skip, "held")
+        return
+    record_id = None if record is None else record.preference_id
+    drain._mark(
+        conn, "mail_skipped", plan.sent, lease_until, claimed, reason=held.value, record=record_id
+    )
+    drain.stats.mails[f"skip_{held.value}"] += 1
+    drain.stats.entries["skipped"] += len(plan.sent)
+    drain._done(now, skip, "skipped")

@@ -177,6 +177,8 @@ def mail_message(
     for name, value in mail.headers:
         message[name] = value
     message.set_content(mail.text)
+    if not mail.html:  # an empty html body: the text only (M5, "format": "plain")
+        return message
     message.add_alternative(mail.html, subtype="html")
     # A boundary derived from the bodies (never found in them: they are quoted-printable or
     # base64) rather than a random one, so the same mail is the same bytes.

@@ -197,6 +197,7 @@ class ConsumeRound:
                 handled += 1
             schedule.write_pending()
             push.insert_pushes(session, pushes)
+            push.write_records(session)
             push.seam.run(
                 conn,
                 "move_cursors",

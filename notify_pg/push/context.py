@@ -29,6 +29,7 @@ from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.push.preferences import PgPreferences
 from notify_pg.push.providers import ProviderGate, PushProvider
 from notify_pg.push.recorder import NullRecorder, Recorder
+from notify_pg.push.records import PgRecords, held_hints, write_record_rows
 from notify_pg.push.schedule import PgSchedule
 from notify_pg.push.session import Session
 from notify_pg.push.world import PgWorld
@@ -37,7 +38,6 @@ from notify_pg.stores.events import EventLog
 from notify_pg.stores.facts import FactsReader
 from notify_pg.stores.ports import PipelineHostPorts
 from notify_pg.stores.preferences import PreferenceRepository
-from notify_pg.stores.record_facts import governing
 from notify_pg.stores.registrations import RegistrationRepository
 from notify_pg.stores.values import StoreConfig
 
@@ -123,9 +123,9 @@ class WorkerConfig:
     partitions: int = attrs.field(default=2, validator=_at_least_one)
     batch_size: int = 100
     due_batch: int = 100
-    send_batch: int = 50
+    send_batch: int = 256
     poll_interval: timedelta = timedelta(seconds=1)
-    max_concurrent_requests: int = 16
+    max_concurrent_requests: int = 128
     max_age: timedelta = timedelta(hours=1)
     retry_base: timedelta = timedelta(seconds=5)
     retry_cap: timedelta = timedelta(minutes=10)
@@ -187,13 +187,6 @@ class StagedPush(NamedTuple):
     notification_id: str
     devices: frozenset[str]
     cleared: list[str]
-
-
-def decided_record(session: Session, hint: Hint) -> str | None:
-    """The preference id of the record in effect at a hint's decision (M1, M6), from the
-    records the session read with the recipient's facts; ``None`` when none is."""
-    found = governing(session.records.get(hint.recipient, ()), hint.at)
-    return None if found is None else found.preference_id
 
 
 class _Owned:
@@ -311,6 +304,7 @@ class PushContext:
             ),
             schedule=schedule,
             owns=owned,
+            records=PgRecords(session, self.facts),
         )
         world, prefs = pipeline.world, pipeline.prefs
         assert isinstance(world, PgWorld) and isinstance(prefs, PgPreferences)
@@ -347,6 +341,7 @@ class PushContext:
                 if devices:
                     staged.append(self._staged(session, hint, decision, notification_id, devices))
             ids.append(notification_id)
+        session.holds.extend(held_hints(session, hints))
         if staged:
             if defer is None:
                 self.insert_pushes(session, staged)
@@ -393,7 +388,7 @@ class PushContext:
                 0 if hint.kind is Kind.SYNC else (decision.count or 0),
                 text_array(cleared),
                 hint.at,
-                decided_record(session, hint),
+                decision.record,
             )
             for hint, decision, notification_id, devices, cleared in pushes
             for reg in active.get(hint.recipient, ())
@@ -406,6 +401,12 @@ class PushContext:
             conn, "insert_push_sends", dict(zip(_PUSH_SEND_COLUMNS, columns, strict=True))
         )
         self.stats.push_sends += len(rows)
+
+    def write_records(self, session: Session) -> None:
+        """Write what the round's decisions counted for preference records (M4, M6): the push
+        deliveries per day and the hints records held back (nothing when there is none)."""
+        write_record_rows(self.seam, session, session.holds)
+        session.holds.clear()
 
     def count(self, hints: Sequence[Hint]) -> None:
         """Count a round's hints by decision and skip reason (stats and metrics)."""

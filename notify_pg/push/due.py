@@ -63,6 +63,7 @@ class DueRound:
             hints = pipeline.advance(limit)
             schedule.write_pending()
             push.carry_out(session, pipeline, hints)
+            push.write_records(session)
             push.events.append_many(conn, session.appends)
             done = schedule.popped
         push.stats.due += done

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 
 import attrs
 
 from notify_core.hints.decide import Switches
 from notify_core.hints.levels import Level, LevelFacts, Preference, Target, TargetKind
 from notify_core.hints.quiet import QuietRule
-from notify_core.records import RecordInEffect
 from notify_pg.db.errors import NotFound
 from notify_pg.push.session import (
     ADMIN_ENABLED_KEY,
@@ -27,7 +25,6 @@ from notify_pg.push.session import (
 from notify_pg.stores.facts import DEFAULT_LEVEL_KEY, FactsReader
 from notify_pg.stores.ports import PipelineHostPorts
 from notify_pg.stores.preferences import PreferenceRepository
-from notify_pg.stores.record_facts import governing
 
 __all__ = ["PgPreferences"]
 
@@ -102,8 +99,9 @@ class PgPreferences:
         if missing:
             self._s.batch = tuple(dict.fromkeys(users))
             # The pipeline takes the person's zone from `UserInfo`: only the rules are read.
+            s = self._s
             found = self._facts.quiet_rules(
-                self._s.conn, missing, zones=False, records=self._s.records
+                s.conn, missing, zones=False, records=s.records, days=s.push_days
             )
             for person in missing:
                 facts = found.get(person)
@@ -116,30 +114,15 @@ class PgPreferences:
         s = self._s
         missing = [p for p in dict.fromkeys(users) if p not in s.quiet]
         if missing:
-            found = self._facts.quiet_rules(s.conn, missing, zones=False, records=s.records)
+            found = self._facts.quiet_rules(
+                s.conn, missing, zones=False, records=s.records, days=s.push_days
+            )
             for person in missing:
                 facts = found.get(person)
                 s.quiet[person] = facts.rules if facts is not None else ()
         known = self._switches_of({p: settings.get(p, {}) for p in users})
         for person in users:
             s.switches[person] = known.get(person)
-
-    def records(self, users: Sequence[str], at: datetime) -> dict[str, RecordInEffect]:
-        """Return the records in effect at ``at`` of many people (M1; people without one are
-        absent), from the records read with their quiet rules (read now for those not read)."""
-        s = self._s
-        missing = [p for p in dict.fromkeys(users) if p not in s.records]
-        if missing:
-            rules = self._facts.quiet_rules(s.conn, missing, zones=False, records=s.records)
-            for person in missing:
-                facts = rules.get(person)
-                s.quiet.setdefault(person, facts.rules if facts is not None else ())
-        out = {}
-        for person in users:
-            found = governing(s.records.get(person, ()), at)
-            if found is not None:
-                out[person] = found
-        return out
 
     def switches(self, users: Sequence[str]) -> dict[str, Switches]:
         """Return the switches of many people; a stored non-boolean counts as unset (D3, D7)."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -49,6 +48,7 @@ from notify_pg.db.seam import Conn
 from notify_pg.push.context import PushContext
 from notify_pg.push.providers import PushProvider
 from notify_pg.push.providers.announce import warn_unserved
+from notify_pg.push.providers.fanout import send_all
 from notify_pg.push.session import Session
 from notify_pg.push.world import PgWorld
 from notify_pg.stores.record_facts import governing, record_from_json
@@ -355,65 +355,52 @@ class SendRound:
             return "no_provider"
         return claimed, registration, provider, kind
 
-    def _call(self, item: _Prepared) -> SendResult:
-        started = time.perf_counter()
-        with self.push.stats_lock:
-            self.push.stats.provider_calls += 1
-        try:
-            with self.push.gate.slot():
-                return item.provider.send(item.registration, item.notification)
-        except Exception as exc:  # a provider's failure is a transient failure (R1: retry)
-            _log.warning(
-                "provider call failed",
-                extra={
-                    "fields": {
-                        "provider": item.provider.name,
-                        "error_type": type(exc).__name__,
-                        "token_ref": item.registration.token_ref,
-                    }
-                },
+    def _pool_of(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(
+                max_workers=self.push.config.max_concurrent_requests,
+                thread_name_prefix="notify-push",
             )
-            return SendResult(result_class=ResultClass.RETRY)
-        finally:
-            seconds = time.perf_counter() - started
-            self.push.stats.provider_seconds += seconds
-            self.push.recorder.send_duration(item.provider.name, seconds)
+        return self._pool
 
     def _step2(self, prepared: Sequence[_Prepared]) -> list[SendResult]:
-        """Call the providers, up to ``max_concurrent_requests`` calls at once; the results
-        in the order of ``prepared``.
+        """Call the providers, up to ``max_concurrent_requests`` requests at once; the
+        results in the order of ``prepared``.
 
-        Each of up to that many pool tasks takes the next call not taken yet until none is
-        left (as a pool's threads take queued tasks), so a round makes a few tasks, not one
-        task, future and lock per call.
+        The pushes of a provider that sends over one multiplexed connection go to it in one
+        batch (`notify_pg.push.providers.fanout`: one hand-over, its streams started as
+        request slots free up); the others one call each, on up to that many pool tasks
+        that each take the next call not taken yet. A push's exception is its own transient
+        failure (R1: ``retry``), logged with its provider and error type.
         """
         if not prepared:
             return []
-        if len(prepared) == 1:
-            return [self._call(prepared[0])]
-        limit = self.push.config.max_concurrent_requests
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=limit, thread_name_prefix="notify-push")
-        results: list[SendResult | None] = [None] * len(prepared)
-        # A deque's pops are thread-safe: each index goes to exactly one task.
-        pending = deque(range(len(prepared)))
-
-        def calls() -> None:
-            while pending:
-                try:
-                    index = pending.popleft()
-                except IndexError:  # another task took the last one meanwhile
-                    return
-                try:
-                    results[index] = self._call(prepared[index])
-                except BaseException:
-                    pending.clear()  # the round fails: no more calls start (as pool.map's)
-                    raise
-
-        tasks = [self._pool.submit(calls) for _ in range(min(limit, len(prepared)))]
-        for task in tasks:
-            task.result()
-        return [result for result in results if result is not None]
+        with self.push.stats_lock:
+            self.push.stats.provider_calls += len(prepared)
+        outcomes = send_all(
+            [(item.provider, item.registration, item.notification) for item in prepared],
+            gate=self.push.gate,
+            pool=self._pool_of,
+            limit=self.push.config.max_concurrent_requests,
+        )
+        results: list[SendResult] = []
+        for item, (answer, seconds) in zip(prepared, outcomes, strict=True):
+            self.push.stats.provider_seconds += seconds
+            self.push.recorder.send_duration(item.provider.name, seconds)
+            if isinstance(answer, Exception):
+                _log.warning(
+                    "provider call failed",
+                    extra={
+                        "fields": {
+                            "provider": item.provider.name,
+                            "error_type": type(answer).__name__,
+                            "token_ref": item.registration.token_ref,
+                        }
+                    },
+                )
+                answer = SendResult(result_class=ResultClass.RETRY)
+            results.append(answer)
+        return results
 
     def _step3(
         self, results: Sequence[tuple[_Prepared, SendResult]]

@@ -7,7 +7,8 @@ page of due work, loaded at once so that a fan-out costs a constant number of qu
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from collections import Counter
+from datetime import UTC, date, datetime
 from typing import Final
 
 import attrs
@@ -79,6 +80,16 @@ class Session:
     appends: list[NewEvent] = attrs.field(factory=list)
     #: ``after_seq`` of the badge syncs popped in this transaction (for their cleared list).
     synced: dict[str, int | None] = attrs.field(factory=dict)
+    #: Push deliveries per person and local day (M4): as read, plus those of this
+    #: transaction; kept over `forget` (they are the transaction's own writes).
+    push_days: dict[tuple[str, date], int] = attrs.field(factory=dict)
+    #: The push deliveries this transaction counted, written at its end (`push_day_counts`).
+    push_days_added: Counter[tuple[str, date]] = attrs.field(factory=Counter)
+    #: The record each person had in effect at each decision instant asked about (M6: the
+    #: record a hint left with no route names in ``push_holds``); kept over `forget`.
+    record_at: dict[tuple[str, datetime], str] = attrs.field(factory=dict)
+    #: The ``push_holds`` rows of this transaction, written at its end.
+    holds: list[dict[str, object]] = attrs.field(factory=list)
 
     def at(self, position: int | None, now: datetime | None) -> None:
         """Move to another event (or to due work) and forget what was cached.

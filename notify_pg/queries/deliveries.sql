@@ -94,3 +94,17 @@ WITH deliveries AS (
 )
 SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM holds),
        (SELECT count(*) FROM days)
+
+-- name: add_push_day_counts
+-- Add the push deliveries a transaction counted per person and local day (M4), one statement for all.
+INSERT INTO {schema}.push_day_counts AS d (recipient, day, count)
+SELECT recipient, day, count
+FROM unnest(%(recipients)s::text[], %(days)s::date[], %(counts)s::integer[])
+  AS n(recipient, day, count)
+ON CONFLICT (recipient, day) DO UPDATE SET count = d.count + excluded.count
+
+-- name: insert_push_holds
+-- The hints records left with no route (M2-M4), one statement for all of a transaction's.
+INSERT INTO {schema}.push_holds (recipient, at, kind, thread, reason, record)
+SELECT * FROM unnest(%(recipient)s::text[], %(at)s::timestamptz[], %(kind)s::smallint[],
+                     %(thread)s::text[], %(reason)s::text[], %(record)s::text[])

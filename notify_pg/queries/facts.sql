@@ -17,7 +17,7 @@ WHERE user_id = ANY(%(user_ids)s::text[]) AND enabled
 ORDER BY user_id, id
 
 -- name: enabled_rules_and_records
--- The enabled quiet-hour rules of many people by person and ascending id, and after each person's rules their preference records in recording order (M1: the last column, a JSON array of the record's columns; NULL on a rule's row): the pipeline reads both in one query.
+-- The enabled quiet-hour rules of many people by person and ascending id, then each person's preference records in recording order (M1: a JSON array of the record's columns, and its seq) and the person's push deliveries per local day (M4: a JSON array of day and count, no seq): the pipeline reads all three in one query.
 SELECT user_id, id, weekdays, start_local, end_local, time_zone, NULL::json AS record,
        NULL::bigint AS seq
 FROM {schema}.quiet_hours
@@ -30,6 +30,10 @@ SELECT principal_ref, NULL, NULL, NULL, NULL, NULL,
        seq
 FROM {schema}.preference_records
 WHERE principal_ref = ANY(%(user_ids)s::text[])
+UNION ALL
+SELECT recipient, NULL, NULL, NULL, NULL, NULL, json_build_array(day, count), NULL
+FROM {schema}.push_day_counts
+WHERE recipient = ANY(%(user_ids)s::text[])
 ORDER BY 1, 2, 8
 
 -- name: user_level_rows

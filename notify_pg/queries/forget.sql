@@ -36,6 +36,18 @@ DELETE FROM {schema}.badge_syncs WHERE recipient = %(user_id)s
 -- Remove the person's pending push sends.
 DELETE FROM {schema}.push_sends WHERE recipient = %(user_id)s
 
+-- name: forget_push_deliveries
+-- Remove the audit of the person's ended push sends (M6).
+DELETE FROM {schema}.push_deliveries WHERE recipient = %(user_id)s
+
+-- name: forget_push_holds
+-- Remove the person's hints a record held back (M6).
+DELETE FROM {schema}.push_holds WHERE recipient = %(user_id)s
+
+-- name: forget_push_day_counts
+-- Remove the person's push deliveries per day (M4).
+DELETE FROM {schema}.push_day_counts WHERE recipient = %(user_id)s
+
 -- name: forget_inbox_entries
 -- Remove every inbox entry of the person.
 DELETE FROM {schema}.inbox_entries WHERE user_id = %(user_id)s

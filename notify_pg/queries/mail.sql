@@ -35,19 +35,20 @@ RETURNING e.id, e.user_id, e.site_id, e.category, e.variant, e.variants, e.group
           due.due_at, e.draft, e.members
 
 -- name: mail_sent
--- The mail went: sent with emailed_at; an email-only entry closes with it (N12).
+-- The mail went: sent with emailed_at and the record that governed it (M6); an email-only entry closes with it (N12).
 UPDATE {schema}.inbox_entries
-SET email_state = 'sent', email_after = NULL, emailed_at = %(at)s,
+SET email_state = 'sent', email_after = NULL, emailed_at = %(at)s, email_record = %(record)s,
     read_at = CASE WHEN read_at IS NULL AND NOT in_app THEN %(at)s ELSE read_at END
 WHERE id = ANY(%(ids)s::bigint[]) AND email_state = 'sending'
   AND email_after = %(lease_until)s
 
 -- name: mail_skipped
 -- Due rows the drain does not send (site off, person inactive, no access, section off, email
--- now off: E4), with the reason and the time for `notify db status`.
+-- now off: E4; a record suspended or turning email off: M2, M3), with the reason, the time
+-- for `notify db status` and the record that skipped them (M6).
 UPDATE {schema}.inbox_entries
 SET email_state = 'skipped', email_after = NULL,
-    email_skip = %(reason)s, email_skipped_at = %(at)s,
+    email_skip = %(reason)s, email_skipped_at = %(at)s, email_record = %(record)s,
     read_at = CASE WHEN read_at IS NULL AND NOT in_app THEN %(at)s ELSE read_at END
 WHERE id = ANY(%(ids)s::bigint[]) AND email_state = 'sending'
   AND email_after = %(lease_until)s
@@ -123,3 +124,31 @@ FOR UPDATE
 UPDATE {schema}.inbox_entries AS e SET email_after = r.email_after
 FROM unnest(%(ids)s::bigint[], %(dues)s::timestamptz[]) AS r (id, email_after)
 WHERE e.id = r.id AND e.email_state = 'pending'
+
+-- name: mail_prefs_and_records_of
+-- The drain's facts of many people in one query: their stored inbox choices (record NULL); the latest preference record each set by now (channel 'record', M1); the mails sent to each since a day before now that named a record (channel 'mail', one row per drain instant and site, M4).
+SELECT user_id, category, channel, enabled, NULL::json
+FROM {schema}.inbox_preferences
+WHERE user_id = ANY(%(ids)s::text[])
+UNION ALL
+(SELECT DISTINCT ON (principal_ref) principal_ref, NULL, 'record', NULL,
+        json_build_array(preference_id, principal_ref, declared_channels, set_at, status,
+                         channel_preferences, frequency_limit, quiet_hours, "format", metadata,
+                         suspended_at, deleted_at)
+ FROM {schema}.preference_records
+ WHERE principal_ref = ANY(%(ids)s::text[]) AND set_at <= %(now)s
+ ORDER BY principal_ref, seq DESC)
+UNION ALL
+SELECT user_id, site_id, 'mail', NULL, json_build_array(emailed_at)
+FROM (SELECT DISTINCT user_id, site_id, emailed_at
+      FROM {schema}.inbox_entries
+      WHERE user_id = ANY(%(ids)s::text[]) AND email_state = 'sent'
+        AND email_record IS NOT NULL AND emailed_at <= %(now)s
+        AND emailed_at > %(now)s::timestamptz - make_interval(days => 2)) AS m
+
+-- name: mail_wait
+-- Claimed rows a record's cap holds back (M4): back to pending at the person's next local midnight, the claim's attempt undone (no send was attempted).
+UPDATE {schema}.inbox_entries AS e
+SET email_state = 'pending', email_after = %(until)s, email_attempts = e.email_attempts - 1
+WHERE e.id = ANY(%(ids)s::bigint[]) AND e.email_state = 'sending'
+  AND e.email_after = %(lease_until)s

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any, Protocol
 
 from notify_core.hints.levels import Level, LevelFacts, Preference, Target, TargetKind
@@ -319,6 +319,7 @@ class FactsReader:
         *,
         zones: bool = True,
         records: dict[str, tuple[PreferenceRecord, ...]] | None = None,
+        days: dict[tuple[str, date], int] | None = None,
     ) -> dict[str, QuietFacts]:
         """Return each person's zone and enabled rules, ready for `in_quiet_hours` (Q5, Q7).
 
@@ -329,7 +330,8 @@ class FactsReader:
 
         With ``records`` the same query also reads each person's preference records
         (recording order) into it, every person of ``user_ids`` set (M1: the pipeline reads
-        the record in effect at each decision from them).
+        the record in effect at each decision from them), and into ``days`` the person's push
+        deliveries per local day (M4), where ``days`` has none of that person and day yet.
 
         Raises:
             InvalidRule: a stored rule is malformed in another way (not a whole minute).
@@ -345,8 +347,11 @@ class FactsReader:
             for row in self._seam.all(conn, "enabled_rules_and_records", {"user_ids": people}):
                 if row[6] is None:
                     rows.append(row[:6])
-                else:
+                elif row[7] is not None:
                     history.setdefault(row[0], []).append(record_from_json(row[6]))
+                elif days is not None:
+                    day, count = row[6]
+                    days.setdefault((row[0], date.fromisoformat(day)), int(count))
             for person in people:
                 records[person] = tuple(history.get(person, ()))
         stored = self._host.time_zones(conn, people) if zones else {}

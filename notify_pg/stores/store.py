@@ -93,10 +93,11 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
     quiet-hour rules and the idempotency keys of their creates, the personal events whose
     audience is the person (their payloads are the person's settings), their push
     registrations and their pending due work (windows, delayed pushes, badge syncs, push
-    sends), their inbox entries and choices, their audited unsubscribes and the audit rows of
-    their preference changes. It appends no event. Events the person only caused (``actor``)
-    stay: their payloads are about other people (so do audit rows of the instance's settings
-    they changed).
+    sends), the audit of their push deliveries (``push_deliveries``, ``push_holds``,
+    ``push_day_counts``), their inbox entries and choices, their audited unsubscribes and the
+    audit rows of their preference changes. It appends no event. Events the person only
+    caused (``actor``) stay: their payloads are about other people (so do audit rows of the
+    instance's settings they changed).
 
     It keeps a digest of the id keyed with the unsubscribe secret (generated here where
     missing), without the id itself: from then on the id is forgotten (`forgotten`, U3): a
@@ -124,6 +125,10 @@ def forget_person(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> Non
             "forget_releases",
             "forget_badge_syncs",
             "forget_push_sends",
+            # The audit of their deliveries (M6) and their pushes per day (M4).
+            "forget_push_deliveries",
+            "forget_push_holds",
+            "forget_push_day_counts",
             # The inbox (docs/inbox.md): entries and choices of the person.
             "forget_inbox_entries",
             "forget_inbox_preferences",

@@ -78,6 +78,20 @@ class ProviderGate:
         with self._semaphore:
             yield
 
+    def take(self, wanted: int) -> int:
+        """Take up to ``wanted`` free slots without waiting; return how many were taken
+        (each is given back with `give`). The batch path (`fanout`) takes its slots so,
+        from the connection's event loop, which must never wait."""
+        taken = 0
+        acquire = self._semaphore.acquire
+        while taken < wanted and acquire(blocking=False):
+            taken += 1
+        return taken
+
+    def give(self, count: int = 1) -> None:
+        """Give back ``count`` slots taken with `take`."""
+        self._semaphore.release(count)
+
 
 @attrs.frozen(kw_only=True)
 class FakeCall:

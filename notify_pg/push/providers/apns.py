@@ -10,7 +10,8 @@ it; a GOAWAY closes it and the next request opens another (streams the server di
 are sent again on it). Each push carries ``apns-topic`` (the registration's ``app_id``),
 ``apns-push-type: alert``, ``apns-priority`` 10 for a visible push and 5 for a quiet one and a
 badge sync, ``apns-expiration`` ``push.max_age`` ahead and ``apns-collapse-id`` by thread
-(`notify_pg.push.providers.payload.apns_payload`, R3).
+(`notify_pg.push.providers.payload.apns_payload`, R3). `ApnsProvider.send_many` hands a
+worker round's pushes to the connections at once (`notify_pg.push.providers.fanout`).
 
 Answers (R1): 200 accepted; 410 ``Unregistered`` (with its timestamp) and 400
 ``BadDeviceToken`` ``disable`` (``token_invalid``); ``DeviceTokenNotForTopic`` ``disable``
@@ -28,7 +29,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import attrs
@@ -38,7 +39,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from notify_core.hints.delivery import DisableReason, Notification, ResultClass, SendResult
 from notify_core.values.kinds import Kind
-from notify_pg.push.providers.h2client import ConnectionLost, H2Client, Reply
+from notify_pg.push.providers.fanout import Sent, Slots
+from notify_pg.push.providers.h2client import Batch, ConnectionLost, H2Client, Reply, Request
 from notify_pg.push.providers.health import ProviderAlerts, ProviderHealth
 from notify_pg.push.providers.payload import apns_payload, is_visible
 from notify_pg.push.providers.transport import log_answer, retry_after, tls_context
@@ -67,6 +69,9 @@ _FAULTS = frozenset(
 _TOKEN_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_")
 #: Headers whose values change from push to push (never indexed by HPACK).
 _VOLATILE = frozenset({"apns-id", "apns-expiration", "apns-collapse-id"})
+_RETRY = SendResult(result_class=ResultClass.RETRY)
+#: Requests of a batch handed over together while the next are made (`ApnsProvider.send_many`).
+_PART = 16
 
 
 @attrs.frozen(kw_only=True)
@@ -232,8 +237,11 @@ class ApnsProvider:
             headers["apns-id"] = str(uuid.UUID(notification.id))
         return headers
 
-    def send(self, registration: Registration, notification: Notification) -> SendResult:
-        """Send one push as a stream of the host's connection; the answer sorted (R1)."""
+    def _prepare(
+        self, registration: Registration, notification: Notification
+    ) -> SendResult | tuple[str, str, Request]:
+        """The answer of a push not sent (paused, a bad device token), or its provider token,
+        environment and request."""
         paused = self.health.paused()
         if paused is not None:
             return paused
@@ -247,16 +255,63 @@ class ApnsProvider:
         headers = self.headers(registration, notification)
         token = self.tokens.token()
         headers["authorization"] = f"bearer {token}"
-        path = f"/3/device/{device}"
+        body = apns_payload(notification)
+        return token, environment, Request("POST", f"/3/device/{device}", headers, body, _VOLATILE)
+
+    def send(self, registration: Registration, notification: Notification) -> SendResult:
+        """Send one push as a stream of the host's connection; the answer sorted (R1)."""
+        prepared = self._prepare(registration, notification)
+        if isinstance(prepared, SendResult):
+            return prepared
+        token, environment, request = prepared
         try:
             answer = self._clients[environment].request(
-                "POST", path, headers, apns_payload(notification), _VOLATILE
+                request.method, request.path, request.headers, request.body, request.volatile
             )
         except (ConnectionLost, TimeoutError, OSError):
             # A push whose connection ended under it may have been taken: at least once (the
             # app replaces a push by its id, R1 and docs/push-providers.md).
             return SendResult(result_class=ResultClass.RETRY)
         return self._sorted(answer, registration, token)
+
+    def send_many(
+        self, calls: Sequence[tuple[Registration, Notification]], slots: Slots
+    ) -> list[Sent]:
+        """Send every push as a stream of its host's connection, all handed over at once
+        (`notify_pg.push.providers.fanout`); each answer sorted as `send` sorts it, in the
+        order of ``calls``."""
+        outcomes: list[Sent] = [(_RETRY, 0.0)] * len(calls)
+        # Per host: its batch and the index and provider token of each request handed over.
+        hosts: dict[str, tuple[Batch, list[tuple[int, str]], list[Request]]] = {}
+        for index, (registration, notification) in enumerate(calls):
+            prepared = self._prepare(registration, notification)
+            if isinstance(prepared, SendResult):
+                outcomes[index] = (prepared, 0.0)
+                continue
+            token, environment, request = prepared
+            host = hosts.get(environment)
+            if host is None:
+                host = hosts[environment] = (self._clients[environment].batch(slots), [], [])
+            host[1].append((index, token))
+            host[2].append(request)
+            if len(host[2]) >= _PART:  # the first streams start while the rest are made
+                host[0].add(host[2])
+                host[2].clear()
+        for batch, _sent, part in hosts.values():
+            batch.add(part)
+        for batch, sent, _part in hosts.values():
+            for (index, token), (answer, seconds) in zip(sent, batch.close(), strict=True):
+                outcomes[index] = (self._answered(answer, calls[index][0], token), seconds)
+        return outcomes
+
+    def _answered(
+        self, answer: Reply | Exception, registration: Registration, token: str
+    ) -> SendResult | Exception:
+        if isinstance(answer, Reply):
+            return self._sorted(answer, registration, token)
+        if isinstance(answer, ConnectionLost | TimeoutError | OSError):
+            return _RETRY  # may have been taken: at least once, as in `send`
+        return answer
 
     def _sorted(self, answer: Reply, registration: Registration, token: str) -> SendResult:
         status = answer.status

@@ -6,7 +6,8 @@
 the worker's threads share one token and one trade at a time. `FcmProvider` sends each push
 as a data message (`notify_pg.push.providers.payload.fcm_data`, R3) with Android priority
 ``high`` for a visible push and ``normal`` for a quiet one and a badge sync, a ``ttl`` of
-``push.max_age`` and the thread as ``collapse_key``.
+``push.max_age`` and the thread as ``collapse_key``; `FcmProvider.send_many` hands a worker
+round's pushes to the connection at once (`notify_pg.push.providers.fanout`).
 
 Answers (R1), by FCM's error code: ``UNREGISTERED`` and ``INVALID_ARGUMENT`` on the token
 ``disable`` (``token_invalid``); ``SENDER_ID_MISMATCH`` ``disable`` (``sender_mismatch``, unless
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -35,7 +36,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from notify_core.hints.delivery import DisableReason, Notification, ResultClass, SendResult
 from notify_core.values.kinds import Kind
-from notify_pg.push.providers.h2client import ConnectionLost, H2Client, Reply
+from notify_pg.push.providers.fanout import Sent, Slots
+from notify_pg.push.providers.h2client import ConnectionLost, H2Client, Reply, Request
 from notify_pg.push.providers.health import ProviderAlerts, ProviderHealth
 from notify_pg.push.providers.payload import FCM_DATA_LIMIT, fcm_data, is_visible
 from notify_pg.push.providers.transport import client, log_answer, retry_after, tls_context
@@ -48,6 +50,9 @@ FCM_SCOPE = "https://www.googleapis.com/auth/firebase.messaging"
 _GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 #: A token is traded anew this long before it ends.
 _TOKEN_MARGIN = 300.0
+_RETRY = SendResult(result_class=ResultClass.RETRY)
+#: Requests of a batch handed over together while the next are made (`FcmProvider.send_many`).
+_PART = 16
 
 
 @attrs.frozen(kw_only=True)
@@ -290,12 +295,78 @@ class FcmProvider:
         if fresh:
             self.tokens.forget(token)
             token = self.tokens.token()
-        return self._h2.request(
-            "POST",
-            self._send_path,
-            {"authorization": f"Bearer {token}", "content-type": "application/json"},
-            body,
-        )
+        request = self._request(body, token)
+        return self._h2.request(request.method, request.path, request.headers, request.body)
+
+    def _request(self, body: bytes, token: str) -> Request:
+        headers = {"authorization": f"Bearer {token}", "content-type": "application/json"}
+        return Request("POST", self._send_path, headers, body)
+
+    def send_many(
+        self, calls: Sequence[tuple[Registration, Notification]], slots: Slots
+    ) -> list[Sent]:
+        """Send every push as a stream of the connection, all handed over at once with one
+        access token (`notify_pg.push.providers.fanout`); each answer sorted as `send` sorts
+        it, in the order of ``calls`` (a 401 ``UNAUTHENTICATED`` goes once more with a fresh
+        token, as in `send`)."""
+        outcomes: list[Sent] = [(_RETRY, 0.0)] * len(calls)
+        ready: list[int] = []
+        for index in range(len(calls)):
+            paused = self.health.paused()
+            if paused is None:
+                ready.append(index)
+            else:
+                outcomes[index] = (paused, 0.0)
+        bodies: dict[int, bytes] = {}
+        spent = dict.fromkeys(ready, 0.0)
+        stale: str | None = None
+        while ready:
+            try:
+                if stale is not None:
+                    self.tokens.forget(stale)
+                token = self.tokens.token()
+            except TokenFault as fault:
+                log_answer("fcm", 0, fault.reason, calls[ready[0]][0].token_ref)
+                for index in ready:  # the first is dropped, the others wait out the pause
+                    outcomes[index] = (self.health.fault(fault.reason), spent[index])
+                break
+            except (httpx.HTTPError, ConnectionLost, TimeoutError, OSError):
+                for index in ready:  # the token endpoint failed: a transient failure
+                    outcomes[index] = (_RETRY, spent[index])
+                break
+            batch, part = self._h2.batch(slots), []
+            for index in ready:  # the first streams start while the rest are made
+                body = bodies.get(index)
+                if body is None:
+                    body = bodies[index] = self.message(*calls[index])
+                part.append(self._request(body, token))
+                if len(part) >= _PART:
+                    batch.add(part)
+                    part = []
+            batch.add(part)
+            again: list[int] = []
+            for index, (answer, seconds) in zip(ready, batch.close(), strict=True):
+                spent[index] += seconds
+                if (
+                    stale is None
+                    and isinstance(answer, Reply)
+                    and answer.status == 401
+                    and _fcm_error(answer.body)[1] == "UNAUTHENTICATED"
+                ):
+                    again.append(index)  # revoked early: once more with a fresh token
+                    continue
+                outcomes[index] = (self._answered(answer, calls[index][0]), spent[index])
+            ready, stale = again, token
+        return outcomes
+
+    def _answered(
+        self, answer: Reply | Exception, registration: Registration
+    ) -> SendResult | Exception:
+        if isinstance(answer, Reply):
+            return self._sorted(answer, registration)
+        if isinstance(answer, ConnectionLost | TimeoutError | OSError):
+            return _RETRY
+        return answer
 
     def _sorted(self, answer: Reply, registration: Registration) -> SendResult:
         status = answer.status

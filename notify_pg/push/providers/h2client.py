@@ -7,14 +7,23 @@ one stream of it, and as many streams run at once as the server's
 streams up to its last stream id still get their answers, the streams above it were not taken
 and go again on a new connection, which the next request opens. A connection lost under a
 stream raises `ConnectionLost` (the request may have been taken: at least once).
+
+`H2Client.request_many` hands a whole batch over at once (`notify_pg.push.providers.fanout`):
+the loop starts a stream for each request as soon as a request slot is free (the process-wide
+limit, taken without waiting) and gives the slot back with the answer, so one hand-over
+between threads serves the batch instead of one per request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import ssl
 import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import attrs
@@ -25,7 +34,14 @@ import h2.events
 import h2.exceptions
 from hpack import HeaderTuple, NeverIndexedHeaderTuple
 
-__all__ = ["ConnectionLost", "H2Client", "Reply"]
+if TYPE_CHECKING:
+    from notify_pg.push.providers.fanout import Slots
+
+__all__ = ["Batch", "ConnectionLost", "H2Client", "Outcome", "Reply", "Request"]
+
+#: Seconds between looks for a free request slot while a batch has none and no stream open
+#: (the other threads of the process hold every slot).
+_SLOT_POLL = 0.002
 
 
 #: One header field of a request: a plain pair, or one HPACK must never index.
@@ -40,6 +56,10 @@ class _NotTaken(Exception):
     """The server did not take the stream (above a GOAWAY's last stream): send it again."""
 
 
+#: The outcome of a batch's request before it is answered (never returned).
+_NOT_SENT = ConnectionLost("the request was not sent")
+
+
 @attrs.frozen
 class Reply:
     """One answer: the status, the headers (lower-case names) and the body."""
@@ -47,6 +67,41 @@ class Reply:
     status: int
     headers: dict[str, str]
     body: bytes
+
+
+@attrs.frozen
+class Request:
+    """One request of a batch (`H2Client.request_many`): as `H2Client.request`'s arguments."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    volatile: frozenset[str] = frozenset()
+
+
+class _H2(h2.connection.H2Connection):
+    """h2's client connection, counting its open streams by the caller's count.
+
+    h2 counts them by walking every stream at each new one (dropping the closed ones as it
+    goes): with a hundred streams open that walk is a tenth of the loop's time per request.
+    `_Connection.request` opens a stream only below the server's limit, by its own count of
+    the streams awaiting answers; h2's walk still runs at every 64th stream to drop the
+    closed ones.
+    """
+
+    def __init__(self, config: h2.config.H2Configuration, count: Callable[[], int]) -> None:
+        super().__init__(config=config)
+        self._count = count
+        self._asked = 0
+
+    @property
+    def open_outbound_streams(self) -> int:
+        """The open streams this side opened (the caller's count; h2's every 64th time)."""
+        self._asked += 1
+        if self._asked % 64 == 0:
+            return super().open_outbound_streams
+        return self._count()
 
 
 class _Connection:
@@ -64,7 +119,7 @@ class _Connection:
             normalize_outbound_headers=False,
             validate_inbound_headers=False,
         )
-        self.h2 = h2.connection.H2Connection(config=config)
+        self.h2 = _H2(config, lambda: len(self.streams))
         # Huffman coding of every literal costs more CPU time than its few bytes save on a
         # request of some hundred bytes (a device token in the path, ids): plain literals.
         encode = self.h2.encoder.encode
@@ -178,8 +233,8 @@ class _Connection:
             raise _NotTaken()
         stream_id = self.h2.get_next_available_stream_id()
         future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
-        self.streams[stream_id] = (future, [], bytearray())
         self.h2.send_headers(stream_id, headers, end_stream=not body)
+        self.streams[stream_id] = (future, [], bytearray())  # counted by `_H2` after it opened
         sent = 0
         while sent < len(body):
             window = min(
@@ -271,6 +326,20 @@ class H2Client:
         )
         return future.result()
 
+    def request_many(
+        self, requests: Sequence[Request], slots: Slots
+    ) -> list[tuple[Reply | Exception, float]]:
+        """Send every request as a stream, each once one of ``slots`` is free, and wait for
+        all; per request, in order, its answer or its exception (`request`'s) and the
+        seconds from its start to its answer. One hand-over between threads."""
+        batch = self.batch(slots)
+        batch.add(requests)
+        return batch.close()
+
+    def batch(self, slots: Slots) -> Batch:
+        """A `Batch` of this client: requests handed over while more are being made."""
+        return Batch(self, slots)
+
     async def _usable(self) -> _Connection:
         if self._opening is None:
             self._opening = asyncio.Lock()
@@ -337,3 +406,94 @@ class H2Client:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()
+
+
+#: One request's outcome: its answer or its exception, and the seconds it took.
+Outcome = tuple[Reply | Exception, float]
+
+
+class Batch:
+    """Requests of one client handed to its loop in parts while the caller makes the next
+    (`H2Client.batch`): each starts as a stream once one of ``slots`` (the process-wide
+    request limit, taken without waiting) is free, and gives its slot back with its answer.
+    `add` and `close` are called from the caller's thread; the rest runs on the loop.
+
+    Args:
+        client: the client whose connection carries the streams.
+        slots: the request slots.
+    """
+
+    def __init__(self, client: H2Client, slots: Slots) -> None:
+        self._client = client
+        self._slots = slots
+        self._requests: list[Request] = []
+        self._outcomes: list[Outcome] = []
+        self._next = 0  # the first request not started
+        self._open = 0  # requests started and not answered
+        self._closed = False
+        self._polling = False
+        self._done: concurrent.futures.Future[list[Outcome]] = concurrent.futures.Future()
+
+    def add(self, requests: Sequence[Request]) -> None:
+        """Hand ``requests`` over (they start as slots free up)."""
+        if requests:
+            self._client._loop.call_soon_threadsafe(self._extend, list(requests))
+
+    def close(self) -> list[Outcome]:
+        """Hand nothing more over and wait for every answer: per request, in the order they
+        were added, its answer or its exception and the seconds from its start to its
+        answer."""
+        self._client._loop.call_soon_threadsafe(self._close)
+        return self._done.result()
+
+    def _extend(self, requests: list[Request]) -> None:
+        self._requests += requests
+        self._outcomes += [(_NOT_SENT, 0.0)] * len(requests)
+        self._start()
+
+    def _close(self) -> None:
+        self._closed = True
+        self._finish_if_done()
+
+    def _start(self) -> None:
+        first = self._next
+        taken = self._slots.take(len(self._requests) - first)
+        self._next += taken
+        self._open += taken
+        loop = self._client._loop
+        for index in range(first, first + taken):
+            loop.create_task(self._one(index)).add_done_callback(self._answered)
+        if self._open == 0 and self._next < len(self._requests) and not self._polling:
+            self._polling = True  # other threads hold every slot: look again shortly
+            loop.call_later(_SLOT_POLL, self._poll)
+
+    def _poll(self) -> None:
+        self._polling = False
+        self._start()
+
+    async def _one(self, index: int) -> None:
+        request = self._requests[index]
+        started = time.perf_counter()
+        try:
+            answer: Reply | Exception = await self._client._request(
+                request.method, request.path, request.headers, request.body, request.volatile
+            )
+        except Exception as exc:  # this request's failure only
+            answer = exc
+        self._outcomes[index] = (answer, time.perf_counter() - started)
+
+    def _answered(self, _task: asyncio.Task[None]) -> None:
+        self._slots.give(1)
+        self._open -= 1
+        if self._next < len(self._requests):
+            self._start()
+        self._finish_if_done()
+
+    def _finish_if_done(self) -> None:
+        if (
+            self._closed
+            and self._open == 0
+            and self._next == len(self._requests)
+            and not self._done.done()
+        ):
+            self._done.set_result(self._outcomes)

@@ -86,13 +86,20 @@ class ProviderHealth:
         (``config_error``: dropped, the registration unchanged, R1).
 
         The first fault of an episode logs one error line and raises the alert; faults while
-        the episode lasts extend the pause silently. ``reason`` is a short code such as
+        the episode lasts extend the pause silently. A fault met while the pause runs (a push
+        sent with others before the first fault's answer came: a batch, concurrent calls) is
+        answered as a push not sent in the pause (``throttled``, `paused`): as the pushes
+        after the first, it waits instead of being dropped. ``reason`` is a short code such as
         ``InvalidProviderToken`` or ``invalid_grant``: never a key, a token or an address.
         """
         with self._lock:
+            now = self._clock()
             first = self.fault_reason is None
+            running = not first and self._until > now
             self.fault_reason = reason
-            self._until = self._clock() + self.pause.total_seconds()
+            self._until = now + self.pause.total_seconds()
+        if running:
+            return SendResult(result_class=ResultClass.THROTTLED, retry_after=self.pause)
         if first:
             _log.error(
                 "push provider paused",

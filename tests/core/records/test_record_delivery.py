@@ -177,12 +177,23 @@ class TestDecideShaping:
 
     def test_m3_email_off_leaves_push(self) -> None:
         person = _facts(record(email=ChannelRule(enabled=False)))
-        assert decide(EVENT, person) == decide(EVENT, _facts(None))
+        assert decide(EVENT, person) == attrs.evolve(decide(EVENT, _facts(None)), record="p1")
 
     def test_m4_cap_reached_then_not(self) -> None:
         capped = record(push=ChannelRule(max_per_day=2))
         assert decide(EVENT, _facts(capped, 2)) == Skip(reason=SkipReason.FREQUENCY_CAP)
-        assert decide(EVENT, _facts(capped, 1)) == decide(EVENT, _facts(None))
+        allowed = decide(EVENT, _facts(capped, 1))
+        assert allowed == attrs.evolve(decide(EVENT, _facts(None)), record="p1")
+
+    def test_m6_a_send_with_a_push_route_names_its_record(self) -> None:
+        from notify_core.hints.decide import Connection
+
+        sent = decide(EVENT, _facts(record()))
+        assert isinstance(sent, Send) and sent.record == "p1"
+        assert isinstance(decide(EVENT, _facts(None)), Send)
+        gateway = _facts(record(), connections=[Connection(device="d-1"), Connection(device="d-2")])
+        only_gateway = decide(EVENT, gateway)
+        assert isinstance(only_gateway, Send) and only_gateway.record is None
 
     def test_m2_flush_and_release_check_again(self) -> None:
         paused = _facts(record(suspended=True))
@@ -228,7 +239,9 @@ class TestDecideShaping:
         assert decide_all(event, [shaped]) == [after]
         if isinstance(before, Send):
             gateways = tuple(r for r in before.routes if r.via is Via.GATEWAY)
-            if gateways:
+            if gateways == before.routes:
+                assert after == before  # no push route: not a push delivery
+            elif gateways:
                 assert isinstance(after, Send)
                 assert after.routes == gateways
             else:

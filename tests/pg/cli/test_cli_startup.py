@@ -79,7 +79,8 @@ def test_a_dropped_table_is_named(
 def test_a_schema_behind_the_package_names_the_migrations_it_lacks(
     db_dsn: str, conn: psycopg.Connection[object]
 ) -> None:
-    conn.execute(f"DELETE FROM {HOST_SCHEMA}.schema_migrations WHERE version >= 8")
+    # Two of them; the later ones stay recorded, so the message names exactly these two.
+    conn.execute(f"DELETE FROM {HOST_SCHEMA}.schema_migrations WHERE version IN (8, 9)")
     done = notify(db_dsn, *COMMANDS["worker"])
     expected = (
         'schema "host" lacks migrations 0008_wiki_names_links, 0009_channel_access_grants: '

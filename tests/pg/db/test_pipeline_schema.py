@@ -157,6 +157,23 @@ def test_forget_person_removes_registrations_and_due_work(conn: psycopg.Connecti
             " due_at, next_at) VALUES ('n', %s, %s, 1, now(), now())",
             [f"r-{who}", who],
         )
+        # The audit of the person's deliveries (M6) goes too.
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.push_deliveries (id, notification_id, registration_id,"
+            " recipient, kind, decided_at, ended_at, outcome)"
+            " VALUES (%s, 'n', %s, %s, 1, now(), now(), 'sent')",
+            [len(who), f"r-{who}", who],
+        )
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.push_holds (recipient, at, kind, reason, record)"
+            " VALUES (%s, now(), 1, 'suspended', 'p')",
+            [who],
+        )
+        conn.execute(
+            f"INSERT INTO {SCHEMA}.push_day_counts (recipient, day, count)"
+            " VALUES (%s, current_date, 1)",
+            [who],
+        )
     forget_person(conn, ALEX, SCHEMA)
     for table, column in (
         ("push_registrations", "user_id"),
@@ -164,6 +181,9 @@ def test_forget_person_removes_registrations_and_due_work(conn: psycopg.Connecti
         ("badge_syncs", "recipient"),
         ("delayed_releases", "recipient"),
         ("push_sends", "recipient"),
+        ("push_deliveries", "recipient"),
+        ("push_holds", "recipient"),
+        ("push_day_counts", "recipient"),
     ):
         rows = conn.execute(f"SELECT {column} FROM {SCHEMA}.{table}".encode()).fetchall()
         assert rows == [(SAM,)], table

@@ -184,10 +184,9 @@ def test_h3_the_purge_removes_old_deliveries_holds_and_day_counts(run: PgRun) ->
         " VALUES ('alex', %s, 2, 't', 'suspended', 'p1')",
         [START],
     )
-    run.conn.execute(
-        f"INSERT INTO {SCHEMA}.push_day_counts (recipient, day, count) VALUES ('alex', %s, 1)",
-        [START.date()],
-    )
+    # The push named a record: counted on Alex's local day (M4).
+    days = run.conn.execute(f"SELECT recipient, day, count FROM {SCHEMA}.push_day_counts")
+    assert days.fetchall() == [("alex", START.date(), 1)]
     kept = purge(run.conn, retention_days=60, now=START + timedelta(days=59), schema=SCHEMA)
     assert kept["deliveries"] == 0
     gone = purge(run.conn, retention_days=60, now=START + timedelta(days=61), schema=SCHEMA)
