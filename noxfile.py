@@ -157,6 +157,13 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
         ["notify_core/records/checks.py"],
         ["tests/core/records/test_records.py", "tests/core/records/test_records_tables.py"],
     ),
+    "record_delivery": (
+        ["notify_core/records/delivery.py", "notify_core/values/record_rules.py"],
+        [
+            "tests/core/records/test_record_delivery.py",
+            "tests/core/records/test_record_delivery_edges.py",
+        ],
+    ),
 }
 #: The mutants no test can tell from the original, each with the reason (read by the session).
 EQUIVALENT_MUTANTS = "tests/mutants/equivalent.toml"

@@ -1,11 +1,13 @@
 """Benchmark: ``notify replay`` end to end on a large synthetic log, printed as JSON.
 
     python bench/bench_replay.py [--events 1000000] [--users 10000] [--seed 1]
-                                 [--max-fanout 500] [--profile-events 0] [--json-sample 100000]
+                                 [--max-fanout 500] [--records] [--profile-events 0]
+                                 [--json-sample 100000]
                                  [--baseline-src PATH [--rounds 3]] [--no-profile] [--no-json]
 
 Stages, each reported in the JSON object:
-- ``log``: ``notify synth`` writes the log to a temporary file (a child process).
+- ``log``: ``notify synth`` writes the log to a temporary file (a child process); with
+  ``--records`` the log holds preference records (caps, channels off, suspensions, M1-M6).
 - ``replay``: ``notify replay LOG --out FILE --summary-json FILE`` in a child process, so the
   figures are the command's own: events/s, recipient decisions/s (every decision of the
   pipeline, skips included; goal >= 100,000 on one core) and peak memory (the child's
@@ -92,8 +94,10 @@ def run_child(command: list[str], src: Path | None = None) -> tuple[float, int, 
     return elapsed, usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
-def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) -> dict[str, Any]:
-    """Write the synthetic log with ``notify synth``."""
+def generate(
+    path: Path, events: int, users: int, seed: int, max_fanout: int, records: bool = False
+) -> dict[str, Any]:
+    """Write the synthetic log with ``notify synth`` (``--records``: with preference records)."""
     seconds, _, _ = run_child(
         notify(
             "synth",
@@ -102,6 +106,7 @@ def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) ->
             f"--seed={seed}",
             f"--max-fanout={max_fanout}",
             f"--out={path}",
+            *(["--records"] if records else []),
         )
     )
     return {
@@ -109,6 +114,7 @@ def generate(path: Path, events: int, users: int, seed: int, max_fanout: int) ->
         "users": users,
         "seed": seed,
         "max_fanout": max_fanout,
+        "records": records,
         "bytes": path.stat().st_size,
         "seconds": round(seconds, 2),
     }
@@ -386,12 +392,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="also replay with the source tree at PATH, alternating rounds, and compare",
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds per side (baseline)")
+    parser.add_argument(
+        "--records", action="store_true", help="a log with preference records (synth --records)"
+    )
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"python": platform.python_version(), "machine": platform.machine()}
     with tempfile.TemporaryDirectory(prefix="notify-bench-") as tmp:
         workdir = Path(tmp)
         log = workdir / "synth.jsonl"
-        result["log"] = generate(log, args.events, args.users, args.seed, args.max_fanout)
+        result["log"] = generate(
+            log, args.events, args.users, args.seed, args.max_fanout, args.records
+        )
         if args.baseline_src is not None:
             result["against_baseline"] = against_baseline(
                 log, workdir, args.baseline_src.resolve(), args.rounds

@@ -1,8 +1,9 @@
 """Mounting notify's framework-neutral HTTP handlers in Starlette (ASGI): docs/embedding.md.
 
-The handlers are plain blocking functions: an ASGI host reads the body in the event loop,
-then runs the handler with its connection on a thread (`run_in_threadpool`), so a slow client
-never holds a thread or a connection. Run it with any ASGI server, e.g.
+Each handler has a plan form (``http.inbox_list_plan`` and so on, `notify_pg.db.plan`): the
+same logic, run here on an asyncio connection of a ``psycopg_pool.AsyncConnectionPool`` with
+`run_plan_async`, in the event loop, with no thread. The body is awaited before a connection
+is taken, so a slow client never holds one. Run it with any ASGI server, e.g.
 ``uvicorn --factory examples.embed_starlette:create_app`` with ``NOTIFY_DSN`` set.
 """
 
@@ -10,18 +11,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
-from psycopg_pool import ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from notify_pg import http
-from notify_pg.mail.secret import unsubscribe_secret
+from notify_pg.db.plan import Plan, run_plan_async
+from notify_pg.mail.secret import unsubscribe_secret_plan
 
 SCHEMA = os.environ.get("NOTIFY_SCHEMA", "notify")
 
@@ -38,44 +39,34 @@ def to_starlette(answer: http.Response) -> Response:
 
 def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> Starlette:
     """The host's Starlette app with notify's inbox and one-click unsubscribe routes."""
-    pool: ConnectionPool[Any] = ConnectionPool(
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
         dsn or os.environ["NOTIFY_DSN"],
         min_size=1,
         max_size=4,
         timeout=2,
         kwargs={"autocommit": True},
-        open=True,
+        open=False,  # opened by the lifespan, in the server's event loop
     )
     secret: list[bytes] = []
 
-    def the_secret(conn: Any) -> bytes:
-        if not secret:
-            secret.append(unsubscribe_secret(conn, schema=schema))
-        return secret[0]
-
-    async def with_conn(call: Callable[[Any], http.Response]) -> Response:
-        def run() -> http.Response:
-            with pool.connection() as conn:
-                return call(conn)
-
-        return to_starlette(await run_in_threadpool(run))
+    async def run(plan: Plan[http.Response]) -> Response:
+        async with pool.connection() as conn:
+            return to_starlette(await run_plan_async(conn, plan))
 
     async def inbox_list(request: Request) -> Response:
         person = current_person(request)
         if person is None:
             return Response(status_code=401)
         query, site = request.url.query, request.path_params["site"]
-        return await with_conn(
-            lambda c: http.inbox_list(c, person, query=query, site=site, schema=schema)
-        )
+        return await run(http.inbox_list_plan(person, query=query, site=site, schema=schema))
 
     async def inbox_summary(request: Request) -> Response:
         person = current_person(request)
         if person is None:
             return Response(status_code=401)
         tag, site = request.headers.get("if-none-match"), request.path_params["site"]
-        return await with_conn(
-            lambda c: http.inbox_summary(c, person, if_none_match=tag, site=site, schema=schema)
+        return await run(
+            http.inbox_summary_plan(person, if_none_match=tag, site=site, schema=schema)
         )
 
     async def inbox_read(request: Request) -> Response:
@@ -83,38 +74,39 @@ def create_app(dsn: str | None = None, *, schema: str = SCHEMA) -> Starlette:
         if person is None:
             return Response(status_code=401)
         body = await request.body()  # in the event loop, before any connection
-        kind, site = request.headers.get("content-type"), request.path_params["site"]
-        return await with_conn(
-            lambda c: http.inbox_read(
-                c, person, content_type=kind, body=body, site=site, schema=schema
-            )
-        )
+        kind = request.headers.get("content-type")
+        site = request.path_params["site"]  # /sites/{site}/notifications/read (H1)
+        plan = http.inbox_read_plan(person, content_type=kind, body=body, site=site, schema=schema)
+        async with pool.connection() as conn:  # then a connection, no thread
+            answer = await run_plan_async(conn, plan)
+        return Response(answer.body, status_code=answer.status, headers=dict(answer.headers))
 
     async def inbox_dismiss(request: Request) -> Response:
         person = current_person(request)
         if person is None:
             return Response(status_code=401)
         entry, site = request.path_params["entry"], request.path_params["site"]
-        return await with_conn(
-            lambda c: http.inbox_dismiss(c, person, entry, site=site, schema=schema)
-        )
+        return await run(http.inbox_dismiss_plan(person, entry, site=site, schema=schema))
 
     async def unsubscribe_post(request: Request) -> Response:
         body = await request.body()
         query, kind = request.url.query, request.headers.get("content-type")
-        return await with_conn(
-            lambda c: http.unsubscribe_post(
-                c, secret=the_secret(c), query=query, content_type=kind, body=body, schema=schema
+        async with pool.connection() as conn:
+            if not secret:
+                secret.append(await run_plan_async(conn, unsubscribe_secret_plan(schema=schema)))
+            plan = http.unsubscribe_post_plan(
+                secret=secret[0], query=query, content_type=kind, body=body, schema=schema
             )
-        )
+            return to_starlette(await run_plan_async(conn, plan))
 
     async def unsubscribe_get(request: Request) -> Response:
         return to_starlette(http.unsubscribe_get(query=request.url.query))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        await pool.open()
         yield
-        pool.close()
+        await pool.close()
 
     app = Starlette(
         routes=[

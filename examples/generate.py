@@ -584,11 +584,36 @@ def story(log: TeamLog) -> None:
     )
 
 
+def records(log: TeamLog) -> None:
+    """Preference records (M1-M6): Ben caps his pushes, Hana pauses for two days, Chandra
+    turns push off and asks for plain mails; Ben drops his cap on Friday."""
+    channels = ["push", "email", "sms"]
+
+    def record(person: str, kind: str, **payload: object) -> Callable[[], None]:
+        return lambda: log.add(f"record.{kind}", dict(payload), audience=person)
+
+    days = [MONDAY + timedelta(days=d) for d in range(5)]
+    cap = {"push": {"max_per_day": 3}}
+    log.at(days[0] + timedelta(hours=7), record("u-ben", "set", preference_id="pref-ben-1",
+           declared_channels=channels, channels=cap))  # fmt: skip
+    hana = {"push": {"enabled": True}, "sms": "urgent-only"}
+    log.at(days[0] + timedelta(hours=1), record("u-hana", "set", preference_id="pref-hana-1",
+           declared_channels=channels, channels=hana))  # fmt: skip
+    log.at(days[1], record("u-hana", "suspended", preference_id="pref-hana-1"))
+    log.at(days[3], record("u-hana", "set", preference_id="pref-hana-2",
+           declared_channels=channels, channels=hana))  # fmt: skip
+    off = {"push": {"enabled": False}, "email": {"format": "plain"}}
+    log.at(days[2] + timedelta(hours=3), record("u-chandra", "set", preference_id="pref-chandra-1",
+           declared_channels=channels, channels=off))  # fmt: skip
+    log.at(days[4] + timedelta(hours=12), record("u-ben", "deleted", preference_id="pref-ben-1"))
+
+
 def build(seed: int = SEED) -> list[dict[str, object]]:
     """Return the events of the week, in commit order."""
     log = TeamLog(seed)
     world(log)
     story(log)
+    records(log)
     working_days(log)
     log.run_actions()
     return log.events

@@ -16,7 +16,7 @@ from typing import Any
 
 from notify_cli.install import install_hint
 from notify_cli.options import BadInput, write_file
-from notify_core.replay.report import report_data
+from notify_core.replay.report import HELD_BACK, report_data
 from notify_core.replay.run import Summary
 
 __all__ = [
@@ -320,6 +320,27 @@ def skip_table(data: dict[str, object]) -> tuple[list[str], list[list[object]]]:
     )
 
 
+def held_back_table(data: dict[str, object], policies: Sequence[str]) -> str:
+    """The hints and mails preference records held back (M2-M4): over a cap (a mail over its
+    cap waits to the next local midnight), paused, channel off; per channel and policy."""
+    rows = data["held_back"]
+    assert isinstance(rows, list)
+    if not rows:
+        return '<p class="empty">No delivery held back by a preference record.</p>'
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for row in rows:
+        key = (str(row["reason"]), str(row["channel"]))
+        counts.setdefault(key, {})[str(row["policy"])] = int(row["deliveries"])
+    order = {reason: i for i, reason in enumerate(HELD_BACK)}
+    table = [
+        [reason, channel, *(found.get(p, 0) for p in policies)]
+        for (reason, channel), found in sorted(
+            counts.items(), key=lambda i: (order[i[0][0]], i[0][1])
+        )
+    ]
+    return _table(["reason", "channel", *policies], table)
+
+
 def render_report(
     summaries: Sequence[tuple[str, Summary]], log: str, policy_files: Sequence[str | None]
 ) -> str:
@@ -394,6 +415,8 @@ def render_report(
         parts.append(f'<div class="beside">{chart}{_table(*skip_table(data))}</div>')
     else:
         parts.append('<p class="empty">No skips.</p>')
+    parts.append("<h2>Held back by preference records</h2>")
+    parts.append(held_back_table(data, policies))
     parts.append("<h2>Bundling: messages per flush</h2>")
     parts.append(
         figure(

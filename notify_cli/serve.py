@@ -1,7 +1,8 @@
 """``notify serve``: the reference web app of `notify_pg.http.app` (needs the ``serve`` extra).
 
 Serves the one-click unsubscribe routes, the inbox routes and the websocket of live updates
-on uvicorn (`notify_pg.http.server`) until SIGTERM or SIGINT. A reference for the demo and
+on uvicorn (`notify_pg.http.server`, the routes native in its event loop) until SIGTERM or
+SIGINT. A reference for the demo and
 tests: the inbox's person is the ``X-Notify-User`` header, so a host puts its own
 authentication in front, proven by a shared secret or a signed token (`notify_cli.serve_identity`,
 `notify_pg.http.identity`). Logs are JSON lines (or text) on stderr, one per request with its
@@ -92,7 +93,8 @@ from notify_cli.worker import _logging, _metrics
     default=8,
     show_default=True,
     metavar="N",
-    help="Handler threads per process, and database connections (one each).",
+    help="Database connections per process for the routes served in the event loop, and "
+    "threads (one connection each) for the preference and settings routes.",
 )
 @click.option(
     "--max-connections",
@@ -221,8 +223,10 @@ def serve(
     --pool-timeout. Each request logs one line (method, route template, status, duration).
     With --metrics-port the requests (by route and status, with a duration histogram) and the
     database's gauges of docs/operators.md are served for Prometheus on their own port.
-    SIGTERM or SIGINT stop it (exit 0). A database that cannot be reached, an address that
-    cannot be bound or a bad option: a message on stderr and exit code 2.
+    GET /healthz answers 200 while the process serves; GET /readyz 200 when the database
+    answers, else 503 (docs/production.md). SIGTERM or SIGINT stop it (exit 0). A database
+    that cannot be reached, an address that cannot be bound or a bad option: a message on
+    stderr and exit code 2.
     """
     try:
         import psycopg
@@ -251,7 +255,7 @@ def serve(
         insecure_identity_header=insecure_identity_header,
     )
     wiki = None if host_schema is None else ReferenceWiki(host_schema)
-    hidden = None if wiki is None else wiki.sites_off
+    hidden = None if wiki is None else wiki.sites_off_plan
     limits = ServeLimits(
         threads=threads,
         max_body=max_body,
@@ -315,7 +319,7 @@ def serve(
                 pool,
                 schema=schema,
                 unsubscribe_page=unsubscribe_page,
-                hidden_sites=hidden,
+                hidden_sites_plan=hidden,
                 on_request=on_request,
                 admin_host=wiki,
                 unsubscribe_paths=paths,
@@ -355,6 +359,9 @@ def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.
     for _ in range(workers):
         pid = os.fork()
         if pid == 0:  # the child serves, then leaves without the parent's exit handlers
+            # Stopped while it starts (before serve_here installs its handler): nothing is
+            # served yet, so it leaves at once, with success, as a stop asked.
+            signal.signal(signal.SIGTERM, lambda _number, _frame: os._exit(0))
             code = 0
             try:
                 serve_here()

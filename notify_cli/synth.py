@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from notify_cli import fastjson
 from notify_cli.options import EXIT_BAD_INPUT, open_out, writing
 from notify_cli.synth_logs import SynthConfig, synth_events
+from notify_cli.synth_records import with_records
 from notify_core.replay.lines import dumps_line
 
 _stderr = Console(stderr=True)
@@ -82,8 +83,16 @@ def _write_with_progress(events: Iterable[dict[str, object]], out: IO[str], tota
     show_default=True,
     help="Readers of the largest channel (>= 1).",
 )
+@click.option(
+    "--records",
+    is_flag=True,
+    help="Also give people preference records: push and mail caps, push off, plain mails,"
+    " suspensions, resumptions and deletions (about 1 event in 200).",
+)
 @click.option("--out", "out_file", metavar="FILE", help="Write the log here instead of stdout.")
-def synth(events: int, users: int, seed: int, max_fanout: int, out_file: str | None) -> None:
+def synth(
+    events: int, users: int, seed: int, max_fanout: int, records: bool, out_file: str | None
+) -> None:
     """Write a synthetic event log of a large instance, deterministic for a seed.
 
     First the world (people, spaces, channels whose reader counts range from 1 to
@@ -107,13 +116,16 @@ def synth(events: int, users: int, seed: int, max_fanout: int, out_file: str | N
         sys.exit(EXIT_BAD_INPUT)
     config = SynthConfig(events=events, users=users, seed=seed, max_fanout=max_fanout)
     started = time.perf_counter()
+    made = synth_events(config)
+    if records:
+        made = with_records(made, seed=seed, total=events)
     if out_file is None:
         with writing("stdout"):
-            count = _write_with_progress(synth_events(config), sys.stdout, events)
+            count = _write_with_progress(made, sys.stdout, events)
             sys.stdout.flush()
     else:
         with open_out(out_file) as handle:
-            count = _write_with_progress(synth_events(config), handle, events)
+            count = _write_with_progress(made, handle, events)
     seconds = time.perf_counter() - started
     where = out_file if out_file is not None else "stdout"
     click.echo(f"synth: wrote {count:,} events to {where} in {seconds:.1f} s", err=True)

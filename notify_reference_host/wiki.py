@@ -22,8 +22,9 @@ from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_core.mail.cadence import EmailSchedule
-from notify_core.values.links import link_templates
+from notify_pg.db.plan import run_plan
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
+from notify_reference_host.wiki_plans import WikiReadPlans
 
 __all__ = ["ReferenceWiki"]
 
@@ -130,7 +131,7 @@ class _Later(Mapping[str, _V]):
         return self._got().values()
 
 
-class ReferenceWiki:
+class ReferenceWiki(WikiReadPlans):
     """The inbox's host ports on the reference host's wiki tables, plus writes for tests.
 
     Args:
@@ -145,24 +146,11 @@ class ReferenceWiki:
 
     def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
         """Return a site, or ``None``."""
-        row = self._seam.one(conn, "wiki_site", {"id": site})
-        if row is None:
-            return None
-        id_, host, https, locale, zone, on, links, name = row
-        return SiteInfo(
-            id=id_,
-            host=host,
-            name=name,
-            https=https,
-            primary_locale=locale,
-            time_zone=zone,
-            notifications=on,
-            links=link_templates(links),
-        )
+        return run_plan(conn, self.inbox_site_plan(site))
 
     def inbox_names(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, str]:
         """Return the display names of the people among ``ids`` who have one (E6)."""
-        return dict(self._seam.all(conn, "wiki_names", {"ids": text_array(ids)}))
+        return run_plan(conn, self.inbox_names_plan(ids))
 
     def unsubscribe_links(self, conn: Conn) -> list[str]:
         """Return the unsubscribe templates the sites set: `notify serve --host-schema`
@@ -171,36 +159,22 @@ class ReferenceWiki:
 
     def inbox_first_site(self, conn: Conn) -> str | None:
         """Return the instance's first site by creation, or ``None`` without sites (E4)."""
-        row = self._seam.one(conn, "wiki_first_site")
-        return None if row is None else str(row[0])
+        return run_plan(conn, self.inbox_first_site_plan())
 
     def inbox_sites(self, conn: Conn) -> list[tuple[str, str, bool, str]]:
         """Return the sites whose notifications are on, by creation: ``(id, host, https,
         name)`` each, ``name`` empty when the site has none (the inboxes a person may switch
         between, `notify serve --demo`)."""
-        rows = self._seam.all(conn, "wiki_sites_on")
-        return [(str(r[0]), str(r[1]), bool(r[2]), str(r[3])) for r in rows]
+        return run_plan(conn, self.inbox_sites_plan())
 
     def sites_off(self, conn: Conn) -> list[str]:
         """Return the sites whose notifications are switched off (the inbox hides their
-        entries, N5): what `notify serve --host-schema` passes as ``hidden_sites``."""
-        return [str(r[0]) for r in self._seam.all(conn, "wiki_sites_off")]
+        entries, N5): what `notify serve --host-schema` hides (`sites_off_plan`)."""
+        return run_plan(conn, self.sites_off_plan())
 
     def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
         """Return a page (a deleted one as it was), or ``None``."""
-        row = self._seam.one(conn, "wiki_page", {"id": page})
-        if row is None:
-            return None
-        id_, site, path, locale, title, tags, deleted = row
-        return PageInfo(
-            id=id_,
-            site=site,
-            path=path,
-            locale=locale,
-            title=title,
-            tags=frozenset(tags),
-            deleted=deleted,
-        )
+        return run_plan(conn, self.inbox_page_plan(page))
 
     def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
         """Return a comment, or ``None``."""
@@ -314,14 +288,7 @@ class ReferenceWiki:
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
-        return {
-            id_: WikiUser(
-                id=id_, time_zone=zone, locale=locale, email_schedule=schedule, daily_hour=hour
-            )
-            for id_, zone, locale, schedule, hour in self._seam.all(
-                conn, "wiki_users", {"ids": text_array(ids)}
-            )
-        }
+        return run_plan(conn, self.inbox_users_plan(ids))
 
     # -- the administration's ports (notify_pg.mail.settings.AdminHostPorts) ------------------
 

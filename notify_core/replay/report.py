@@ -16,6 +16,8 @@ __all__ = ["report_data"]
 
 #: Hours of the day, in UTC (the log's instants).
 HOURS = range(24)
+#: The reasons a preference record holds a delivery back (M2-M4), in the order shown.
+HELD_BACK = ("frequency_cap", "suspended", "record_channel_off")
 
 
 def _policy_rows(policy: str, summary: Summary) -> dict[str, list[dict[str, object]]]:
@@ -44,7 +46,17 @@ def _policy_rows(policy: str, summary: Summary) -> dict[str, list[dict[str, obje
         {"policy": policy, "messages": messages, "flushes": count}
         for messages, count in sorted(summary.flush_counts.items())
     ]
+    held = [
+        {"policy": policy, "channel": channel, "reason": reason, "deliveries": count}
+        for reason in HELD_BACK
+        for channel, count in (
+            ("push", summary.skips[reason]),
+            ("email", summary.mail_skips[reason]),
+        )
+        if count
+    ]
     return {
+        "held_back": held,
         "pushes_by_hour": by_hour,
         "quiet": quiet,
         "pushes_per_recipient": per_recipient,
@@ -64,6 +76,8 @@ def report_data(summaries: Sequence[tuple[str, Summary]]) -> dict[str, object]:
         summary's p50/p90/p99/max pushes per recipient, flushes and messages they report),
         one list of rows per chart, every row naming its policy (``pushes_by_hour``,
         ``quiet``, ``pushes_per_recipient``, ``skips_by_reason``, ``messages_per_flush``),
+        ``held_back`` (hints and mails a preference record held back, by channel and reason:
+        ``frequency_cap`` first, the deliveries over a cap, M4),
         and with two summaries ``difference`` (`compare`'s answer) and
         ``pushes_by_hour_change`` (B minus A per kind and hour).
     """

@@ -32,7 +32,7 @@ from psycopg import pq
 from notify_pg.db.errors import StorageError, translate
 from notify_pg.db.seam import Conn
 
-__all__ = ["DEFAULT_TIMEOUT", "FastPool"]
+__all__ = ["DEFAULT_TIMEOUT", "FastPool", "usable"]
 
 #: The longest a request waits for a connection, in seconds.
 DEFAULT_TIMEOUT: Final = 2.0
@@ -102,7 +102,7 @@ class FastPool:
                 if not self._idle:
                     return None
                 conn = self._idle.pop()
-            if _usable(conn):
+            if usable(conn):
                 return conn
             conn.close()
 
@@ -167,7 +167,7 @@ class FastPool:
         self.close()
 
 
-def _usable(conn: Conn) -> bool:
+def usable(conn: Conn | psycopg.AsyncConnection[Any]) -> bool:
     """Whether an idle connection still looks alive, without a round trip.
 
     An idle autocommit connection has nothing to read; a readable socket means the server

@@ -73,6 +73,7 @@ from notify_core.mail import UNSUBSCRIBE_PATH
 from notify_pg import http
 from notify_pg.db.errors import StorageError, translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, run_plan
 from notify_pg.db.pool import FastPool
 from notify_pg.db.seam import Conn
 from notify_pg.http.identity import ADMIN_HEADER, USER_HEADER, IdentityCheck
@@ -146,6 +147,9 @@ class ReferenceApp:
             routes are not served).
         identity: how the person and the administrator are read (`IdentityCheck`: plain
             headers by default, where the settings routes answer ``403``).
+        hidden_sites_plan: ``hidden_sites`` as a plan (`notify_pg.db.plan`), which the
+            native routes of `notify_pg.http.native` run on their asyncio connection too
+            (``hidden_sites``, a blocking function, keeps the inbox routes on threads).
     """
 
     def __init__(
@@ -158,15 +162,26 @@ class ReferenceApp:
         on_request: RequestHook | None = None,
         admin_host: AdminHostPorts | None = None,
         identity: IdentityCheck | None = None,
+        hidden_sites_plan: Callable[[], Plan[Sequence[str]]] | None = None,
     ) -> None:
         check_page_url(unsubscribe_page)
+        if hidden_sites is not None and hidden_sites_plan is not None:
+            raise ValueError("give hidden_sites or hidden_sites_plan, not both")
         self.identity = identity or IdentityCheck()
         self.pool = pool
         self.admin_host = admin_host
         self.on_request = on_request
         self.schema = schema
         self.unsubscribe_page = unsubscribe_page
-        self.hidden_sites = hidden_sites or (lambda _conn: ())
+        self.hidden_sites_plan = hidden_sites_plan
+        #: Whether the hidden sites come from a blocking function of the host.
+        self.hidden_by_host = hidden_sites is not None
+        if hidden_sites_plan is not None:
+            self.hidden_sites: Callable[[Conn], Sequence[str]] = lambda conn: run_plan(
+                conn, hidden_sites_plan()
+            )
+        else:
+            self.hidden_sites = hidden_sites or (lambda _conn: ())
         self.url_map = Map(strict_slashes=False)
         self._handlers: dict[str, Handler] = {}
         self._secret: bytes | None = None
@@ -176,6 +191,12 @@ class ReferenceApp:
         """Add a route: ``path`` in Werkzeug's rule syntax, answered by ``handler``."""
         self.url_map.add(Rule(path, methods=list(methods), endpoint=endpoint))
         self._handlers[endpoint] = handler
+
+    def is_builtin(self, endpoint: str) -> bool:
+        """Whether ``endpoint`` is served by `build_app`'s own handler (not replaced with
+        `route`): the native routes of `notify_pg.http.native` answer it the same way."""
+        builtin = _BUILTIN.get(endpoint)
+        return builtin is not None and self._handlers.get(endpoint) is builtin
 
     def secret(self, conn: Conn) -> bytes:
         """The unsubscribe secret, read (or generated) once per process and kept in memory."""
@@ -438,6 +459,10 @@ def _view(talk: bool) -> Handler:
     return view
 
 
+_view_page = _view(talk=False)
+_view_talk = _view(talk=True)
+
+
 @_inbox
 def _preferences_get(
     app: ReferenceApp, _request: Request, _values: dict[str, Any], conn: Conn, user: str
@@ -493,6 +518,7 @@ def build_app(
     admin_host: AdminHostPorts | None = None,
     unsubscribe_paths: Sequence[str] = (),
     identity: IdentityCheck | None = None,
+    hidden_sites_plan: Callable[[], Plan[Sequence[str]]] | None = None,
 ) -> ReferenceApp:
     """Return the reference app with its routes (see the module's table).
 
@@ -501,7 +527,8 @@ def build_app(
     the route elsewhere sets a template and writes no code); the default path always answers.
     More routes (a ``/metrics`` endpoint, say) are added with `ReferenceApp.route` on the
     app this returns; ``on_request`` is `ReferenceApp`'s hook. The preference and settings
-    routes are served only with ``admin_host``; ``identity`` is `ReferenceApp`'s.
+    routes are served only with ``admin_host``; ``identity`` and ``hidden_sites_plan`` are
+    `ReferenceApp`'s.
     """
     app = ReferenceApp(
         pool,
@@ -511,6 +538,7 @@ def build_app(
         on_request=on_request,
         admin_host=admin_host,
         identity=identity,
+        hidden_sites_plan=hidden_sites_plan,
     )
     app.route(UNSUBSCRIBE_PATH, ["POST"], "unsubscribe_post", _unsubscribe_post)
     app.route(UNSUBSCRIBE_PATH, ["GET"], "unsubscribe_get", _unsubscribe_get)
@@ -532,13 +560,33 @@ def build_app(
     app.route(f"{inbox}/<entry>", ["DELETE"], "inbox_dismiss", _inbox_dismiss)
     app.route("/notifications/sites", ["GET"], "inbox_sites", _inbox_sites)
     # H2: what the host's page calls as the person views a page, or its talk tab.
-    app.route(f"{inbox}/pages/<page>/view", ["PUT"], "inbox_view_page", _view(talk=False))
-    app.route(f"{inbox}/pages/<page>/talk", ["PUT"], "inbox_view_talk", _view(talk=True))
+    app.route(f"{inbox}/pages/<page>/view", ["PUT"], "inbox_view_page", _view_page)
+    app.route(f"{inbox}/pages/<page>/talk", ["PUT"], "inbox_view_talk", _view_talk)
     if admin_host is not None:
         app.route("/notifications/preferences", ["GET"], "preferences_get", _preferences_get)
         app.route("/notifications/preferences", ["PATCH"], "preferences_patch", _preferences_patch)
         app.route("/notifications/admin/settings", ["GET", "PATCH"], "settings", _settings)
     return app
+
+
+#: `build_app`'s handler of each endpoint (`ReferenceApp.is_builtin`).
+_BUILTIN: Final[dict[str, Handler]] = {
+    "unsubscribe_post": _unsubscribe_post,
+    "unsubscribe_get": _unsubscribe_get,
+    "unsubscribe_info": _unsubscribe_info,
+    "unsubscribe_page": _unsubscribe_page,
+    "inbox_list": _inbox_list,
+    "inbox_summary": _inbox_summary,
+    "inbox_read": _inbox_read,
+    "inbox_read_one": _inbox_read_one,
+    "inbox_dismiss": _inbox_dismiss,
+    "inbox_view_page": _view_page,
+    "inbox_view_talk": _view_talk,
+    "inbox_sites": _inbox_sites,
+    "preferences_get": _preferences_get,
+    "preferences_patch": _preferences_patch,
+    "settings": _settings,
+}
 
 
 class _QuietHandler(WSGIRequestHandler):

@@ -54,13 +54,14 @@ from notify_core.mail import UNSUBSCRIBE_PATH, verify_unsubscribe_token
 from notify_core.values.errors import InvalidInput
 from notify_core.values.instants import format_instant
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, finished, run_plan
 from notify_pg.db.seam import Conn
-from notify_pg.http.shown import shown_entries, site_list
-from notify_pg.inbox.host_categories import host_registry
-from notify_pg.inbox.reads import InboxReads, ListedEntry
+from notify_pg.http.shown import shown_entries_plan, site_list_plan
+from notify_pg.inbox.host_categories import host_registry_plan
+from notify_pg.inbox.reads import InboxReads, InboxSummary, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
-from notify_pg.mail.unsubscribe import unsubscribe
-from notify_pg.stores.store import generation
+from notify_pg.mail.unsubscribe import unsubscribe_plan
+from notify_pg.stores.store import generation_plan
 
 __all__ = [
     "MAX_BODY_BYTES",
@@ -68,15 +69,26 @@ __all__ = [
     "UNSUBSCRIBE_PAGE",
     "Response",
     "inbox_dismiss",
+    "inbox_dismiss_plan",
     "inbox_list",
+    "inbox_list_plan",
     "inbox_read",
     "inbox_read_one",
+    "inbox_read_one_plan",
+    "inbox_read_plan",
     "inbox_sites",
+    "inbox_sites_plan",
     "inbox_summary",
+    "inbox_summary_plan",
     "inbox_view",
+    "inbox_view_plan",
+    "matches",
+    "summary_response",
     "unsubscribe_get",
     "unsubscribe_info",
+    "unsubscribe_info_plan",
     "unsubscribe_post",
+    "unsubscribe_post_plan",
 ]
 
 #: The host's unsubscribe page a ``GET`` redirects to (it names the categories from the info
@@ -193,9 +205,9 @@ def _form(content_type: str | None, body: bytes) -> dict[str, list[str]] | None:
         return None
 
 
-def _known(conn: Conn, schema: str) -> frozenset[str]:
+def _known_plan(schema: str) -> Plan[frozenset[str]]:
     """The categories a token may name: the registry, the host's own among them (N13)."""
-    return frozenset(host_registry(conn, schema=schema))
+    return frozenset((yield from host_registry_plan(schema)))
 
 
 def unsubscribe_post(
@@ -226,6 +238,24 @@ def unsubscribe_post(
         the host created again (`notify_pg.person_created`), or a body that is not the
         one-click form.
     """
+    return run_plan(
+        conn,
+        unsubscribe_post_plan(
+            secret=secret, query=query, content_type=content_type, body=body, at=at, schema=schema
+        ),
+    )
+
+
+def unsubscribe_post_plan(
+    *,
+    secret: bytes,
+    query: str | bytes,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`unsubscribe_post` as a plan (`notify_pg.db.plan`: run blocking or async)."""
     form = _form(content_type, body)
     token = _token(query)
     if form is None or token is None or form.get("List-Unsubscribe") != ["One-Click"]:
@@ -237,10 +267,11 @@ def unsubscribe_post(
         scope = "all"
     else:
         return _bare(400)
-    found = verify_unsubscribe_token(secret, token, known_categories=_known(conn, schema))
+    known = yield from _known_plan(schema)
+    found = verify_unsubscribe_token(secret, token, known_categories=known)
     if found is None:
         return _bare(400)
-    if unsubscribe(conn, found, scope=scope, at=at, schema=schema) is None:
+    if (yield from unsubscribe_plan(found, scope=scope, at=at, schema=schema)) is None:
         return _bare(400)  # the host forgot the person (or this generation): invalid (U3)
     return _bare(200)
 
@@ -270,15 +301,25 @@ def unsubscribe_info(
     ``conn``, a token of a person the host has forgotten, or of an earlier generation of an
     id created again, is invalid too (U3).
     """
+    plan = unsubscribe_info_plan(
+        secret=secret, query=query, forgotten=conn is not None, schema=schema
+    )
+    return finished(plan) if conn is None else run_plan(conn, plan)
+
+
+def unsubscribe_info_plan(
+    *, secret: bytes, query: str | bytes, forgotten: bool = True, schema: str = DEFAULT_SCHEMA
+) -> Plan[Response]:
+    """`unsubscribe_info` as a plan; ``forgotten``: check the person is not forgotten and the
+    token is of their generation (the plan's only read)."""
     token = _token(query)
     if token is None:
         return _bare(400)
-    # Without a connection only the built-in categories are known (N13: a host's own are
-    # read from PostgreSQL).
-    known = frozenset(CATEGORY_BY_KEY) if conn is None else _known(conn, schema)
+    # Without a connection (no read) only the built-in categories are known (N13).
+    known = (yield from _known_plan(schema)) if forgotten else frozenset(CATEGORY_BY_KEY)
     found = verify_unsubscribe_token(secret, token, known_categories=known)
     if found is None or (
-        conn is not None and generation(conn, found.person, schema) != found.generation
+        forgotten and (yield from generation_plan(found.person, schema)) != found.generation
     ):
         return _bare(400)
     return _json(200, {"categories": list(found.categories)})
@@ -344,6 +385,23 @@ def inbox_list(
     ``text`` (the sentence its mail names it by, in the person's language), ``actor_name``
     and, for a review, its ``submission``.
     """
+    plan = inbox_list_plan(
+        user, query=query, hidden_sites=hidden_sites, site=site, schema=schema, host=host
+    )
+    return run_plan(conn, plan)
+
+
+def inbox_list_plan(
+    user: str,
+    *,
+    query: str | bytes = "",
+    hidden_sites: Sequence[str] = (),
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+    host: MailHostPorts | None = None,
+) -> Plan[Response]:
+    """`inbox_list` as a plan (`notify_pg.db.plan`: run blocking, or async when ``host`` is
+    ``None`` or has the plan forms of its ports, `notify_pg.http.shown.plans_ready`)."""
     values = _query(query)
     if values is None:
         return _problem("invalid_query", "the query string is not UTF-8 form text")
@@ -359,10 +417,10 @@ def inbox_list(
         if flag not in _FLAGS:
             return _problem("invalid_unread", "unread is 1, true, 0, false or empty", "/unread")
         unread_only = _FLAGS[flag]
-    page = _reads(schema).list_entries(
-        conn, user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
+    page = yield from _reads(schema).list_plan(
+        user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
     )
-    extras = shown_entries(conn, host, user, page.entries, site=site, schema=schema)
+    extras = yield from shown_entries_plan(host, user, page.entries, site=site, schema=schema)
     answer: dict[str, Any] = {
         "entries": [_entry_json(e) | more for e, more in zip(page.entries, extras, strict=True)]
     }
@@ -371,7 +429,8 @@ def inbox_list(
     return _json(200, answer)
 
 
-def _matches(if_none_match: str | None, etag: str) -> bool:
+def matches(if_none_match: str | None, etag: str) -> bool:
+    """Whether an ``If-None-Match`` names ``etag`` (or is ``*``)."""
     if if_none_match is None:
         return False
     if if_none_match.strip() == "*":
@@ -398,8 +457,27 @@ def inbox_summary(
     ``If-None-Match`` names the current ``ETag`` gets ``304`` with no body.
     """
     found = _reads(schema).summary(conn, user, hidden_sites=hidden_sites, site=site)
+    return summary_response(found, if_none_match)
+
+
+def inbox_summary_plan(
+    user: str,
+    *,
+    if_none_match: str | None = None,
+    hidden_sites: Sequence[str] = (),
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`inbox_summary` as a plan (`notify_pg.db.plan`: run blocking or async)."""
+    found = yield from _reads(schema).summary_plan(user, hidden_sites=hidden_sites, site=site)
+    return summary_response(found, if_none_match)
+
+
+def summary_response(found: InboxSummary, if_none_match: str | None) -> Response:
+    """The summary's answer of a summary read: ``304`` when ``if_none_match`` names its
+    ETag, else ``200`` with its JSON."""
     etag = ("ETag", found.etag)
-    if _matches(if_none_match, found.etag):
+    if matches(if_none_match, found.etag):
         return Response(status=304, headers=(etag, ("Cache-Control", "no-cache")))
     answer: dict[str, Any] = {"unread": found.unread, "badge": found.badge}
     if found.latest_at is not None:
@@ -427,10 +505,22 @@ def inbox_read_one(
     ``entry`` is the id as the URL carries it; an entry already read, or not the person's,
     reads nothing (``[]``). A pending email of an entry read is cancelled (E1).
     """
+    return run_plan(conn, inbox_read_one_plan(user, entry, at=at, site=site, schema=schema))
+
+
+def inbox_read_one_plan(
+    user: str,
+    entry: str,
+    *,
+    at: datetime | None = None,
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`inbox_read_one` as a plan."""
     entry_id = _entry_id(entry)
     if entry_id is None:
         return _problem("invalid_id", "an entry id is a positive integer", "/id")
-    read = _reads(schema).read(conn, user, ids=[entry_id], at=at, site=site)
+    read = yield from _reads(schema).read_plan(user, ids=[entry_id], at=at, site=site)
     return _json(200, {"read": read})
 
 
@@ -473,6 +563,22 @@ def inbox_read(
     page id) and ``categories`` (category keys); an empty body or ``{}`` reads all. Answers
     ``{"read": [ids read now]}``; a malformed body is a ``400`` naming the member.
     """
+    plan = inbox_read_plan(
+        user, content_type=content_type, body=body, at=at, site=site, schema=schema
+    )
+    return run_plan(conn, plan)
+
+
+def inbox_read_plan(
+    user: str,
+    *,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`inbox_read` as a plan."""
     if len(body) > MAX_BODY_BYTES:
         return _problem("body_too_large", f"the body is over {MAX_BODY_BYTES} bytes")
     if body.strip() and _media_type(content_type) not in ("", "application/json"):
@@ -498,8 +604,8 @@ def inbox_read(
     if "categories" in value and categories is None:
         return _problem("invalid_categories", "categories is a list of strings", "/categories")
     try:
-        read = _reads(schema).read(
-            conn, user, ids=ids, page=page, categories=categories, at=at, site=site
+        read = yield from _reads(schema).read_plan(
+            user, ids=ids, page=page, categories=categories, at=at, site=site
         )
     except InvalidInput as exc:
         return _problem(exc.code, exc.message, exc.pointer)
@@ -511,10 +617,17 @@ def inbox_dismiss(
 ) -> Response:
     """Dismiss (delete) one of the person's entries of ``site`` (or with no site) (H2):
     ``204``, or ``404`` when their inbox shows no such entry."""
+    return run_plan(conn, inbox_dismiss_plan(user, entry, site=site, schema=schema))
+
+
+def inbox_dismiss_plan(
+    user: str, entry: str, *, site: str | None = None, schema: str = DEFAULT_SCHEMA
+) -> Plan[Response]:
+    """`inbox_dismiss` as a plan."""
     entry_id = _entry_id(entry)
     if entry_id is None:
         return _problem("invalid_id", "an entry id is a positive integer", "/id")
-    gone = _reads(schema).dismiss(conn, user, entry_id, site=site)
+    gone = yield from _reads(schema).dismiss_plan(user, entry_id, site=site)
     return _bare(204) if gone else _json(404, {"error": {"code": "not_found"}})
 
 
@@ -537,9 +650,24 @@ def inbox_view(
     the person's entries of ``site`` (and with no site); a page with none reads nothing
     (``[]``). A page id that is empty or holds a NUL is a ``400``.
     """
+    plan = inbox_view_plan(user, page, talk=talk, at=at, site=site, schema=schema)
+    return run_plan(conn, plan)
+
+
+def inbox_view_plan(
+    user: str,
+    page: str,
+    *,
+    talk: bool = False,
+    at: datetime | None = None,
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`inbox_view` as a plan."""
     if not page or not _storable(page):
         return _problem("invalid_page", "page is a page id (a string)", "/page")
-    read = _reads(schema).read_on_view(conn, user, page, talk=talk, at=at, site=site)
+    reads = _reads(schema)
+    read = yield from reads.read_on_view_plan(user, page, talk=talk, at=at, site=site)
     return _json(200, {"read": read})
 
 
@@ -555,6 +683,18 @@ def inbox_sites(
     ``{"sites": [{"id", "host"?, "https"?}]}``, the host's sites with notifications on by
     creation (`notify_pg.http.shown.site_list`; without the host's ports, the sites of the
     person's entries). A demo page's site switcher reads it."""
-    return _json(
-        200, {"sites": site_list(conn, host, user, hidden_sites=hidden_sites, schema=schema)}
+    return run_plan(
+        conn, inbox_sites_plan(user, host=host, hidden_sites=hidden_sites, schema=schema)
     )
+
+
+def inbox_sites_plan(
+    user: str,
+    *,
+    host: object = None,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`inbox_sites` as a plan."""
+    found = yield from site_list_plan(host, user, hidden_sites=hidden_sites, schema=schema)
+    return _json(200, {"sites": found})

@@ -118,6 +118,9 @@ class LiveHub:
         self._flushing: asyncio.Handle | None = None
         self.listening = asyncio.Event()
         self.notifications = 0
+        #: Also told the people of every notification (``None``: everyone), before the
+        #: sockets (`notify_pg.http.kept.KeptSummaries.forget`).
+        self.observers: list[Callable[[list[str] | None], None]] = []
 
     @property
     def open_sockets(self) -> int:
@@ -142,8 +145,10 @@ class LiveHub:
         """Poke the sockets of ``people`` (``None``: every socket); call it in the event loop.
 
         The refreshes are written at the loop's next turn, so that the notifications read
-        together (a burst) send one per socket.
+        together (a burst) send one per socket. The observers are told first.
         """
+        for observer in self.observers:
+            observer(people)
         if people is None:
             socks: Iterable[LiveSocket] = [s for group in self._sockets.values() for s in group]
         else:

@@ -1,15 +1,21 @@
 """The server of ``notify serve``: the reference app as ASGI on uvicorn, with live updates.
 
-`AsgiApp` puts the WSGI `notify_pg.http.app.ReferenceApp` (its routes, its handlers, its log
-line per request) behind an ASGI front that a production server runs (uvicorn here; any ASGI
-server will do, see docs/embedding.md):
+`AsgiApp` serves the routes of `notify_pg.http.app.ReferenceApp` (its URL map, its identity,
+its log line per request) on a production ASGI server (uvicorn here; any ASGI server will
+do, see docs/embedding.md):
 
 - a request's body is read in the event loop, with a size limit (``413`` over it, unread) and
   a deadline (``400`` when it is not all there in time, or when the client sends less than
-  its ``Content-Length``), *before* the handler runs on a thread and takes a database
-  connection: a slow or hostile client costs a socket and a coroutine, never a thread or one
-  of the pool's connections, and a short body is never acted on;
-- the handler runs on one of ``threads`` threads (the pool holds as many connections);
+  its ``Content-Length``), *before* a database connection is taken: a slow or hostile client
+  costs a socket and a coroutine, never a connection, and a short body is never acted on;
+- every route with a native handler (`notify_pg.http.native`: the inbox, unsubscribe,
+  ``/healthz`` and ``/readyz``) runs in the event loop on an asyncio connection of the
+  pool (``pool``; by default an `AsyncFastPool` of ``threads`` connections), with no thread;
+  the summary poll is answered from the kept summaries (`notify_pg.http.kept`) while the
+  live hub listens;
+- a route without one (the preference and settings routes, whose host ports are blocking,
+  and a route a host added with `ReferenceApp.route`) runs the WSGI app on one of
+  ``threads`` threads (its `FastPool` holds as many connections);
 - ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`,
   on the bounded protocol of `notify_pg.http.websocket`: a client that does not read is closed):
   the person read like the inbox routes' (`notify_pg.http.identity`; with ``demo`` and no
@@ -44,10 +50,14 @@ from urllib.parse import parse_qs
 import attrs
 import uvicorn
 
+from notify_pg.db.apool import AsyncFastPool
+from notify_pg.db.pool import FastPool
 from notify_pg.http.app import ReferenceApp
 from notify_pg.http.handlers import MAX_BODY_BYTES, Response
 from notify_pg.http.identity import USER_HEADER, IdentityCheck, header_refusal, person_of
+from notify_pg.http.kept import KeptSummaries
 from notify_pg.http.live import LiveHub
+from notify_pg.http.native import NativeRequest, NativeRoutes
 from notify_pg.http.websocket import SEND_NOW, BoundedWebSocket
 
 __all__ = [
@@ -84,7 +94,8 @@ class ServeLimits:
     """What one ``notify serve`` process allows (each a ``notify serve`` option).
 
     Args:
-        threads: handler threads, and database connections (one each).
+        threads: database connections of the native routes; threads (each with its own
+            connection) of the routes without a native handler.
         max_body: the largest request body read, in bytes (``413`` over it).
         body_timeout: seconds a client has to send its whole body (``400`` after).
         backlog: the listening socket's queue of connections not yet accepted.
@@ -111,6 +122,10 @@ class AsgiApp:
         limits: threads, body size and deadline.
         live: the hub of live updates; ``None`` answers the websocket with ``403``.
         demo: serve the demo page and take the websocket's person from ``?user=``.
+        pool: the asyncio connections of the native routes (`notify_pg.http.native`;
+            ``connection()`` an async context manager, as ``psycopg_pool``'s); by default
+            an `AsyncFastPool` of ``limits.threads`` connections to the app's `FastPool`'s
+            database. Without either, every route runs on the app's threads.
     """
 
     def __init__(
@@ -120,11 +135,24 @@ class AsgiApp:
         limits: ServeLimits | None = None,
         live: LiveHub | None = None,
         demo: bool = False,
+        pool: Any = None,
     ) -> None:
         self.app = app
         self.limits = limits or ServeLimits()
         self.live = live
         self.demo = demo
+        if pool is None and isinstance(app.pool, FastPool):
+            pool = AsyncFastPool(
+                app.pool.dsn, size=self.limits.threads, timeout=self.limits.pool_timeout
+            )
+        self.pool = pool
+        #: The kept summaries of the poll (with a live hub only: its notifications keep
+        #: them true).
+        self.kept: KeptSummaries | None = None
+        if live is not None:
+            self.kept = KeptSummaries(live.listening.is_set)
+            live.observers.append(self.kept.forget)
+        self.native = None if pool is None else NativeRoutes(app, pool, self.kept)
         self._executor = ThreadPoolExecutor(self.limits.threads, thread_name_prefix="notify-serve")
         self._listener: asyncio.Task[None] | None = None
 
@@ -151,6 +179,8 @@ class AsgiApp:
                     with contextlib.suppress(asyncio.CancelledError):
                         await self._listener
                 self._executor.shutdown(wait=False)
+                if isinstance(self.pool, AsyncFastPool):
+                    await self.pool.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -175,6 +205,14 @@ class AsgiApp:
         body = await self._body(scope, receive, send)
         if body is None:
             return
+        method: str = scope["method"]
+        found = None if self.native is None else self.native.match(method, scope["path"])
+        if found is not None and self.native is not None:
+            route, handler, values = found
+            request = NativeRequest(method, scope.get("query_string", b""), _headers(scope), body)
+            answer = await self.native.answer(method, route, handler, values, request)
+            await _answer(send, answer.status, answer.body, *_native_headers(answer))
+            return
         environ = _environ(scope, body)
         loop = asyncio.get_running_loop()
         status, headers, content = await loop.run_in_executor(
@@ -189,6 +227,8 @@ class AsgiApp:
         if declared is not None and (not declared.isdigit() or int(declared) > limit):
             await _answer(send, 413, b"body too large\n", *_CLOSE)
             return None
+        if declared is None and _header(scope, b"transfer-encoding") is None:
+            return b""  # HTTP/1.1: no length and no chunks is no body (the poll's GET)
         parts: list[bytes] = []
         size = 0
         try:
@@ -283,6 +323,33 @@ def _header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return bytes(value).decode("latin-1")
     return None
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    """A request's headers by lower-case name, as the WSGI environ holds them: a name with
+    ``_`` dropped, repeated ones joined by ``,``."""
+    out: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = bytes(raw_name).decode("latin-1").lower()
+        if "_" in name:
+            continue
+        value = bytes(raw_value).decode("latin-1")
+        out[name] = f"{out[name]},{value}" if name in out else value
+    return out
+
+
+_TEXT: Final = (b"content-type", b"text/plain; charset=utf-8")
+
+
+def _native_headers(response: Response) -> list[tuple[bytes, bytes]]:
+    """A native answer's headers as the WSGI app's: a length, and Werkzeug's default type."""
+    pairs = _encoded(response)
+    if response.status in (204, 304):
+        return pairs
+    if not any(name == b"content-type" for name, _value in pairs):
+        pairs.append(_TEXT)
+    pairs.append((b"content-length", str(len(response.body)).encode("ascii")))
+    return pairs
 
 
 def _environ(scope: Scope, body: bytes) -> dict[str, Any]:

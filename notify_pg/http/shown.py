@@ -28,12 +28,51 @@ from notify_core.inbox.ports import PageInfo, SiteInfo
 from notify_core.mail import MailEntry, MailSite, entry_line, mail_locale
 from notify_core.mail.catalogues import FALLBACK_LOCALE
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Blocking, Plan, run_plan
 from notify_pg.db.seam import Conn
-from notify_pg.inbox.host_categories import host_registry
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
 
-__all__ = ["shown_entries", "site_list"]
+__all__ = [
+    "PLAN_PORTS",
+    "plans_ready",
+    "shown_entries",
+    "shown_entries_plan",
+    "site_list",
+    "site_list_plan",
+]
+
+#: The host's ports the list and the sites route read; a host whose object also has each
+#: one's plan form (``inbox_users_plan(ids)`` for ``inbox_users(conn, ids)``, and so on:
+#: `notify_pg.db.plan`) is read on ``notify serve``'s asyncio connections, with no thread
+#: (`notify_reference_host.wiki.ReferenceWiki` has them).
+PLAN_PORTS: Final = (
+    "inbox_users",
+    "inbox_names",
+    "inbox_first_site",
+    "inbox_site",
+    "inbox_page",
+    "inbox_sites",
+)
+
+
+def plans_ready(host: object) -> bool:
+    """Whether the list and the sites route can read ``host`` without a blocking connection:
+    no host, or one with the plan form of each of `PLAN_PORTS` it has."""
+    return host is None or all(
+        hasattr(host, f"{name}_plan") for name in PLAN_PORTS if hasattr(host, name)
+    )
+
+
+def _port(host: object, name: str, *args: Any) -> Plan[Any]:
+    """Read one of the host's ports: its plan form, else the blocking method (`Blocking`)."""
+    planned = getattr(host, f"{name}_plan", None)
+    if planned is not None:
+        return (yield from planned(*args))
+    method = getattr(host, name)
+    return (yield Blocking(lambda conn: method(conn, *args)))
+
 
 #: The origin a link is read against when the host is not known: the path is what is kept.
 _NO_ORIGIN: Final = "https://"
@@ -102,29 +141,41 @@ def shown_entries(
     ``site`` is the inbox's site: an entry with no site links on it (else on the host's first
     site, as its mail would); ``host`` the host's ports (``None``: see the module).
     """
+    return run_plan(conn, shown_entries_plan(host, user, entries, site=site, schema=schema))
+
+
+def shown_entries_plan(
+    host: MailHostPorts | None,
+    user: str,
+    entries: Sequence[ListedEntry],
+    *,
+    site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[list[dict[str, Any]]]:
+    """`shown_entries` as a plan (the host's ports through `_port`)."""
     known: Mapping[str, Category] = CATEGORY_BY_KEY
     if any(e.category not in CATEGORY_BY_KEY for e in entries):  # a host category (N13)
-        known = host_registry(conn, schema=schema)
+        known = yield from host_registry_plan(schema)
     if host is None:
         return [_without_host(e, known) for e in entries]
-    person = host.inbox_users(conn, [user]).get(user)
+    person = (yield from _port(host, "inbox_users", [user])).get(user)
     actors = sorted({e.actor for e in entries if e.actor})
-    names = host.inbox_names(conn, actors) if actors else {}
+    names = (yield from _port(host, "inbox_names", actors)) if actors else {}
     fallback = site
     if fallback is None and any(e.site is None for e in entries):
-        fallback = host.inbox_first_site(conn)
+        fallback = yield from _port(host, "inbox_first_site")
     sites: dict[str, SiteInfo | None] = {}
     pages: dict[str, PageInfo | None] = {}
     out = []
     for entry in entries:
         site_id = entry.site or fallback or ""
         if site_id not in sites:
-            sites[site_id] = host.inbox_site(conn, site_id) if site_id else None
+            sites[site_id] = (yield from _port(host, "inbox_site", site_id)) if site_id else None
         info = sites[site_id]
         page = None
         if entry.page is not None and review_submission(entry.category, entry.group_key) is None:
             if entry.page not in pages:
-                pages[entry.page] = host.inbox_page(conn, entry.page)
+                pages[entry.page] = yield from _port(host, "inbox_page", entry.page)
             page = pages[entry.page]
         shown = _mail_entry(entry, names, page, known)
         locale = mail_locale(
@@ -157,12 +208,23 @@ def site_list(
     `notify_reference_host.wiki.ReferenceWiki` has), else the sites of the person's visible
     entries; never one in ``hidden_sites``. Each is ``{"id", "host"?, "https"?, "name"?}``
     (G5: what is not known, or an empty name, is omitted)."""
-    read = getattr(host, "inbox_sites", None)
+    return run_plan(conn, site_list_plan(host, user, hidden_sites=hidden_sites, schema=schema))
+
+
+def site_list_plan(
+    host: object,
+    user: str,
+    *,
+    hidden_sites: Sequence[str] = (),
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[list[dict[str, Any]]]:
+    """`site_list` as a plan."""
     hidden = set(hidden_sites)
-    if read is None:
-        return [{"id": s} for s in InboxReads(schema).sites(conn, user) if s not in hidden]
+    if not hasattr(host, "inbox_sites"):
+        found = yield from InboxReads(schema).sites_plan(user)
+        return [{"id": s} for s in found if s not in hidden]
     out = []
-    for site, host_name, https, name in read(conn):
+    for site, host_name, https, name in (yield from _port(host, "inbox_sites")):
         if site in hidden:
             continue
         item: dict[str, Any] = {"id": site, "host": host_name, "https": https}

@@ -22,9 +22,10 @@ from notify_core.inbox.categories import Category, registry
 from notify_core.inbox.host_categories import declare
 from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, all_rows, run_plan
 from notify_pg.db.seam import Conn, Seam
 
-__all__ = ["declare_category", "host_registry"]
+__all__ = ["declare_category", "host_registry", "host_registry_plan"]
 
 
 def _seam(schema: str) -> Seam:
@@ -71,5 +72,10 @@ def declare_category(
 def host_registry(conn: Conn, *, schema: str = DEFAULT_SCHEMA) -> dict[str, Category]:
     """Return the instance's registry: the seven launch categories, then the host's own by
     key (N1, N13)."""
-    rows = _seam(schema).all(conn, "inbox_categories_all")
+    return run_plan(conn, host_registry_plan(schema))
+
+
+def host_registry_plan(schema: str = DEFAULT_SCHEMA) -> Plan[dict[str, Category]]:
+    """`host_registry` as a plan (`notify_pg.db.plan`)."""
+    rows = yield from all_rows(_seam(schema), "inbox_categories_all")
     return registry(declare(declaration) for _key, declaration in rows)

@@ -23,14 +23,15 @@ import attrs
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from notify_core.inbox.categories import Category, Origin, categories_for
+from notify_core.inbox.categories import Origin, categories_for
 from notify_core.inbox.host_categories import HOST_EVENT
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.inbox.ports import PageInfo
 from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, all_rows, one_row, run_plan, touched
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
-from notify_pg.inbox.host_categories import declare_category, host_registry
+from notify_pg.inbox.host_categories import declare_category, host_registry, host_registry_plan
 
 __all__ = [
     "PAGE_SIZE",
@@ -257,8 +258,31 @@ class InboxReads:
     ) -> InboxPage:
         """Return a page of the person's visible entries of ``site``, newest first
         (``(updated_at, id)``); ``unread_only``: only those not read yet."""
-        rows = self._seam.all(
+        return run_plan(
             conn,
+            self.list_plan(
+                user_id,
+                after=after,
+                hidden_sites=hidden_sites,
+                limit=limit,
+                site=site,
+                unread_only=unread_only,
+            ),
+        )
+
+    def list_plan(
+        self,
+        user_id: str,
+        *,
+        after: tuple[datetime, int] | None = None,
+        hidden_sites: Sequence[str] = (),
+        limit: int = PAGE_SIZE,
+        site: str | None = None,
+        unread_only: bool = False,
+    ) -> Plan[InboxPage]:
+        """`list_entries` as a plan (`notify_pg.db.plan`: run blocking or async)."""
+        rows = yield from all_rows(
+            self._seam,
             "inbox_list",
             {
                 "user_id": user_id,
@@ -279,7 +303,12 @@ class InboxReads:
 
     def sites(self, conn: Conn, user_id: str) -> list[str]:
         """Return the sites of the person's visible entries, each once, sorted."""
-        return [str(r[0]) for r in self._seam.all(conn, "inbox_sites_of", {"user_id": user_id})]
+        return run_plan(conn, self.sites_plan(user_id))
+
+    def sites_plan(self, user_id: str) -> Plan[list[str]]:
+        """`sites` as a plan."""
+        rows = yield from all_rows(self._seam, "inbox_sites_of", {"user_id": user_id})
+        return [str(r[0]) for r in rows]
 
     def summary(
         self,
@@ -291,14 +320,20 @@ class InboxReads:
     ) -> InboxSummary:
         """Return the unread count (up to 100), the latest time and their ETag, over the
         visible entries of ``site`` (H1)."""
+        return run_plan(conn, self.summary_plan(user_id, hidden_sites=hidden_sites, site=site))
+
+    def summary_plan(
+        self, user_id: str, *, hidden_sites: Sequence[str] = (), site: str | None = None
+    ) -> Plan[InboxSummary]:
+        """`summary` as a plan."""
         params = {
             "user_id": user_id,
             "hidden_sites": list(hidden_sites),
             "site": site,
             "cap": UNREAD_CAP,
         }
-        count = self._seam.one(conn, "inbox_unread_count", params)
-        latest = self._seam.one(conn, "inbox_latest_at", params)
+        count = yield from one_row(self._seam, "inbox_unread_count", params)
+        latest = yield from one_row(self._seam, "inbox_latest_at", params)
         unread = int(count[0]) if count else 0
         latest_at = latest[0] if latest else None
         return InboxSummary(unread=unread, latest_at=latest_at, etag=_etag(unread, latest_at))
@@ -321,15 +356,34 @@ class InboxReads:
         ``views``: a page view, which reaches email-only entries too (H2). A pending email of
         an entry read is cancelled (``skipped``, E1). Returns the ids read.
         """
+        return run_plan(
+            conn,
+            self.read_plan(
+                user_id, ids=ids, page=page, categories=categories, at=at, site=site, views=views
+            ),
+        )
+
+    def read_plan(
+        self,
+        user_id: str,
+        *,
+        ids: Sequence[int] | None = None,
+        page: str | None = None,
+        categories: Sequence[str] | None = None,
+        at: datetime | None = None,
+        site: str | None = None,
+        views: bool = False,
+    ) -> Plan[list[int]]:
+        """`read` as a plan (an unknown category raises `InvalidInput` when it starts)."""
         if categories is not None:
-            known = host_registry(conn, schema=self._seam.schema)
+            known = yield from host_registry_plan(self._seam.schema)
             for key in categories:
                 if key not in known:
                     raise InvalidInput(
                         "unknown_category", f"unknown category {key!r}", "/categories"
                     )
-        rows = self._seam.all(
-            conn,
+        rows = yield from all_rows(
+            self._seam,
             "inbox_read",
             {
                 "user_id": user_id,
@@ -356,15 +410,33 @@ class InboxReads:
         """Mark what viewing a page (or its talk tab) reads (H2), email-only entries included:
         the person has seen the change, so a pending email is cancelled (E1). ``site``: only
         the entries of that site (and with none), as the inbox reads."""
-        return self.read(
-            conn, user_id, page=page, categories=VIEW_READS[talk], at=at, site=site, views=True
+        return run_plan(conn, self.read_on_view_plan(user_id, page, talk=talk, at=at, site=site))
+
+    def read_on_view_plan(
+        self,
+        user_id: str,
+        page: str,
+        *,
+        talk: bool = False,
+        at: datetime | None = None,
+        site: str | None = None,
+    ) -> Plan[list[int]]:
+        """`read_on_view` as a plan."""
+        return (
+            yield from self.read_plan(
+                user_id, page=page, categories=VIEW_READS[talk], at=at, site=site, views=True
+            )
         )
 
     def dismiss(self, conn: Conn, user_id: str, entry_id: int, *, site: str | None = None) -> bool:
         """Delete one of the person's entries the inbox shows (of ``site`` or with no site);
         ``False`` when they have no such entry (an email-only one is never dismissed, H2)."""
+        return run_plan(conn, self.dismiss_plan(user_id, entry_id, site=site))
+
+    def dismiss_plan(self, user_id: str, entry_id: int, *, site: str | None = None) -> Plan[bool]:
+        """`dismiss` as a plan."""
         params = {"id": entry_id, "user_id": user_id, "site": site}
-        return self._seam.run(conn, "inbox_dismiss", params) > 0
+        return (yield from touched(self._seam, "inbox_dismiss", params)) > 0
 
 
 def _listed(row: tuple[Any, ...]) -> ListedEntry:
@@ -423,43 +495,38 @@ class InboxPreferences:
     def set(self, conn: Conn, user_id: str, category: str, channel: str, enabled: bool) -> None:
         """Set one choice; the category's default deletes the row instead of storing it.
         A category of the registry: the seven or the host's own (N13)."""
-        self._set(
-            conn, user_id, category, channel, enabled, host_registry(conn, schema=self._seam.schema)
-        )
+        run_plan(conn, self.set_plan(user_id, category, channel, enabled))
 
-    def _set(
-        self,
-        conn: Conn,
-        user_id: str,
-        category: str,
-        channel: str,
-        enabled: bool,
-        known: Mapping[str, Category],
-    ) -> None:
-        found = known.get(category)
+    def set_plan(self, user_id: str, category: str, channel: str, enabled: bool) -> Plan[None]:
+        """`set` as a plan."""
+        found = (yield from host_registry_plan(self._seam.schema)).get(category)
         if found is None:
             raise InvalidInput("unknown_category", f"unknown category {category!r}", "/category")
         if channel not in ("in_app", "email"):
             raise InvalidInput("unknown_channel", f"unknown channel {channel!r}", "/channel")
         params = {"user_id": user_id, "category": category, "channel": channel}
         if enabled == getattr(found.defaults, channel):
-            self._seam.run(conn, "inbox_pref_delete", params)
+            yield from touched(self._seam, "inbox_pref_delete", params)
         else:
-            self._seam.run(conn, "inbox_pref_put", {**params, "enabled": enabled})
+            yield from touched(self._seam, "inbox_pref_put", {**params, "enabled": enabled})
 
     def stop_all_email(self, conn: Conn, user_id: str) -> None:
         """Turn email off for every category (N2)."""
         with self._seam.transaction(conn):
-            known = host_registry(conn, schema=self._seam.schema)
-            for category in known:
-                self._set(conn, user_id, category, "email", False, known)
+            for category in host_registry(conn, schema=self._seam.schema):
+                self.set(conn, user_id, category, "email", False)
 
     def rows(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, dict[tuple[str, str], bool]]:
         """Return the stored choices of many people."""
+        return run_plan(conn, self.rows_plan(user_ids))
+
+    def rows_plan(self, user_ids: Sequence[str]) -> Plan[dict[str, dict[tuple[str, str], bool]]]:
+        """`rows` as a plan."""
         out: dict[str, dict[tuple[str, str], bool]] = {}
-        for user, category, channel, enabled in self._seam.all(
-            conn, "inbox_prefs_of", {"ids": text_array(list(user_ids))}
-        ):
+        found = yield from all_rows(
+            self._seam, "inbox_prefs_of", {"ids": text_array(list(user_ids))}
+        )
+        for user, category, channel, enabled in found:
             out.setdefault(user, {})[(category, channel)] = bool(enabled)
         return out
 

@@ -630,7 +630,13 @@ def _hold(
         user = drain._facts.users.get(plan.recipient)
         until = next_local_midnight(now, user.time_zone if user is not None else None)
         ids = [claimed[e.id].table_id for e in plan.sent]
-        params = {"ids": ids, "until": until, "lease_until": lease_until}
+        params = {
+            "ids": ids,
+            "until": until,
+            "lease_until": lease_until,
+            "at": now,
+            "record": None if record is None else record.preference_id,
+        }
         drain._writes.write(conn, Write("mail_wait", params))
         drain.stats.mails["skip_frequency_cap"] += 1
         drain._done(now, skip, "held")

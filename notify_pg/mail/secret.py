@@ -15,9 +15,10 @@ from typing import Final
 
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, atomic, one_row, run_plan
 from notify_pg.db.seam import Conn, Seam
 
-__all__ = ["SECRET_BYTES", "unsubscribe_secret"]
+__all__ = ["SECRET_BYTES", "unsubscribe_secret", "unsubscribe_secret_plan"]
 
 #: The length of the generated secret (U1).
 SECRET_BYTES: Final = 32
@@ -39,17 +40,20 @@ def unsubscribe_secret(conn: Conn, *, schema: str = DEFAULT_SCHEMA) -> bytes:
         >>> len(secret)  # doctest: +SKIP
         32
     """
+    return run_plan(conn, unsubscribe_secret_plan(schema=schema))
+
+
+def unsubscribe_secret_plan(*, schema: str = DEFAULT_SCHEMA) -> Plan[bytes]:
+    """`unsubscribe_secret` as a plan (`notify_pg.db.plan`)."""
     seam = Seam("notify_pg", schema)
-    row = seam.one(conn, "unsubscribe_secret_get")
+    row = yield from one_row(seam, "unsubscribe_secret_get")
     if row is None:
-        with seam.transaction(conn):
-            row = seam.one(
-                conn, "unsubscribe_secret_create", {"secret": secrets.token_bytes(SECRET_BYTES)}
-            )
+        fresh = {"secret": secrets.token_bytes(SECRET_BYTES)}
+        row = yield from atomic(one_row(seam, "unsubscribe_secret_create", fresh))
         if row is None:
             # Another process stored its secret first: a new statement sees its row (READ
             # COMMITTED; under REPEATABLE READ the insert itself fails to serialize instead).
-            row = seam.one(conn, "unsubscribe_secret_get")
+            row = yield from one_row(seam, "unsubscribe_secret_get")
         if row is None:
             raise StorageError(
                 "storage_conflict",

@@ -12,20 +12,28 @@ own HTTP layer calls it directly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
 import attrs
 
+from notify_core.inbox.categories import Category
 from notify_core.mail import Unsubscribe
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, all_rows, atomic, one_row, run_plan, touched
 from notify_pg.db.seam import Conn, Seam
-from notify_pg.inbox.host_categories import host_registry
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.inbox.reads import InboxPreferences
-from notify_pg.stores.store import generation
+from notify_pg.stores.store import generation_plan
 
-__all__ = ["SCOPES", "AuditedUnsubscribe", "audited_unsubscribes", "unsubscribe"]
+__all__ = [
+    "SCOPES",
+    "AuditedUnsubscribe",
+    "audited_unsubscribes",
+    "unsubscribe",
+    "unsubscribe_plan",
+]
 
 #: ``token``: the token's categories; ``all``: every category (stop all email, N2).
 SCOPES: Final = ("token", "all")
@@ -66,38 +74,25 @@ def unsubscribe(
         ValueError: an unknown scope (a caller's mistake: the HTTP handler checks it).
         StorageError: PostgreSQL failed; nothing was changed.
     """
+    return run_plan(conn, unsubscribe_plan(request, scope=scope, at=at, schema=schema))
+
+
+def unsubscribe_plan(
+    request: Unsubscribe,
+    *,
+    scope: str = "token",
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[AuditedUnsubscribe | None]:
+    """`unsubscribe` as a plan (`notify_pg.db.plan`: run blocking or async)."""
     if scope not in SCOPES:
         raise ValueError(f"unknown unsubscribe scope {scope!r}")
     when = at or datetime.now(UTC)
-    seam = Seam("notify_pg", schema)
-    prefs = InboxPreferences(schema)
-    person = request.person
-    with seam.transaction(conn):
-        known = host_registry(conn, schema=schema)  # the host's own categories too (N13)
-        chosen = sorted(known) if scope == "all" else sorted(request.categories)
-        # Two requests of one person at once: the second sees the first's choices, so only
-        # one of them names a category as changed.
-        seam.one(conn, "unsubscribe_lock_person", {"user_id": person})
-        # After the lock: a forget_person of the person committed before it is seen here, and
-        # one that runs now waits for this transaction (it takes the same lock).
-        if generation(conn, person, schema) != request.generation:
-            return None
-        stored = prefs.rows(conn, [person]).get(person, {})
-        changed = [key for key in chosen if stored.get((key, "email"), known[key].defaults.email)]
-        for key in chosen:
-            prefs.set(conn, person, key, "email", False)
-        seam.run(
-            conn,
-            "unsubscribe_audit_insert",
-            {
-                "user_id": person,
-                "scope": scope,
-                "token_categories": list(request.categories),
-                "categories": chosen,
-                "changed": changed,
-                "at": when,
-            },
-        )
+    known = yield from host_registry_plan(schema)  # the host's own categories too (N13)
+    chosen = sorted(known) if scope == "all" else sorted(request.categories)
+    changed = yield from atomic(_unsubscribe_steps(request, scope, chosen, when, schema, known))
+    if changed is None:
+        return None
     return AuditedUnsubscribe(
         scope=scope,
         token_categories=tuple(request.categories),
@@ -107,11 +102,52 @@ def unsubscribe(
     )
 
 
+def _unsubscribe_steps(
+    request: Unsubscribe,
+    scope: str,
+    chosen: list[str],
+    when: datetime,
+    schema: str,
+    known: Mapping[str, Category],
+) -> Plan[list[str] | None]:
+    """The transaction of `unsubscribe_plan`: the categories changed, ``None`` when the
+    person is forgotten or the token of another generation (nothing written)."""
+    seam = Seam("notify_pg", schema)
+    prefs = InboxPreferences(schema)
+    person = request.person
+    # Two requests of one person at once: the second sees the first's choices, so only
+    # one of them names a category as changed.
+    yield from one_row(seam, "unsubscribe_lock_person", {"user_id": person})
+    # After the lock: a forget_person of the person committed before it is seen here, and
+    # one that runs now waits for this transaction (it takes the same lock).
+    if (yield from generation_plan(person, schema)) != request.generation:
+        return None
+    stored = (yield from prefs.rows_plan([person])).get(person, {})
+    changed = [key for key in chosen if stored.get((key, "email"), known[key].defaults.email)]
+    for key in chosen:
+        yield from prefs.set_plan(person, key, "email", False)
+    yield from touched(
+        seam,
+        "unsubscribe_audit_insert",
+        {
+            "user_id": person,
+            "scope": scope,
+            "token_categories": list(request.categories),
+            "categories": chosen,
+            "changed": changed,
+            "at": when,
+        },
+    )
+    return changed
+
+
 def audited_unsubscribes(
     conn: Conn, person: str, *, schema: str = DEFAULT_SCHEMA
 ) -> Sequence[AuditedUnsubscribe]:
     """Return the audited one-click unsubscribes of a person, oldest first."""
-    rows = Seam("notify_pg", schema).all(conn, "unsubscribe_audit_of", {"user_id": person})
+    rows = run_plan(
+        conn, all_rows(Seam("notify_pg", schema), "unsubscribe_audit_of", {"user_id": person})
+    )
     return [
         AuditedUnsubscribe(
             scope=scope,

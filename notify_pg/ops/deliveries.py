@@ -143,15 +143,17 @@ def _pushes(rows: Sequence[Row]) -> list[Delivery]:
 
 def _mail(row: Row) -> Delivery:
     entry, user, _site, category, updated_at, ended_at, state, skip, record = row
+    ended = state in ("sent", "failed", "skipped")
     return Delivery(
         channel="email",
         id=f"{MAIL}:{entry}",
         recipient=str(user),
         kind=str(category),
         decided_at=updated_at.astimezone(UTC),
-        sent_at=_utc(ended_at),
+        sent_at=_utc(ended_at) if ended else None,
         outcome=str(state),
-        reason=skip,
+        # A sent mail a cap held before (M4) keeps that reason in the row, not in its answer.
+        reason=skip if state != "sent" else None,
         record=record,
     )
 

@@ -147,8 +147,9 @@ FROM (SELECT DISTINCT user_id, site_id, emailed_at
         AND emailed_at > %(now)s::timestamptz - make_interval(days => 2)) AS m
 
 -- name: mail_wait
--- Claimed rows a record's cap holds back (M4): back to pending at the person's next local midnight, the claim's attempt undone (no send was attempted).
+-- Claimed rows a record's cap holds back (M4): back to pending at the person's next local midnight, the claim's attempt undone (no send was attempted); the hold is kept as the skip reason frequency_cap with its time and record (`notify db status`, the audit), though the mail still goes.
 UPDATE {schema}.inbox_entries AS e
-SET email_state = 'pending', email_after = %(until)s, email_attempts = e.email_attempts - 1
+SET email_state = 'pending', email_after = %(until)s, email_attempts = e.email_attempts - 1,
+    email_skip = 'frequency_cap', email_skipped_at = %(at)s, email_record = %(record)s
 WHERE e.id = ANY(%(ids)s::bigint[]) AND e.email_state = 'sending'
   AND e.email_after = %(lease_until)s

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from notify_core.hints.levels import LevelFacts, Target
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, one_row, run_plan
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.stores.events import EventLog
 from notify_pg.stores.facts import FactsReader
@@ -21,6 +22,7 @@ __all__ = [
     "forget_person",
     "forgotten",
     "generation",
+    "generation_plan",
     "generations",
     "person_created",
 ]
@@ -168,8 +170,13 @@ def person_created(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> in
 def generation(conn: Conn, user_id: str, schema: str = DEFAULT_SCHEMA) -> int | None:
     """Return the person's generation: the only one whose unsubscribe tokens are valid (0 for
     an id never forgotten), or ``None`` while the id is forgotten (no token is valid, U3)."""
+    return run_plan(conn, generation_plan(user_id, schema))
+
+
+def generation_plan(user_id: str, schema: str = DEFAULT_SCHEMA) -> Plan[int | None]:
+    """`generation` as a plan (`notify_pg.db.plan`)."""
     params = {"user_key": user_id.encode("utf-8")}
-    row = Seam("notify_pg", schema).one(conn, "person_generation", params)
+    row = yield from one_row(Seam("notify_pg", schema), "person_generation", params)
     if row is None:
         return 0
     return None if row[1] else int(row[0])

@@ -142,6 +142,9 @@ def test_m6_the_drain_gives_the_replay_s_mails_with_records_on_postgresql(
                 f" FROM {SCHEMA}.inbox_entries WHERE email_state = 'sent'"
             ).fetchall()
         }
+        held = conn.execute(
+            f"SELECT count(*) FROM {SCHEMA}.inbox_entries WHERE email_skip = 'frequency_cap'"
+        ).fetchone()
     finally:
         next(server, None)
 
@@ -152,3 +155,5 @@ def test_m6_the_drain_gives_the_replay_s_mails_with_records_on_postgresql(
     assert got_records == expected_records  # M6: each mail names the same record
     assert sum(1 for o in sent if not o.message.is_multipart()) == expected_plain  # M5
     assert len(handler.received) == len(expected_records)
+    # M4: the entries a cap held to a local midnight keep the hold (`notify db status`).
+    assert held == (sum(len(m[5]) for m in expected if m[4] == "frequency_cap"),)
