@@ -367,10 +367,11 @@ class SendRound:
         """Call the providers, up to ``max_concurrent_requests`` requests at once; the
         results in the order of ``prepared``.
 
-        The pushes of a provider that sends over one multiplexed connection go to it in one
-        batch (`notify_pg.push.providers.fanout`: one hand-over, its streams started as
-        request slots free up); the others one call each, on up to that many pool tasks
-        that each take the next call not taken yet. A push's exception is its own transient
+        One call per push, on up to that many pool tasks that each take the next call not
+        taken yet; with ``batch_sends`` the pushes of a provider that sends over one
+        multiplexed connection go to it in one batch instead
+        (`notify_pg.push.providers.fanout`: one hand-over, its streams started as request
+        slots free up). A push's exception is its own transient
         failure (R1: ``retry``), logged with its provider and error type.
         """
         if not prepared:
@@ -382,6 +383,7 @@ class SendRound:
             gate=self.push.gate,
             pool=self._pool_of,
             limit=self.push.config.max_concurrent_requests,
+            batch=self.push.config.batch_sends,
         )
         results: list[SendResult] = []
         for item, (answer, seconds) in zip(prepared, outcomes, strict=True):

@@ -40,7 +40,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from notify_core.hints.delivery import DisableReason, Notification, ResultClass, SendResult
 from notify_core.values.kinds import Kind
 from notify_pg.push.providers.fanout import Sent, Slots
-from notify_pg.push.providers.h2client import Batch, ConnectionLost, H2Client, Reply, Request
+from notify_pg.push.providers.h2client import ConnectionLost, H2Client, Reply, Request
 from notify_pg.push.providers.health import ProviderAlerts, ProviderHealth
 from notify_pg.push.providers.payload import apns_payload, is_visible
 from notify_pg.push.providers.transport import log_answer, retry_after, tls_context
@@ -70,8 +70,6 @@ _TOKEN_CHARS = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQR
 #: Headers whose values change from push to push (never indexed by HPACK).
 _VOLATILE = frozenset({"apns-id", "apns-expiration", "apns-collapse-id"})
 _RETRY = SendResult(result_class=ResultClass.RETRY)
-#: Requests of a batch handed over together while the next are made (`ApnsProvider.send_many`).
-_PART = 16
 
 
 @attrs.frozen(kw_only=True)
@@ -242,21 +240,39 @@ class ApnsProvider:
     ) -> SendResult | tuple[str, str, Request]:
         """The answer of a push not sent (paused, a bad device token), or its provider token,
         environment and request."""
+        refused = self._refused(registration)
+        if refused is not None:
+            return refused
+        token, request = self._request(registration, notification)
+        return token, registration.environment, request
+
+    def _refused(self, registration: Registration) -> SendResult | None:
+        """The answer of a push not sent: the provider paused, or a bad device token."""
         paused = self.health.paused()
         if paused is not None:
             return paused
         device = registration.token
-        environment = registration.environment
-        if not device or not set(device) <= _TOKEN_CHARS or environment not in self._urls:
+        if (
+            not device
+            or not set(device) <= _TOKEN_CHARS
+            or registration.environment not in self._urls
+        ):
             log_answer("apns", 0, "BadDeviceToken", registration.token_ref)
             return SendResult(
                 result_class=ResultClass.DISABLE, disable_reason=DisableReason.TOKEN_INVALID
             )
+        return None
+
+    def _request(
+        self, registration: Registration, notification: Notification
+    ) -> tuple[str, Request]:
+        """The provider token and the request of one push."""
         headers = self.headers(registration, notification)
         token = self.tokens.token()
         headers["authorization"] = f"bearer {token}"
         body = apns_payload(notification)
-        return token, environment, Request("POST", f"/3/device/{device}", headers, body, _VOLATILE)
+        path = f"/3/device/{registration.token}"
+        return token, Request("POST", path, headers, body, _VOLATILE)
 
     def send(self, registration: Registration, notification: Notification) -> SendResult:
         """Send one push as a stream of the host's connection; the answer sorted (R1)."""
@@ -281,26 +297,32 @@ class ApnsProvider:
         (`notify_pg.push.providers.fanout`); each answer sorted as `send` sorts it, in the
         order of ``calls``."""
         outcomes: list[Sent] = [(_RETRY, 0.0)] * len(calls)
-        # Per host: its batch and the index and provider token of each request handed over.
-        hosts: dict[str, tuple[Batch, list[tuple[int, str]], list[Request]]] = {}
-        for index, (registration, notification) in enumerate(calls):
-            prepared = self._prepare(registration, notification)
-            if isinstance(prepared, SendResult):
-                outcomes[index] = (prepared, 0.0)
-                continue
-            token, environment, request = prepared
-            host = hosts.get(environment)
-            if host is None:
-                host = hosts[environment] = (self._clients[environment].batch(slots), [], [])
-            host[1].append((index, token))
-            host[2].append(request)
-            if len(host[2]) >= _PART:  # the first streams start while the rest are made
-                host[0].add(host[2])
-                host[2].clear()
-        for batch, _sent, part in hosts.values():
-            batch.add(part)
-        for batch, sent, _part in hosts.values():
-            for (index, token), (answer, seconds) in zip(sent, batch.close(), strict=True):
+        hosts: dict[str, list[int]] = {}
+        for index, (registration, _notification) in enumerate(calls):
+            refused = self._refused(registration)
+            if refused is None:
+                hosts.setdefault(registration.environment, []).append(index)
+            else:
+                outcomes[index] = (refused, 0.0)
+        # Each request is made on its host's loop as its stream starts (`Batch`); the
+        # provider token it carries is kept for its answer (`ExpiredProviderToken`).
+        tokens: dict[int, str] = {}
+
+        def maker(index: int) -> Callable[[], Request]:
+            def make() -> Request:
+                tokens[index], request = self._request(*calls[index])
+                return request
+
+            return make
+
+        batches = []
+        for environment, indexes in hosts.items():
+            batch = self._clients[environment].batch(slots)
+            batch.add([maker(index) for index in indexes])
+            batches.append((indexes, batch))  # the hosts' batches run side by side
+        for indexes, batch in batches:
+            for index, (answer, seconds) in zip(indexes, batch.close(), strict=True):
+                token = tokens.get(index, "")
                 outcomes[index] = (self._answered(answer, calls[index][0], token), seconds)
         return outcomes
 

@@ -1,12 +1,13 @@
 """The send step's two paths: a round's pushes in one batch per provider, or one call each.
 
 A provider that sends over one multiplexed connection (APNs and FCM over HTTP/2) offers
-``send_many`` (`BatchProvider`): the worker hands it every push of a round for it at once, and
-the provider starts them all as streams of its connection from its event loop, as many at a
-time as the process-wide `notify_pg.push.providers.ProviderGate` has free slots, instead of one
-pool thread per call waiting on one stream each. Each slot is taken when its stream starts and
-given back when its answer came, so the limit (``push.max_concurrent_requests``) holds for
-both paths together. A provider without it (Web Push: one HTTP/1.1 exchange per push
+``send_many`` (`BatchProvider`): with ``WorkerConfig.batch_sends`` the worker hands it every
+push of a round for it at once, and the provider makes each request and starts it as a stream
+of its connection on its event loop (`notify_pg.push.providers.h2client.Batch`), as many at a
+time as the process-wide `notify_pg.push.providers.ProviderGate` has free slots, instead of
+one pool thread per call waiting on one stream each. Each slot is taken when its stream
+starts and given back when its answer came, so the limit (``push.max_concurrent_requests``)
+holds for both paths together. A provider without it (Web Push: one HTTP/1.1 exchange per push
 service; test doubles) gets one `PushProvider.send` per push, up to ``limit`` at once on the
 worker's pool, each holding a slot (`send_all` with ``batch=False`` sends every push so: the
 per-call path, the bench's baseline).

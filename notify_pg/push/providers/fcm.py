@@ -51,8 +51,6 @@ _GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 #: A token is traded anew this long before it ends.
 _TOKEN_MARGIN = 300.0
 _RETRY = SendResult(result_class=ResultClass.RETRY)
-#: Requests of a batch handed over together while the next are made (`FcmProvider.send_many`).
-_PART = 16
 
 
 @attrs.frozen(kw_only=True)
@@ -334,16 +332,9 @@ class FcmProvider:
                 for index in ready:  # the token endpoint failed: a transient failure
                     outcomes[index] = (_RETRY, spent[index])
                 break
-            batch, part = self._h2.batch(slots), []
-            for index in ready:  # the first streams start while the rest are made
-                body = bodies.get(index)
-                if body is None:
-                    body = bodies[index] = self.message(*calls[index])
-                part.append(self._request(body, token))
-                if len(part) >= _PART:
-                    batch.add(part)
-                    part = []
-            batch.add(part)
+            batch = self._h2.batch(slots)
+            # Each message is made on the loop as its stream starts (`Batch`), once.
+            batch.add([self._maker(calls, index, bodies, token) for index in ready])
             again: list[int] = []
             for index, (answer, seconds) in zip(ready, batch.close(), strict=True):
                 spent[index] += seconds
@@ -358,6 +349,23 @@ class FcmProvider:
                 outcomes[index] = (self._answered(answer, calls[index][0]), spent[index])
             ready, stale = again, token
         return outcomes
+
+    def _maker(
+        self,
+        calls: Sequence[tuple[Registration, Notification]],
+        index: int,
+        bodies: dict[int, bytes],
+        token: str,
+    ) -> Callable[[], Request]:
+        """What makes the request of push ``index`` (its body kept for a second try)."""
+
+        def make() -> Request:
+            body = bodies.get(index)
+            if body is None:
+                body = bodies[index] = self.message(*calls[index])
+            return self._request(body, token)
+
+        return make
 
     def _answered(
         self, answer: Reply | Exception, registration: Registration

@@ -412,11 +412,19 @@ class H2Client:
 Outcome = tuple[Reply | Exception, float]
 
 
+#: A request of a batch, or what makes it on the loop just before its stream starts.
+Pending = Request | Callable[[], Request]
+
+
 class Batch:
-    """Requests of one client handed to its loop in parts while the caller makes the next
-    (`H2Client.batch`): each starts as a stream once one of ``slots`` (the process-wide
-    request limit, taken without waiting) is free, and gives its slot back with its answer.
-    `add` and `close` are called from the caller's thread; the rest runs on the loop.
+    """Requests of one client handed to its loop (`H2Client.batch`): each starts as a stream
+    once one of ``slots`` (the process-wide request limit, taken without waiting) is free, and
+    gives its slot back with its answer. A request may be handed over as a callable that
+    makes it: the loop makes it when its stream starts, so the making is spread over the
+    round on the one thread that holds the interpreter's lock meanwhile, instead of a
+    second thread taking the lock from the loop while the first streams wait for it. An
+    exception of a maker is its request's outcome. `add` and `close` are called from the
+    caller's thread; the rest runs on the loop.
 
     Args:
         client: the client whose connection carries the streams.
@@ -426,7 +434,7 @@ class Batch:
     def __init__(self, client: H2Client, slots: Slots) -> None:
         self._client = client
         self._slots = slots
-        self._requests: list[Request] = []
+        self._requests: list[Pending] = []
         self._outcomes: list[Outcome] = []
         self._next = 0  # the first request not started
         self._open = 0  # requests started and not answered
@@ -434,7 +442,7 @@ class Batch:
         self._polling = False
         self._done: concurrent.futures.Future[list[Outcome]] = concurrent.futures.Future()
 
-    def add(self, requests: Sequence[Request]) -> None:
+    def add(self, requests: Sequence[Pending]) -> None:
         """Hand ``requests`` over (they start as slots free up)."""
         if requests:
             self._client._loop.call_soon_threadsafe(self._extend, list(requests))
@@ -446,7 +454,7 @@ class Batch:
         self._client._loop.call_soon_threadsafe(self._close)
         return self._done.result()
 
-    def _extend(self, requests: list[Request]) -> None:
+    def _extend(self, requests: list[Pending]) -> None:
         self._requests += requests
         self._outcomes += [(_NOT_SENT, 0.0)] * len(requests)
         self._start()
@@ -472,9 +480,11 @@ class Batch:
         self._start()
 
     async def _one(self, index: int) -> None:
-        request = self._requests[index]
         started = time.perf_counter()
         try:
+            request = self._requests[index]
+            if not isinstance(request, Request):
+                request = request()
             answer: Reply | Exception = await self._client._request(
                 request.method, request.path, request.headers, request.body, request.volatile
             )

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from notify_cli.synth_logs import SynthConfig, synth_events
+from notify_cli.synth_records import with_records
 from notify_core.events.log import EventError
 from notify_core.replay.lines import dumps_item
 from notify_core.replay.partitioned import merge_groups, merge_summaries, run_partition
@@ -77,6 +78,16 @@ def test_partitions_of_a_golden_log_merge_into_its_replay(log: Path) -> None:
 def test_partitions_of_a_synthetic_log_merge_into_its_replay() -> None:
     config = SynthConfig(events=3_000, users=120, seed=3, max_fanout=50)
     lines = [json.dumps(e) for e in synth_events(config)]
+    _check(lines, "", (2, 5))
+
+
+def test_m6_partitions_of_a_log_with_records_merge_into_its_replay() -> None:
+    """Each partition applies every record event and counts its own people's deliveries."""
+    config = SynthConfig(events=6_000, users=60, seed=3, max_fanout=50)
+    lines = [json.dumps(e) for e in with_records(synth_events(config), seed=3, total=6_000)]
+    whole, _, _ = _single(lines, "", True)
+    assert any('"frequency_cap"' in line for line in whole)
+    assert any('"record":' in line for line in whole)
     _check(lines, "", (2, 5))
 
 

@@ -513,3 +513,45 @@ def test_clock_is_the_workers(run: PgRun) -> None:
     mention_alex(run)
     assert run.push_sends()[0]["due_at"] == START + timedelta(seconds=10)
     assert isinstance(run.clock(), datetime)
+
+
+class _BatchRecorder(FakeProvider):
+    """A `FakeProvider` that also takes a round's pushes in one batch, and records them."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.batches: list[list[str]] = []
+
+    def send_many(
+        self, calls: typing.Sequence[tuple[Registration, Notification]], slots: typing.Any
+    ) -> list[tuple[SendResult | Exception, float]]:
+        self.batches.append([registration.id for registration, _n in calls])
+        return [(self.send(registration, n), 0.0) for registration, n in calls]
+
+
+@pytest.mark.parametrize("batch_sends", [True, False])
+def test_a_round_hands_its_pushes_to_a_batch_provider_at_once_unless_told_not_to(
+    run: PgRun, batch_sends: bool
+) -> None:
+    repo = RegistrationRepository(SCHEMA)
+    for i in range(9):
+        repo.register(
+            run.conn,
+            id=f"r-extra-{i:02d}",
+            user_id="alex",
+            device_id="alex-phone",
+            auth_session_id="s",
+            provider="apns",
+            token=f"extra-token-{i}",
+            app_id="app",
+        )
+    provider = _BatchRecorder("apns")
+    run.worker.push.providers = {"apns": provider}
+    run.worker.push.config = attrs.evolve(CONFIG, send_batch=100, batch_sends=batch_sends)
+    mention_alex(run)
+    run.push()
+    assert len(provider.calls) == 10 and run.push_sends() == []
+    if batch_sends:
+        assert [len(batch) for batch in provider.batches] == [10]
+    else:
+        assert provider.batches == []

@@ -20,6 +20,7 @@ from notify_core.hints.delivery import Notification, ResultClass, SendResult
 from notify_pg.push.providers import ProviderGate
 from notify_pg.push.providers.apns import ApnsKey, ApnsProvider
 from notify_pg.push.providers.fcm import FcmProvider, ServiceAccount
+from notify_pg.push.providers.h2client import Request
 from notify_pg.push.providers.local.apns import LocalApns, apns_error
 from notify_pg.push.providers.local.fcm import LocalFcm, fcm_error
 from notify_pg.push.providers.local.h2server import Answer
@@ -292,3 +293,26 @@ def test_answers_of_a_batch_that_do_not_come_in_time_are_retries_and_free_their_
         slow.close()
     assert results == [SendResult(result_class="retry")] * 6
     assert slots.held == 0 and slots.taken == 6 and slots.most == 4
+
+
+def test_a_request_made_on_the_loop_that_fails_is_that_requests_outcome_alone(
+    apns: LocalApns, ca: LocalCa
+) -> None:
+    apns.device(device(1), TOPIC)
+    provider = apns_provider(apns, ca)
+    client = provider._clients["production"]
+    _token, good = provider._request(registration("apns", device(1)), push(1))
+
+    def broken() -> Request:
+        raise ValueError("no request")
+
+    try:
+        batch = client.batch(ProviderGate(2))
+        batch.add([good, broken, lambda: good])
+        outcomes = batch.close()
+    finally:
+        provider.close()
+    answers = [answer for answer, _s in outcomes]
+    assert isinstance(answers[1], ValueError)
+    assert [getattr(a, "status", None) for a in answers] == [200, None, 200]
+    assert len(apns.received) == 2
