@@ -22,7 +22,7 @@ Writes a host makes itself, around these functions, are outside that guarantee.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
@@ -37,8 +37,9 @@ from notify_core.inbox.admin import (
     preference_change,
     preference_grid,
     settings_change,
+    visible_categories,
 )
-from notify_core.inbox.categories import CATEGORIES
+from notify_core.inbox.categories import Category
 from notify_core.inbox.pipeline import email_schedule
 from notify_core.inbox.prefs import CHANNELS, InboxPrefs
 from notify_core.mail.cadence import EmailSchedule
@@ -46,6 +47,7 @@ from notify_core.mail.message import mail_locale
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.inbox.reads import InboxPreferences
 from notify_pg.mail.drain import MailHostPorts, reschedule_pending
 
@@ -137,14 +139,25 @@ def _state(conn: Conn, host: AdminHostPorts, person: str, schema: str) -> Prefer
     return PreferenceState(prefs=InboxPrefs(rows=rows), schedule=schedule)
 
 
-def _grid(conn: Conn, host: AdminHostPorts, person: str, state: PreferenceState) -> dict[str, Any]:
+def _grid(
+    conn: Conn,
+    host: AdminHostPorts,
+    person: str,
+    state: PreferenceState,
+    known: Mapping[str, Category],
+) -> dict[str, Any]:
     settings = host.inbox_settings(conn)
     facts = host.inbox_people(conn, [person]).get(person)
     # N4: mail configured for the instance, an address, and the address verified.
     available = bool(settings.mail_configured and facts and facts.email and facts.verified)
+    # N13: a host category shows only to those holding its visible_to.
+    shown: Iterable[Category] = known.values()
+    if any(c.visible_to is not None for c in known.values()):
+        groups = facts.groups if facts is not None else frozenset()
+        shown = visible_categories(known, groups, host.inbox_groups(conn))
     user = host.inbox_users(conn, [person]).get(person)
     locale = mail_locale(user.locale if user is not None else None, None)
-    return preference_grid(state, settings, available, locale=locale)
+    return preference_grid(state, settings, available, shown, locale=locale)
 
 
 def preferences(
@@ -154,7 +167,8 @@ def preferences(
 
     Not audited: a read.
     """
-    return _grid(conn, host, person, _state(conn, host, person, schema))
+    known = host_registry(conn, schema=schema)
+    return _grid(conn, host, person, _state(conn, host, person, schema), known)
 
 
 def _audit(
@@ -220,9 +234,12 @@ def change_preferences(
             seam.one(conn, "admin_lock_retention")
         seam.one(conn, "admin_lock_person", {"user_id": person})
         state = _state(conn, host, person, schema)
-        new = preference_change(state, body, retention_days=host.inbox_retention_days(conn))
+        known = host_registry(conn, schema=schema)
+        new = preference_change(
+            state, body, retention_days=host.inbox_retention_days(conn), known=known
+        )
         store = InboxPreferences(schema)
-        for category in CATEGORIES:
+        for category in known.values():
             was, now = state.prefs.choice(category), new.prefs.choice(category)
             for channel in CHANNELS:
                 if getattr(was, channel) != getattr(now, channel):
@@ -236,10 +253,10 @@ def change_preferences(
             person=person,
             actor=actor or person,
             at=when,
-            before=preference_audit_json(state),
-            after=preference_audit_json(new),
+            before=preference_audit_json(state, known),
+            after=preference_audit_json(new, known),
         )
-        return _grid(conn, host, person, new)
+        return _grid(conn, host, person, new, known)
 
 
 def _set_schedule(
