@@ -525,6 +525,8 @@ CREATE TABLE {schema}.inbox_entries (
     draft          boolean NOT NULL DEFAULT false,
     -- The record that governed the mail at the drain (M1, M6; migration 0024).
     email_record   text COLLATE "C",
+    -- members (0025): a host category's latest event's members, as texts (N13)
+    members        jsonb,
     CONSTRAINT inbox_entries_pkey PRIMARY KEY (id),
     CONSTRAINT inbox_entries_count_check CHECK (count >= 1),
     CONSTRAINT inbox_entries_email_state_check
@@ -809,3 +811,14 @@ ALTER TABLE {schema}.forgotten_people
     ADD COLUMN generation integer NOT NULL DEFAULT 1,
     ADD COLUMN forgotten boolean NOT NULL DEFAULT true,
     ADD CONSTRAINT forgotten_people_generation_check CHECK (generation >= 1);
+
+-- from 0025_host_categories.sql
+-- Host categories (N13): one row per key, the declaration as the event carries it (checked
+-- by the core's `declare`); declaring a key again replaces its row from that moment on.
+CREATE TABLE {schema}.inbox_categories (
+    key         text COLLATE "C" NOT NULL,
+    declaration jsonb NOT NULL,
+    declared_at timestamptz NOT NULL,
+    CONSTRAINT inbox_categories_pkey PRIMARY KEY (key),
+    CONSTRAINT inbox_categories_declaration_check CHECK (jsonb_typeof(declaration) = 'object')
+);

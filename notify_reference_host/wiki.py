@@ -254,10 +254,24 @@ class ReferenceWiki(WikiReadPlans):
 
     def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
         """Return every group and its rules."""
+        return run_plan(conn, self.inbox_groups_plan())
+
+    def inbox_groups_plan(self) -> Plan[Mapping[str, Group]]:
+        """`inbox_groups` as a plan."""
+        rows = yield from all_rows(self._seam, "wiki_groups")
         return {
-            id_: Group(rules=tuple(_rule(r) for r in rules), manage_system=manage)
-            for id_, manage, rules in self._seam.all(conn, "wiki_groups")
+            id_: Group(
+                rules=tuple(_rule(r) for r in rules),
+                manage_system=manage,
+                permissions=frozenset(permissions),
+            )
+            for id_, manage, rules, permissions in rows
         }
+
+    def inbox_holders(self, conn: Conn, permission: str, after: str, limit: int) -> Sequence[str]:
+        """Return a keyset batch of the people holding a host permission (N8, N13)."""
+        params = {"permission": permission, "after": after, "limit": limit}
+        return [r[0] for r in self._seam.all(conn, "wiki_permission_holders", params)]
 
     def _settings_row(self, conn: Conn) -> tuple[Any, ...] | None:
         return self._seam.one(conn, "wiki_settings")
@@ -375,12 +389,18 @@ class ReferenceWiki(WikiReadPlans):
         rules: Sequence[Mapping[str, Any]],
         *,
         manage_system: bool = False,
+        permissions: Sequence[str] = (),
     ) -> None:
-        """Create or replace a group with its complete rule list."""
+        """Create or replace a group with its complete rule list and its host permissions."""
         self._seam.run(
             conn,
             "wiki_add_group",
-            {"id": group, "manage_system": manage_system, "rules": Jsonb(list(rules))},
+            {
+                "id": group,
+                "manage_system": manage_system,
+                "rules": Jsonb(list(rules)),
+                "permissions": sorted(set(permissions)),
+            },
         )
 
     def add_member(self, conn: Conn, group: str, user: str) -> None:

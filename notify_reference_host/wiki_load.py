@@ -27,6 +27,7 @@ from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
 from notify_pg.inbox.fanout import InboxFanOut, Written
+from notify_pg.inbox.host_categories import declare_category
 from notify_pg.inbox.reads import InboxPreferences, InboxReads, comment_deleted, emit
 from notify_pg.mail.drain import reschedule_pending
 from notify_pg.mail.settings import lock_retention
@@ -235,7 +236,31 @@ class WikiLoader:
 
     def _group(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
         self.wiki.add_group(
-            conn, str(p["group"]), list(p["rules"]), manage_system=p.get("manage_system") is True
+            conn,
+            str(p["group"]),
+            list(p["rules"]),
+            manage_system=p.get("manage_system") is True,
+            permissions=sorted(strings(p.get("permissions"))),
+        )
+
+    def _declared(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
+        # N13: the host's emit path; a declaration the log refuses is a bad line, as in a replay.
+        try:
+            declare_category(conn, p, at=event.occurred_at, schema=self.schema)
+        except InvalidInput as exc:
+            raise EventError(exc.code, exc.message, exc.pointer) from None
+
+    def _host_event(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
+        # N13: a host category's event; its site's switch, its category and scope are the
+        # fan-out's (an instance category's event has no site).
+        emit(
+            conn,
+            event.type,
+            p,
+            actor=event.actor,
+            origin=event.origin or "user",
+            occurred_at=event.occurred_at,
+            schema=self.schema,
         )
 
     def _member(self, conn: Conn, event: Event, p: Mapping[str, Any]) -> None:
@@ -271,9 +296,12 @@ class WikiLoader:
         if event.type == "inbox_pref.stop_all_email":
             self.prefs.stop_all_email(conn, person)
         else:
-            self.prefs.set(
-                conn, person, str(p["category"]), str(p["channel"]), p["enabled"] is True
-            )
+            try:
+                self.prefs.set(
+                    conn, person, str(p["category"]), str(p["channel"]), p["enabled"] is True
+                )
+            except InvalidInput as exc:  # a category never declared (N13): a bad line
+                raise EventError(exc.code, exc.message, f"/payload{exc.pointer or ''}") from None
 
     # --- activities --------------------------------------------------------------------------
 
@@ -397,6 +425,8 @@ _HANDLERS: Final[Mapping[str, _Handler]] = {
     "user.forgotten": WikiLoader._forgotten,
     "group.created": WikiLoader._group,
     "group.updated": WikiLoader._group,
+    "category.declared": WikiLoader._declared,
+    "category.event": WikiLoader._host_event,
     "group.member_added": WikiLoader._member,
     "group.member_removed": WikiLoader._member,
     "review_rule.set": WikiLoader._review_rule,

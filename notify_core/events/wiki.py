@@ -65,15 +65,6 @@ _PERMISSION = _one_of("read_pages", "read_comments")
 _MATCH = _one_of("all", "path_prefix", "path_exact", "tag")
 _SECTIONS = ("watching", "discussions", "reviews", "everything")
 _DELIVERY = ("off", "in_app", "email")
-_CATEGORIES = (
-    "watched_page",
-    "review_requested",
-    "watched_page_comment",
-    "comment_reply",
-    "mention",
-    "page_created",
-    "page_deleted",
-)
 
 
 def _rule(value: object) -> bool:
@@ -84,6 +75,50 @@ def _rule(value: object) -> bool:
     if value["match"] != "all" and not _text(value.get("value")):
         return False
     return "deny" not in value or _bool(value["deny"])
+
+
+def _origins(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(item in ("user", "import", "bulk") for item in value)
+    )
+
+
+def _defaults(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"in_app", "email"}
+        and all(_bool(item) for item in value.values())
+    )
+
+
+def _integer(value: object) -> bool:
+    return type(value) is int and -1_000_000 <= value <= 1_000_000
+
+
+def _candidates(value: object) -> bool:
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    if "permission" in value:
+        return _id(value["permission"])
+    return value.get("named") is True
+
+
+def _locale_strings(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and set(value) == {"name", "subject", "line"}
+        and all(_text(item) for item in value.values())
+    )
+
+
+def _host_strings(value: object) -> bool:
+    return (
+        isinstance(value, dict)
+        and bool(value)
+        and all(_id(k) and _locale_strings(v) for k, v in value.items())
+    )
 
 
 def _rules(value: object) -> bool:
@@ -173,6 +208,7 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
     "group.created": {
         "group": (True, _id, "an ID"),
         "manage_system": (False, _bool, "a boolean"),
+        "permissions": (False, _ids, "a list of host permissions"),
         "rules": (True, _rules, "a list of rules {permission, match, value?, deny?}"),
     },
     "group.member_added": {"group": (True, _id, "an ID"), "user": (True, _id, "an ID")},
@@ -185,7 +221,8 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
     },
     "page.watched": {"page": _PAGE, "user": (True, _id, "an ID")},
     "inbox_pref.updated": {
-        "category": (True, _one_of(*_CATEGORIES), "a category"),
+        # A category of the registry: the seven or the host's own (N13), checked on applying.
+        "category": (True, _id, "a category"),
         "channel": (True, _one_of("in_app", "email"), "in_app or email"),
         "enabled": (True, _bool, "a boolean"),
     },
@@ -249,6 +286,30 @@ WIKI_PAYLOADS: Final[dict[str, dict[str, Member]]] = {
         "categories": (False, _ids, "a list of categories"),
     },
     "inbox.dismissed": {"id": (True, _id, "an entry ID")},
+    # Host categories (N13): the declaration, then its events.
+    "category.declared": {
+        "category": (True, _id, "a category key"),
+        "section": (True, _id, "a section"),
+        "scope": (True, _one_of("site", "instance"), "site or instance"),
+        "origins": (False, _origins, "a non-empty list of user, import, bulk"),
+        "defaults": (True, _defaults, "{in_app, email}, each a boolean"),
+        "priority": (True, _integer, "an integer"),
+        "digest": (False, _bool, "a boolean"),
+        "visible_to": (False, _id, "a host permission"),
+        "candidates": (True, _candidates, '{"permission": P} or {"named": true}'),
+        "group_key": (True, _ids, "a list of event members"),
+        "strings": (
+            True,
+            _host_strings,
+            "{locale: {name, subject, line}}, English required",
+        ),
+    },
+    "category.event": {
+        "category": (True, _id, "a host category"),
+        "site": (False, _id, "an ID"),
+        "target": (True, _id, "an ID"),
+        "people": (False, _ids, "a list of IDs"),
+    },
 }
 WIKI_PAYLOADS["group.updated"] = WIKI_PAYLOADS["group.created"]
 WIKI_PAYLOADS["group.member_removed"] = WIKI_PAYLOADS["group.member_added"]

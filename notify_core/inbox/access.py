@@ -15,7 +15,16 @@ import attrs
 from notify_core.inbox.categories import Permission
 from notify_core.values.errors import InvalidInput
 
-__all__ = ["AccessCache", "Group", "Match", "PageFacts", "Rule", "holds"]
+__all__ = [
+    "PAGE_PERMISSIONS",
+    "AccessCache",
+    "Group",
+    "Match",
+    "PageFacts",
+    "Rule",
+    "holds",
+    "holds_host",
+]
 
 
 class Match(enum.StrEnum):
@@ -60,10 +69,12 @@ class Rule:
 
 @attrs.frozen(kw_only=True)
 class Group:
-    """A group: its rules, and whether it may manage the system (which grants everything)."""
+    """A group: its rules, whether it may manage the system (which grants everything), and
+    the host permissions its members hold outright, on no page (N8, N13)."""
 
     rules: tuple[Rule, ...] = ()
     manage_system: bool = False
+    permissions: frozenset[str] = frozenset()
 
 
 @attrs.frozen(kw_only=True)
@@ -77,14 +88,36 @@ class PageFacts:
 _NO_GROUP: Final = Group()
 
 
+#: The page permissions of the rules; any other is a host permission (N13).
+PAGE_PERMISSIONS: Final = frozenset(Permission)
+
+
+def holds_host(groups: frozenset[str], known: Mapping[str, Group], permission: str) -> bool:
+    """Tell whether members of ``groups`` hold a host permission (N8, N13): some group's
+    ``permissions`` name it, or some group has ``manage_system``."""
+    for name in groups:
+        group = known.get(name, _NO_GROUP)
+        if group.manage_system or permission in group.permissions:
+            return True
+    return False
+
+
 def holds(
-    groups: frozenset[str], known: Mapping[str, Group], permission: Permission, page: PageFacts
+    groups: frozenset[str],
+    known: Mapping[str, Group],
+    permission: Permission | str,
+    page: PageFacts | None,
 ) -> bool:
     """Tell whether members of ``groups`` hold ``permission`` on ``page`` (N8).
 
     ``manage_system`` in any group grants every permission; otherwise some rule of one of
     the groups must allow it and none may deny it. A group not in ``known`` has no rules.
+    A host permission (`holds_host`) is held on no page: ``page`` is not read.
     """
+    if permission not in PAGE_PERMISSIONS:
+        return holds_host(groups, known, permission)
+    if page is None:
+        return False
     allowed = False
     for name in groups:
         group = known.get(name, _NO_GROUP)
@@ -110,17 +143,16 @@ class AccessCache:
 
     groups: Mapping[str, Group]
     page: PageFacts | None
-    answers: dict[tuple[frozenset[str], Permission], bool] = attrs.field(factory=dict)
+    answers: dict[tuple[frozenset[str], Permission | str], bool] = attrs.field(factory=dict)
     evaluations: int = 0
 
-    def holds(self, person_groups: frozenset[str], permission: Permission) -> bool:
-        """Return whether a person with these groups holds ``permission`` on the page."""
+    def holds(self, person_groups: frozenset[str], permission: Permission | str) -> bool:
+        """Return whether a person with these groups holds ``permission`` on the page (a
+        host permission: on no page)."""
         key = (person_groups, permission)
         answer = self.answers.get(key)
         if answer is None:
             self.evaluations += 1
-            answer = self.page is not None and holds(
-                person_groups, self.groups, permission, self.page
-            )
+            answer = holds(person_groups, self.groups, permission, self.page)
             self.answers[key] = answer
         return answer

@@ -24,12 +24,13 @@ Every refusal is an `InvalidInput` with a code and the JSON pointer of the membe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
 
-from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Section
+from notify_core.inbox.access import Group, holds_host
+from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, SECTIONS, Category, Section
 from notify_core.inbox.prefs import CHANNELS, Delivery, InboxPrefs, InboxSettings
 from notify_core.mail.cadence import EmailSchedule, Schedule
 from notify_core.mail.catalogues import FALLBACK_LOCALE
@@ -53,6 +54,7 @@ __all__ = [
     "preference_grid",
     "schedule_json",
     "settings_change",
+    "visible_categories",
 ]
 
 #: The least retention under which a person may have an hourly or daily schedule (H2a).
@@ -167,6 +169,7 @@ def preference_grid(
     state: PreferenceState,
     settings: InboxSettings,
     email_available: bool,
+    categories: Iterable[Category] = CATEGORIES,
     *,
     locale: str = FALLBACK_LOCALE,
 ) -> dict[str, Any]:
@@ -179,20 +182,26 @@ def preference_grid(
     section and, for email, N4). ``email_available`` is N4 (mail configured, an address,
     verified); ``email_schedule`` and ``daily_hour`` the person's schedule. Each category
     and its section are named (``name``, ``section_name``) in the language of ``locale``, as
-    the mails' catalogue names them (`notify_core.mail.category_name`).
+    the mails' catalogue names them (`notify_core.mail.category_name`). ``categories``:
+    those the person sees (`visible_categories`: the host's own among them, N13, named by
+    their own strings, with ``names`` per locale; a host's own section by its key).
     """
     rows = state.prefs.rows
-    categories = []
-    for category in CATEGORIES:
+    listed = []
+    for category in categories:
         delivery = settings.delivery(category.section)
         choice = state.prefs.choice(category)
         row: dict[str, Any] = {
             "category": category.key,
             "name": category_name(category.key, locale),
-            "section": category.section.value,
-            "section_name": section_name(category.section.value, locale),
+            "section": str(category.section),
+            "section_name": section_name(str(category.section), locale),
             "section_delivers": delivery.value,
         }
+        own = category.strings_for(locale) if category.host else None
+        if own is not None:  # a host category (N13): its own strings name it
+            row["name"] = own.name
+            row["names"] = {tag: found.name for tag, found in category.strings}
         for channel in CHANNELS:
             enabled = getattr(choice, channel)
             if channel == "in_app":
@@ -205,26 +214,45 @@ def preference_grid(
                 "own": (category.key, channel) in rows,
                 "effective": effective,
             }
-        categories.append(row)
+        listed.append(row)
     return {
         "email_available": email_available,
         **schedule_json(state.schedule),
-        "categories": categories,
+        "categories": listed,
     }
+
+
+def visible_categories(
+    known: Mapping[str, Category],
+    groups: frozenset[str],
+    instance_groups: Mapping[str, Group],
+) -> list[Category]:
+    """Return the categories of the registry a person sees in their grid (N13): every
+    built-in one, and a host category whose ``visible_to`` the person holds (N8)."""
+    return [
+        category
+        for category in known.values()
+        if category.visible_to is None or holds_host(groups, instance_groups, category.visible_to)
+    ]
 
 
 _PREFERENCE_MEMBERS: Final = ("categories", "stop_all_email", "email_schedule", "daily_hour")
 
 
 def preference_change(
-    state: PreferenceState, body: object, *, retention_days: int
+    state: PreferenceState,
+    body: object,
+    *,
+    retention_days: int,
+    known: Mapping[str, Category] = CATEGORY_BY_KEY,
 ) -> PreferenceState:
     """Apply a change of a person's grid, member by member; return the new state.
 
     ``body`` is a JSON object with the optional members ``categories`` (``{category: {in_app?,
     email?}}``, each a boolean), ``stop_all_email`` (``true``: email off for every category,
     N2; applied before ``categories``), ``email_schedule`` (``immediate``, ``hourly``,
-    ``daily``) and ``daily_hour`` (0-23). Members not named keep their values.
+    ``daily``) and ``daily_hour`` (0-23). Members not named keep their values. ``known``:
+    the registry (the host's own categories too, N13).
 
     Raises:
         InvalidInput: a malformed body, naming the member by its JSON pointer
@@ -238,19 +266,19 @@ def preference_change(
     if "stop_all_email" in value:
         if value["stop_all_email"] is not True:
             raise _refuse("invalid_boolean", "stop_all_email can only be true", "/stop_all_email")
-        prefs = prefs.stop_all_email()
+        prefs = prefs.stop_all_email(known)
     if "categories" in value:
         changes = _object(value["categories"], "/categories")
         for key in sorted(changes):  # sorted: the first fault named is always the same one
             where = f"/categories/{_escape(key)}"
-            if key not in CATEGORY_BY_KEY:
+            if key not in known:
                 raise _refuse("unknown_category", f"unknown category {key!r}", where)
             channels = _object(changes[key], where)
             _members(channels, CHANNELS, where)
             for channel in CHANNELS:
                 if channel in channels:
                     enabled = _boolean(channels[channel], f"{where}/{channel}")
-                    prefs = prefs.set(key, channel, enabled)
+                    prefs = prefs.set(key, channel, enabled, known)
     schedule = state.schedule
     if "email_schedule" in value or "daily_hour" in value:
         name = value.get("email_schedule", schedule.schedule.value)
@@ -424,10 +452,12 @@ def audit_diff(
     return old, new
 
 
-def preference_audit_json(state: PreferenceState) -> dict[str, Any]:
+def preference_audit_json(
+    state: PreferenceState, known: Mapping[str, Category] = CATEGORY_BY_KEY
+) -> dict[str, Any]:
     """A person's stored choices and schedule as an audit row records them."""
     categories: dict[str, dict[str, bool]] = {}
-    for category in CATEGORIES:
+    for category in known.values():
         choice = state.prefs.choice(category)
         categories[category.key] = {"in_app": choice.in_app, "email": choice.email}
     return {**schedule_json(state.schedule), "categories": categories}

@@ -140,7 +140,7 @@ def reschedule_entries(
         old_time_zone=before.time_zone,
         new_time_zone=after.time_zone,
         now=now,
-        digest_categories=DIGEST_CATEGORIES,
+        digest_categories=frozenset(k for k, c in wiki.categories().items() if c.digest),
         delay=wiki.email_delay(),
     )
     for entry in pending:

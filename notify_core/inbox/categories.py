@@ -10,7 +10,7 @@ strings): the fan-out, coalescing and the replay read everything from here.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 import attrs
@@ -23,11 +23,13 @@ __all__ = [
     "Candidates",
     "Category",
     "Channels",
+    "HostStrings",
     "Origin",
     "Permission",
     "Section",
     "categories_for",
     "event_variant",
+    "registry",
 ]
 
 
@@ -67,6 +69,10 @@ class Candidates(enum.StrEnum):
     PARENT_AUTHOR = "parent_author"
     MENTIONED = "mentioned"
     OPTED_IN = "opted_in"
+    #: A host category's (N13): the holders of a host permission (N8, group ``permissions``).
+    PERMISSION = "permission"
+    #: A host category's (N13): the people its event names (``people``).
+    NAMED = "named"
 
 
 @attrs.frozen(kw_only=True)
@@ -75,6 +81,16 @@ class Channels:
 
     in_app: bool
     email: bool
+
+
+@attrs.frozen(kw_only=True)
+class HostStrings:
+    """A host category's strings in one locale (N13): its name in the preferences grid, and
+    the subject and line of its mails, ``str.format`` templates over the event's members."""
+
+    name: str
+    subject: str
+    line: str
 
 
 #: What a group key is made of: the ids an event carries (page, comment, parent, submission).
@@ -98,6 +114,14 @@ class Category:
             ``comment``, ``parent`` or ``submission``).
         key_prefix: the coalescing key is ``<key_prefix>:<that id>``.
         digest: its mails may wait for an hourly or daily digest (E2).
+        key_members: a host category's (N13): the event members its coalescing key is made
+            of, after its key (``storage_sync_failed:<target>``); ``key_member`` and
+            ``key_prefix`` are then unused.
+        visible_to: a host category's: the host permission a person must hold to see it in
+            their grid and to be its candidate (``None``: everyone).
+        permission: a host category's candidates by permission: the holders of this one.
+        scope: ``site`` or ``instance`` (an instance entry has no site, N13).
+        host: declared by the host (N13), not one of the seven.
     """
 
     key: str
@@ -107,13 +131,27 @@ class Category:
     access: Permission | None
     defaults: Channels
     priority: int
-    section: Section
+    section: Section | str
     key_member: str
     key_prefix: str
     digest: bool
+    key_members: tuple[str, ...] = ()
+    visible_to: str | None = None
+    permission: str | None = None
+    scope: str = "site"
+    host: bool = False
+    strings: tuple[tuple[str, HostStrings], ...] = ()
+
+    def strings_for(self, locale: str) -> HostStrings | None:
+        """Return a host category's strings in a locale, else its English ones (N13)."""
+        found = dict(self.strings)
+        return found.get(locale) or found.get("en")
 
     def group_key(self, ids: KeyParts) -> str:
-        """Return the coalescing key for an event's ids (``watched_page:p1``)."""
+        """Return the coalescing key for an event's ids (``watched_page:p1``; a host
+        category's: its key and its listed members, ``storage_sync_failed:t1``)."""
+        if self.host:
+            return ":".join([self.key, *(ids.get(m, "") for m in self.key_members)])
         return f"{self.key_prefix}:{ids.get(self.key_member, '')}"
 
 
@@ -230,6 +268,16 @@ _BY_EVENT: Final[Mapping[str, tuple[Category, ...]]] = {
     )
     for kind in sorted({kind for c in CATEGORIES for kind in c.events})
 }
+
+
+def registry(host: Iterable[Category] = ()) -> dict[str, Category]:
+    """Return the registry of an instance (N1, N13): the seven launch categories in their
+    order, then the host's own by key."""
+    out = dict(CATEGORY_BY_KEY)
+    for category in sorted(host, key=lambda c: c.key):
+        if category.key not in CATEGORY_BY_KEY:
+            out[category.key] = category
+    return out
 
 
 def categories_for(event_type: str) -> tuple[Category, ...]:

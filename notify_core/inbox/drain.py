@@ -25,7 +25,7 @@ from typing import Final
 import attrs
 
 from notify_core.inbox.access import AccessCache, Group, PageFacts
-from notify_core.inbox.categories import CATEGORY_BY_KEY, Permission
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category, Permission
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.ports import Entry
 from notify_core.inbox.prefs import Delivery, InboxSettings
@@ -133,6 +133,7 @@ def plan_mails(
     settings: InboxSettings,
     first_site: str | None,
     access: DrainAccess | None = None,
+    known: Mapping[str, Category] = CATEGORY_BY_KEY,
 ) -> list[MailPlan]:
     """Group the entries due at a drain instant into mails and skips (E4).
 
@@ -145,6 +146,7 @@ def plan_mails(
         first_site: the instance's first site (by creation), for entries without a site;
             ``None``: such entries are skipped as ``site_off``.
         access: the groups and pages to check access again with (``None``: not checked).
+        known: the registry (the host's own categories too, N13).
 
     Returns:
         By recipient, then site: the send first, then skips by reason (in text order).
@@ -162,7 +164,7 @@ def plan_mails(
     # What a section delivers, once per category of the drain rather than once per entry.
     section_email = {
         key: settings.delivery(category.section) is Delivery.EMAIL
-        for key, category in CATEGORY_BY_KEY.items()
+        for key, category in known.items()
     }
     # The verdict of a category for a person without stored choices whose email is possible
     # (most people): decided once per drain.
@@ -170,7 +172,7 @@ def plan_mails(
         key: None
         if section_email[key] and category.defaults.email
         else (MailSkip.SECTION_OFF if not section_email[key] else MailSkip.PREFERENCE)
-        for key, category in CATEGORY_BY_KEY.items()
+        for key, category in known.items()
     }
     sent_by_default = frozenset(key for key, verdict in by_default.items() if verdict is None)
     site_is_on: dict[str, bool] = {}
@@ -209,9 +211,7 @@ def plan_mails(
                     MailSkip.SECTION_OFF
                     if not section_email[key]
                     else None
-                    if facts is not None
-                    and email_possible
-                    and facts.prefs.choice(CATEGORY_BY_KEY[key]).email
+                    if facts is not None and email_possible and facts.prefs.choice(known[key]).email
                     else MailSkip.PREFERENCE
                 )
                 for key in categories
@@ -222,7 +222,7 @@ def plan_mails(
         if access is not None and on and active and facts is not None:
             person_groups = facts.groups
             for entry in entries:
-                permission = CATEGORY_BY_KEY[entry.category].access
+                permission = known[entry.category].access
                 page = entry.target.page
                 if (
                     permission is not None

@@ -104,6 +104,7 @@ class InboxEvent:
         parent_author: the author of the parent comment of a reply.
         previous_mentions: people mentioned before an edit of a comment (only new ones
             are told).
+        host: the host category a ``category.event`` is of (N13): the one that may fire.
     """
 
     id: str
@@ -116,6 +117,7 @@ class InboxEvent:
     variant: str = ""
     parent_author: str | None = None
     previous_mentions: frozenset[str] = frozenset()
+    host: Category | None = None
 
 
 class EntryDecision(NamedTuple):
@@ -163,8 +165,11 @@ def firing(event: InboxEvent) -> tuple[Category, ...]:
     """Return the categories that fire for an event, highest priority first (N6).
 
     A category fires for its event types and origins; ``comment_reply`` only for a comment
-    with a parent author.
+    with a parent author; a host category's event (N13) only for its own category.
     """
+    host = event.host
+    if host is not None:
+        return (host,) if event.origin in host.origins else ()
     return tuple(
         category
         for category in categories_for(event.type)
@@ -290,7 +295,8 @@ def category_decisions(
     )
     delivery = settings.delivery(category.section)
     section_is_off = delivery is Delivery.OFF
-    permission = category.access
+    # A host category checks no page, but only people holding its ``visible_to`` (N13).
+    permission = category.access if category.access is not None else category.visible_to
     default_in_app, default_email = category.defaults.in_app, category.defaults.email
     # Whether the section and the instance send email at all (N3, N4), and whether the
     # defaults do to a person with a verified address.

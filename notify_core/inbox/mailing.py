@@ -17,6 +17,8 @@ from typing import Final
 
 import attrs
 
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
+from notify_core.inbox.host_categories import render
 from notify_core.inbox.pipeline import MailLine
 from notify_core.inbox.ports import Entry, PageInfo, SiteInfo, WikiFacts, generation_of
 from notify_core.mail import Mail, MailEntry, MailSite, compose_mail, unsubscribe_token
@@ -96,6 +98,7 @@ def mail_entries(
     names: Mapping[str, str],
     comment_exists: Callable[[Entry], bool],
     pages: Mapping[str, PageInfo],
+    categories: Mapping[str, Category] = CATEGORY_BY_KEY,
 ) -> list[MailEntry]:
     """The entries as a mail shows them (E6, N11).
 
@@ -109,6 +112,8 @@ def mail_entries(
             page missing here counts as gone): a link follows a page that still exists to
             its current path, and goes to the snapshot's path once it is deleted (N11). The
             mail names the snapshot's title and path.
+        categories: the registry: a host category's entry (N13) shows its strings, with
+            the members of its latest event in their placeholders.
     """
     out = []
     for entry in entries:
@@ -116,6 +121,14 @@ def mail_entries(
         exists = target.comment is not None and comment_exists(entry)
         review = _review(entry)
         page = None if target.page is None else pages.get(target.page)
+        category = categories.get(entry.category)
+        host: tuple[tuple[str, str, str], ...] = ()
+        if category is not None and category.host:
+            members = dict(target.members)
+            host = tuple(
+                (locale, render(found.subject, members), render(found.line, members))
+                for locale, found in category.strings
+            )
         out.append(
             MailEntry(
                 category=entry.category,
@@ -130,6 +143,7 @@ def mail_entries(
                 comment=target.comment if exists else None,
                 submission=review_submission(entry.category, entry.group_key),
                 link_path=None if review else target.link_path(page),
+                host=host,
             )
         )
     return out
@@ -161,6 +175,7 @@ def line_mail(line: MailLine, wiki: WikiFacts, secret: bytes = REPLAY_SECRET) ->
         names=wiki.names(actors_of(line.entries)),
         comment_exists=lambda e: wiki.comment(str(e.target.comment)) is not None,
         pages=pages,
+        categories=wiki.categories(),
     )
     mail = compose_mail(
         shown,

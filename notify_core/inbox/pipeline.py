@@ -57,6 +57,7 @@ from notify_core.inbox.fanout import (
     fan_out,
     firing,
 )
+from notify_core.inbox.host_categories import HOST_EVENT, host_event
 from notify_core.inbox.memory.entries import EntryMemory
 from notify_core.inbox.memory.wiki import WikiMemory
 from notify_core.inbox.payloads import page_after, strings
@@ -104,6 +105,7 @@ ACTIVITY_TYPES: Final = frozenset(
         "comment.edited",
         "submission.created",
         "submission.updated",
+        HOST_EVENT,
     }
 )
 #: Events that change entries: views, reads, dismissals (H2).
@@ -130,6 +132,7 @@ INBOX_TYPES: Final = frozenset(
         "inbox_pref.updated",
         "inbox_pref.stop_all_email",
         "notifications.settings",
+        "category.declared",
     }
 )
 
@@ -259,13 +262,18 @@ class InboxPipeline:
         return out
 
     def _fan_out(self, event: Event) -> list[InboxLine]:
-        found = self._inbox_event(event)
-        if found is None:
-            return []
-        inbox, page = found
         wiki = self.wiki
-        candidates = self._candidates(event, inbox, page)
-        site = wiki.site(page.site)
+        if event.type == HOST_EVENT:
+            inbox, candidates, values = host_event(wiki, event)
+            site = values.site_info
+        else:
+            found = self._inbox_event(event)
+            if found is None:
+                return []
+            inbox, page = found
+            candidates = self._candidates(event, inbox, page)
+            site = wiki.site(page.site)
+            values = _event_values(wiki, event, inbox, page)
         if site is not None and not site.notifications:
             return self._site_off(event, inbox, candidates)  # N5: the emit writes nothing
         if len(candidates) == 1 and self.columns:
@@ -275,9 +283,9 @@ class InboxPipeline:
                 self.entries,
                 self.email_after,
                 inbox,
-                CATEGORY_BY_KEY[key],
+                inbox.host or CATEGORY_BY_KEY[key],
                 listed,
-                _event_values(wiki, event, inbox, page),
+                values,
             )
         people: Collection[str]
         if len(candidates) == 1:  # one firing category: its list, each candidate once
@@ -287,7 +295,7 @@ class InboxPipeline:
         facts = people_facts(wiki, people)
         result = fan_out(inbox, candidates, facts, wiki.groups(), wiki.settings())
         one_category = len(candidates) == 1
-        lines = self._apply(event, inbox, page, result.entries, one_category)
+        lines = self._apply(values, inbox, result.entries, one_category)
         if result.skips:
             lines.extend(self._skip_lines(event, inbox, result.skips))
             # Entries and skips each come by recipient (then category); one firing category
@@ -303,7 +311,9 @@ class InboxPipeline:
         previous = inbox.previous_mentions
         lines = [
             self._skip_line(
-                event, inbox, SkipDecision(person, CATEGORY_BY_KEY[key], InboxSkip.SITE_OFF)
+                event,
+                inbox,
+                SkipDecision(person, inbox.host or CATEGORY_BY_KEY[key], InboxSkip.SITE_OFF),
             )
             for key, listed in candidates.items()
             for person in dict.fromkeys(listed)
@@ -355,9 +365,8 @@ class InboxPipeline:
 
     def _apply(
         self,
-        event: Event,
+        values: EventValues,
         inbox: InboxEvent,
-        page: PageInfo,
         decisions: Sequence[EntryDecision],
         one_category: bool = False,
     ) -> list[InboxLine]:
@@ -373,9 +382,7 @@ class InboxPipeline:
         decision is of one category.
         """
         wiki, entries = self.wiki, self.entries
-        seq, at, event_id, variant, actor, site, target, delay, site_info = _event_values(
-            wiki, event, inbox, page
-        )
+        seq, at, event_id, variant, actor, site, target, delay, site_info = values
         ids = inbox.ids
         email_after, user = self.email_after, wiki.user
         # Due times shared by every person of a schedule (keyed by the schedule alone, or by

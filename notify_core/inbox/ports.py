@@ -14,6 +14,7 @@ import attrs
 
 from notify_core.events.log import Event
 from notify_core.inbox.access import Group, PageFacts
+from notify_core.inbox.categories import Category
 from notify_core.inbox.coalesce import EntryState
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.prefs import InboxSettings
@@ -113,6 +114,8 @@ class EntryTarget:
         excerpt: the comment's excerpt.
         draft: the page was created unpublished (a ``page_created`` entry: "created as a
             draft", E6).
+        members: a host category's entry (N13): its latest event's members, as texts (its
+            strings' placeholders), by name; ``title`` is then its ``target``.
     """
 
     site: str | None
@@ -123,6 +126,7 @@ class EntryTarget:
     locale: str = ""
     excerpt: str | None = None
     draft: bool = False
+    members: tuple[tuple[str, str], ...] = ()
 
     def link_path(self, page: PageInfo | None) -> str:
         """Return the path the entry's link is built from (N11): the page's current path
@@ -208,6 +212,14 @@ class WikiFacts(Protocol):
 
     def groups(self) -> Mapping[str, Group]:
         """Return every group and its rules."""
+
+    def categories(self) -> Mapping[str, Category]:
+        """Return the registry (N1, N13): the seven launch categories and the host's own
+        (`notify_core.inbox.categories.registry`)."""
+
+    def holders(self, permission: str) -> Sequence[str]:
+        """Return the people holding a host permission (N8, N13: a group's ``permissions``,
+        or ``manage_system``), sorted, each once."""
 
     def settings(self) -> InboxSettings:
         """Return the sections and whether mail is configured."""

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, cast
 
 import attrs
 
-from notify_core.inbox.categories import CATEGORIES, CATEGORY_BY_KEY, Category, Channels, Section
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category, Channels, Section
 from notify_core.values.errors import InvalidInput
 
 __all__ = [
@@ -38,8 +38,8 @@ class Delivery(enum.StrEnum):
     EMAIL = "email"
 
 
-def _category(key: str) -> Category:
-    category = CATEGORY_BY_KEY.get(key)
+def _category(key: str, known: Mapping[str, Category]) -> Category:
+    category = known.get(key)
     if category is None:
         raise InvalidInput("unknown_category", f"unknown category {key!r}", "/category")
     return category
@@ -60,16 +60,24 @@ class InboxPrefs:
         email = rows.get((category.key, "email"), category.defaults.email)
         return Channels(in_app=in_app, email=email)
 
-    def set(self, category: str, channel: str, enabled: bool) -> InboxPrefs:
+    def set(
+        self,
+        category: str,
+        channel: str,
+        enabled: bool,
+        known: Mapping[str, Category] = CATEGORY_BY_KEY,
+    ) -> InboxPrefs:
         """Return the choices with one channel of one category set (N2).
 
         A choice equal to the category's default removes the row instead of storing it.
+        ``known``: the registry (`notify_core.inbox.categories.registry`: the host's own
+        categories too, N13).
 
         Raises:
             InvalidInput: an unknown category (``unknown_category``) or channel
                 (``unknown_channel``).
         """
-        found = _category(category)
+        found = _category(category, known)
         if channel not in CHANNELS:
             raise InvalidInput("unknown_channel", f"unknown channel {channel!r}", "/channel")
         rows = dict(self.rows)
@@ -79,11 +87,12 @@ class InboxPrefs:
             rows[(category, channel)] = enabled
         return InboxPrefs(rows=rows)
 
-    def stop_all_email(self) -> InboxPrefs:
-        """Return the choices with email off for every category, offered or not (N2)."""
+    def stop_all_email(self, known: Mapping[str, Category] = CATEGORY_BY_KEY) -> InboxPrefs:
+        """Return the choices with email off for every category of the registry ``known``,
+        offered or not (N2)."""
         prefs = self
-        for category in CATEGORIES:
-            prefs = prefs.set(category.key, "email", False)
+        for key in known:
+            prefs = prefs.set(key, "email", False, known)
         return prefs
 
     def opted_in(self, category: str) -> bool:
@@ -108,9 +117,10 @@ class InboxSettings:
     sections: Mapping[Section, Delivery] = attrs.field(factory=dict)
     mail_configured: bool = False
 
-    def delivery(self, section: Section) -> Delivery:
-        """Return what a section delivers (default ``email``)."""
-        return self.sections.get(section, Delivery.EMAIL)
+    def delivery(self, section: Section | str) -> Delivery:
+        """Return what a section delivers (default ``email``; a host's own section, N13,
+        always delivers ``email``)."""
+        return self.sections.get(cast(Section, section), Delivery.EMAIL)
 
 
 def channels_for(

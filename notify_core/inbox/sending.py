@@ -88,6 +88,7 @@ def drain_mails(
         settings=wiki.settings(),
         first_site=wiki.first_site(),
         access=DrainAccess(groups=wiki.groups(), pages=pages),
+        known=wiki.categories(),
     )
     lines = []
     held = False

@@ -104,6 +104,9 @@ class MailEntry:
         excerpt: a comment's excerpt, only while the comment exists.
         comment: the comment the link anchors on the talk tab (only while it exists).
         submission: the review submission the link goes to.
+        host: a host category's entry (N13): its subject and line per locale, rendered
+            with the event's members, as ``(locale, subject, line)``; English among them.
+            Its link goes to the inbox.
     """
 
     category: str
@@ -118,10 +121,13 @@ class MailEntry:
     comment: str | None = None
     submission: str | None = None
     link_path: str | None = None
+    host: tuple[tuple[str, str, str], ...] = ()
 
     def link(self, site: MailSite) -> str:
         """Return the entry's one link (E6): a review, a comment on the talk tab, or the page
-        (at ``link_path`` when given, N11)."""
+        (at ``link_path`` when given, N11); a host category's entry: the inbox (N13)."""
+        if self.host:
+            return site.link("inbox")
         if self.submission is not None:
             return site.link("review", submission=self.submission)
         path = self.path if self.link_path is None else self.link_path
@@ -191,7 +197,16 @@ def _template(strings: Mapping[str, str], entry: MailEntry) -> str | None:
     return None
 
 
-def _line(strings: Mapping[str, str], entry: MailEntry) -> str:
+def _host_strings(entry: MailEntry, locale: str) -> tuple[str, str]:
+    """A host category's subject and line in the mail's locale, else English (N13)."""
+    found = {loc: (subject, line) for loc, subject, line in entry.host}
+    subject, line = found.get(locale) or found.get(FALLBACK_LOCALE) or entry.host[0][1:]
+    return _one_line(subject), _one_line(line)
+
+
+def _line(strings: Mapping[str, str], entry: MailEntry, locale: str = FALLBACK_LOCALE) -> str:
+    if entry.host:
+        return _host_strings(entry, locale)[1]
     if entry.category not in strings:
         raise InvalidInput(
             "unknown_category", f"no mail strings for category {entry.category!r}", "/category"
@@ -256,7 +271,7 @@ def _text(
     out: list[str] = []
     if len(entries) == 1:
         entry = entries[0]
-        out += [lines[0], entry.path, ""]
+        out += [lines[0], entry.path, ""] if entry.path else [lines[0], ""]
         if entry.excerpt:
             out += [f"{strings['excerpt']}: {entry.excerpt}", ""]
         out += [f"{strings['open']}: {entry.link(site)}", ""]
@@ -297,7 +312,8 @@ def _html(
     body: list[str] = []
     if len(entries) == 1:
         entry = entries[0]
-        body.append(f"<p><strong>{esc(lines[0])}</strong><br>{esc(entry.path)}</p>")
+        path = f"<br>{esc(entry.path)}" if entry.path else ""
+        body.append(f"<p><strong>{esc(lines[0])}</strong>{path}</p>")
         if entry.excerpt:
             body.append(f"<blockquote>{esc(entry.excerpt)}</blockquote>")
         body.append(f"<p>{anchor(entry.link(site), strings['open'])}</p>")
@@ -373,10 +389,12 @@ def compose_mail(
     ]
     chosen = mail_locale(locale, site.primary_locale)
     strings = CATALOGUES[chosen]
-    lines = [_counted(strings, entry, _line(strings, entry)) for entry in entries]
+    lines = [_counted(strings, entry, _line(strings, entry, chosen)) for entry in entries]
     if len(entries) == 1 and not more:
         template = "single"
-        subject = strings["subject.single"].format(site=site.name, line=_line(strings, entries[0]))
+        first = entries[0]
+        line = _host_strings(first, chosen)[0] if first.host else _line(strings, first)
+        subject = strings["subject.single"].format(site=site.name, line=line)
     else:
         template = "digest"
         subject = strings["subject.digest"].format(site=site.name, total=len(entries) + more)

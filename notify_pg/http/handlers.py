@@ -57,6 +57,7 @@ from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, finished, run_plan
 from notify_pg.db.seam import Conn
 from notify_pg.http.shown import shown_entries_plan, site_list_plan
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.inbox.reads import InboxReads, InboxSummary, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
 from notify_pg.mail.unsubscribe import unsubscribe_plan
@@ -204,8 +205,9 @@ def _form(content_type: str | None, body: bytes) -> dict[str, list[str]] | None:
         return None
 
 
-def _known() -> frozenset[str]:
-    return frozenset(CATEGORY_BY_KEY)
+def _known_plan(schema: str) -> Plan[frozenset[str]]:
+    """The categories a token may name: the registry, the host's own among them (N13)."""
+    return frozenset((yield from host_registry_plan(schema)))
 
 
 def unsubscribe_post(
@@ -265,7 +267,8 @@ def unsubscribe_post_plan(
         scope = "all"
     else:
         return _bare(400)
-    found = verify_unsubscribe_token(secret, token, known_categories=_known())
+    known = yield from _known_plan(schema)
+    found = verify_unsubscribe_token(secret, token, known_categories=known)
     if found is None:
         return _bare(400)
     if (yield from unsubscribe_plan(found, scope=scope, at=at, schema=schema)) is None:
@@ -312,7 +315,9 @@ def unsubscribe_info_plan(
     token = _token(query)
     if token is None:
         return _bare(400)
-    found = verify_unsubscribe_token(secret, token, known_categories=_known())
+    # Without a connection (no read) only the built-in categories are known (N13).
+    known = (yield from _known_plan(schema)) if forgotten else frozenset(CATEGORY_BY_KEY)
+    found = verify_unsubscribe_token(secret, token, known_categories=known)
     if found is None or (
         forgotten and (yield from generation_plan(found.person, schema)) != found.generation
     ):
@@ -415,7 +420,7 @@ def inbox_list_plan(
     page = yield from _reads(schema).list_plan(
         user, after=after, hidden_sites=hidden_sites, site=site, unread_only=unread_only
     )
-    extras = yield from shown_entries_plan(host, user, page.entries, site=site)
+    extras = yield from shown_entries_plan(host, user, page.entries, site=site, schema=schema)
     answer: dict[str, Any] = {
         "entries": [_entry_json(e) | more for e, more in zip(page.entries, extras, strict=True)]
     }

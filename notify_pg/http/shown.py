@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
+from notify_core.inbox.host_categories import render
 from notify_core.inbox.mailing import mail_site, review_submission
 from notify_core.inbox.ports import PageInfo, SiteInfo
 from notify_core.mail import MailEntry, MailSite, entry_line, mail_locale
@@ -28,6 +30,7 @@ from notify_core.mail.catalogues import FALLBACK_LOCALE
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, port, ports_planned, run_plan
 from notify_pg.db.seam import Conn
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.inbox.reads import InboxReads, ListedEntry
 from notify_pg.mail.ports import MailHostPorts
 
@@ -64,8 +67,21 @@ def plans_ready(host: object) -> bool:
 _NO_ORIGIN: Final = "https://"
 
 
-def _mail_entry(entry: ListedEntry, names: Mapping[str, str], page: PageInfo | None) -> MailEntry:
+def _mail_entry(
+    entry: ListedEntry,
+    names: Mapping[str, str],
+    page: PageInfo | None,
+    known: Mapping[str, Category] = CATEGORY_BY_KEY,
+) -> MailEntry:
     submission = review_submission(entry.category, entry.group_key)
+    category = known.get(entry.category)
+    host: tuple[tuple[str, str, str], ...] = ()
+    if category is not None and category.host:  # N13: the host's own strings
+        members = dict(entry.members)
+        host = tuple(
+            (tag, render(found.subject, members), render(found.line, members))
+            for tag, found in category.strings
+        )
     link_path = None
     if submission is None and page is not None and not page.deleted:
         link_path = page.path  # N11: where the page is now
@@ -82,11 +98,12 @@ def _mail_entry(entry: ListedEntry, names: Mapping[str, str], page: PageInfo | N
         comment=entry.comment,  # the comment's id only while it exists (N11)
         submission=submission,
         link_path=link_path,
+        host=host,
     )
 
 
-def _without_host(entry: ListedEntry) -> dict[str, Any]:
-    shown = _mail_entry(entry, {}, None)
+def _without_host(entry: ListedEntry, known: Mapping[str, Category]) -> dict[str, Any]:
+    shown = _mail_entry(entry, {}, None, known)
     link = shown.link(MailSite(name="", host=""))
     out: dict[str, Any] = {
         "link": link.removeprefix(_NO_ORIGIN),
@@ -104,6 +121,7 @@ def shown_entries(
     entries: Sequence[ListedEntry],
     *,
     site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
 ) -> list[dict[str, Any]]:
     """Return, per entry in order, what the list shows beyond its snapshot (H1): ``link``,
     ``text`` (the mail's sentence with its count), ``actor_name`` when the host names the
@@ -112,7 +130,7 @@ def shown_entries(
     ``site`` is the inbox's site: an entry with no site links on it (else on the host's first
     site, as its mail would); ``host`` the host's ports (``None``: see the module).
     """
-    return run_plan(conn, shown_entries_plan(host, user, entries, site=site))
+    return run_plan(conn, shown_entries_plan(host, user, entries, site=site, schema=schema))
 
 
 def shown_entries_plan(
@@ -121,10 +139,14 @@ def shown_entries_plan(
     entries: Sequence[ListedEntry],
     *,
     site: str | None = None,
+    schema: str = DEFAULT_SCHEMA,
 ) -> Plan[list[dict[str, Any]]]:
     """`shown_entries` as a plan (the host's ports through `notify_pg.db.plan.port`)."""
+    known: Mapping[str, Category] = CATEGORY_BY_KEY
+    if any(e.category not in CATEGORY_BY_KEY for e in entries):  # a host category (N13)
+        known = yield from host_registry_plan(schema)
     if host is None:
-        return [_without_host(e) for e in entries]
+        return [_without_host(e, known) for e in entries]
     person = (yield from port(host, "inbox_users", [user])).get(user)
     actors = sorted({e.actor for e in entries if e.actor})
     names = (yield from port(host, "inbox_names", actors)) if actors else {}
@@ -144,7 +166,7 @@ def shown_entries_plan(
             if entry.page not in pages:
                 pages[entry.page] = yield from port(host, "inbox_page", entry.page)
             page = pages[entry.page]
-        shown = _mail_entry(entry, names, page)
+        shown = _mail_entry(entry, names, page, known)
         locale = mail_locale(
             person.locale if person is not None else None,
             info.primary_locale if info is not None else None,

@@ -7,14 +7,18 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from psycopg.types.json import Jsonb
+
 from notify_core.inbox.categories import Origin, event_variant
 from notify_core.inbox.fanout import InboxEvent
+from notify_core.inbox.host_categories import HOST_VARIANT, event_members
 from notify_core.inbox.payloads import page_after, strings
 from notify_core.inbox.ports import CommentInfo, PageInfo
 from notify_pg.db.seam import Conn
 from notify_pg.inbox.claims import Claimed
+from notify_pg.inbox.host_categories import host_registry
 
-__all__ = ["EventHost", "describe", "page_as_was"]
+__all__ = ["EventHost", "describe", "describe_host", "host_values", "page_as_was"]
 
 
 class EventHost(Protocol):
@@ -101,3 +105,54 @@ def describe(
         previous_mentions=previous,
     )
     return inbox, page
+
+
+def describe_host(
+    conn: Conn, claimed: Claimed, dropped: Counter[str], schema: str
+) -> tuple[InboxEvent, PageInfo] | None:
+    """A host category's event (N13) as the fan-out sees it, with a page of no path (it is
+    about no page); ``None``: nothing to fan out (``unknown_category``: never declared;
+    ``missing_site``: a site category's event without its site)."""
+    event = claimed.event
+    p = event.payload
+    category = host_registry(conn, schema=schema).get(str(p.get("category", "")))
+    if category is None or not category.host:
+        dropped["unknown_category"] += 1
+        return None
+    if category.scope == "site" and "site" not in p:
+        dropped["missing_site"] += 1
+        return None
+    # An instance entry has no site: every site's inbox shows it (N13).
+    site = str(p["site"]) if category.scope == "site" else None
+    inbox = InboxEvent(
+        id=str(claimed.id),
+        type=event.type,
+        origin=Origin(event.origin or "user"),
+        actor=event.actor,
+        site=site,
+        ids=event_members(p),
+        variant=HOST_VARIANT,
+        host=category,
+    )
+    return inbox, PageInfo(id="", site=site or "", path="")
+
+
+def host_values(claimed: Claimed, inbox: InboxEvent) -> dict[str, Any]:
+    """The columns every entry of a host category's event shares (N13): no page, the event's
+    ``target`` as the title, its members for the strings' placeholders."""
+    event = claimed.event
+    return {
+        "site_id": inbox.site,
+        "variant": inbox.variant,
+        "page_id": None,
+        "comment_id": None,
+        "actor_id": event.actor,
+        "title": inbox.ids.get("target", ""),
+        "path": "",
+        "locale": "",
+        "excerpt": None,
+        "draft": False,
+        "last_event": claimed.id,
+        "at": event.occurred_at,
+        "members": Jsonb(dict(inbox.ids)),
+    }

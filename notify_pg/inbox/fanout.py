@@ -42,6 +42,7 @@ from notify_core.events.log import Event
 from notify_core.inbox.access import AccessCache, Group
 from notify_core.inbox.categories import Candidates, Category
 from notify_core.inbox.fanout import InboxEvent, PersonFacts, fan_out, firing
+from notify_core.inbox.host_categories import HOST_EVENT
 from notify_core.inbox.payloads import strings
 from notify_core.inbox.pipeline import EmailAfter, scheduled_email_after
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser, created_as_draft
@@ -49,7 +50,7 @@ from notify_core.inbox.prefs import InboxPrefs, InboxSettings
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
 from notify_pg.inbox.claims import Claimed, OutboxClaims
-from notify_pg.inbox.describe import describe
+from notify_pg.inbox.describe import describe, describe_host, host_values
 from notify_pg.inbox.statements import EventFacts, entry_statements
 from notify_pg.stores.store import generations
 
@@ -61,6 +62,7 @@ __all__ = [
     "InboxFanOut",
     "InboxHostPorts",
     "InboxPeopleAndUsers",
+    "InboxPermissionHolders",
     "Written",
 ]
 
@@ -110,6 +112,17 @@ class InboxHostPorts(Protocol):
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
+
+
+@runtime_checkable
+class InboxPermissionHolders(Protocol):
+    """A port a host adds for host categories whose candidates hold a host permission (N8,
+    N13: a group's ``permissions``, or ``manage_system``). A host without it has no such
+    candidates (the fan-out warns once); the reference wiki has it."""
+
+    def inbox_holders(self, conn: Conn, permission: str, after: str, limit: int) -> Sequence[str]:
+        """Return up to ``limit`` people holding a host permission, ids above ``after``, in
+        id order, each once."""
 
 
 @runtime_checkable
@@ -241,6 +254,7 @@ class InboxFanOut:
         self.claims = OutboxClaims(self._seam, self.worker, claim_timeout, claim_limit)
         #: Whether the last claim stopped early because the stop signal was set.
         self.stopped = False
+        self._warned_holders = False
 
     def fan_out_claim(self, conn: Conn, *, stop: threading.Event | None = None) -> int:
         """Claim up to 50 events and fan each out; return how many were finished.
@@ -288,12 +302,15 @@ class InboxFanOut:
 
     def _fan_out(self, conn: Conn, claimed: Claimed) -> None:
         host, event = self.host, claimed.event
-        found = describe(conn, host, claimed, self.stats.dropped)
+        if event.type == HOST_EVENT:  # a host category's event (N13)
+            found = describe_host(conn, claimed, self.stats.dropped, self.schema)
+        else:
+            found = describe(conn, host, claimed, self.stats.dropped)
         if found is None:
             self.claims.finish(conn, claimed.id)
             return
         inbox, page = found
-        site = host.inbox_site(conn, page.site)
+        site = host.inbox_site(conn, inbox.site) if inbox.site is not None else None
         if site is not None and not site.notifications:  # N5: no entry
             self.stats.dropped["site_off"] += 1
             self.claims.finish(conn, claimed.id)
@@ -303,6 +320,11 @@ class InboxFanOut:
         delay = host.inbox_email_delay(conn)
         access = AccessCache(groups, inbox.page)
         sources = [(c, c.candidates) for c in firing(inbox)]
+        values = (
+            host_values(claimed, inbox)
+            if inbox.host is not None
+            else self._event_values(conn, claimed, inbox, page)
+        )
         the_event = EventFacts(
             inbox=inbox,
             page=page,
@@ -311,7 +333,7 @@ class InboxFanOut:
             settings=settings,
             delay=delay,
             access=access,
-            values=self._event_values(conn, claimed, inbox, page),
+            values=values,
         )
         candidates, end = self._batch(
             conn, claimed, event, inbox, page, sources, claimed.cursor or ""
@@ -437,6 +459,10 @@ class InboxFanOut:
             elif source is Candidates.PARENT_AUTHOR:
                 got = [inbox.parent_author] if inbox.parent_author else []
                 got = [g for g in got if g > after]
+            elif source is Candidates.PERMISSION:  # N13: the holders of a host permission
+                got = self._holders(conn, str(category.permission), after, limit)
+            elif source is Candidates.NAMED:  # N13: the people the event names
+                got = sorted(g for g in strings(event.payload.get("people")) if g > after)
             else:
                 got = sorted(g for g in strings(event.payload.get("mentions")) if g > after)
             read[category.key] = got
@@ -446,6 +472,19 @@ class InboxFanOut:
             bound = end
             read = {key: [g for g in got if g <= bound] for key, got in read.items()}
         return read, end
+
+    def _holders(self, conn: Conn, permission: str, after: str, limit: int) -> list[str]:
+        """The holders of a host permission (`InboxPermissionHolders`); none, warned once,
+        from a host without that port."""
+        if isinstance(self.host, InboxPermissionHolders):
+            return list(self.host.inbox_holders(conn, permission, after, limit))
+        if not self._warned_holders:
+            self._warned_holders = True
+            _log.warning(
+                "the host has no inbox_holders: categories by permission reach no one",
+                extra={"fields": {"permission": permission}},
+            )
+        return []
 
     def _people(
         self, conn: Conn, ids: Sequence[str]
@@ -492,6 +531,7 @@ class InboxFanOut:
             "draft": created_as_draft(event),
             "last_event": claimed.id,
             "at": event.occurred_at,
+            "members": None,
         }
 
     def _facts(self, conn: Conn, candidates: Mapping[str, Sequence[str]]) -> _Facts:
@@ -572,7 +612,9 @@ class InboxFanOut:
         return out
 
 
-_PAGED: Final = frozenset({Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN})
+_PAGED: Final = frozenset(
+    {Candidates.WATCHERS, Candidates.REVIEWERS, Candidates.OPTED_IN, Candidates.PERMISSION}
+)
 
 
 def _written(event: int, row: tuple[Any, ...]) -> Written:

@@ -23,13 +23,15 @@ import attrs
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from notify_core.inbox.categories import CATEGORY_BY_KEY, Origin, categories_for
+from notify_core.inbox.categories import Origin, categories_for
+from notify_core.inbox.host_categories import HOST_EVENT
 from notify_core.inbox.pipeline import ACTIVITY_TYPES
 from notify_core.inbox.ports import PageInfo
 from notify_core.values.errors import InvalidInput
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, all_rows, one_row, run_plan, touched
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
+from notify_pg.inbox.host_categories import declare_category, host_registry, host_registry_plan
 
 __all__ = [
     "PAGE_SIZE",
@@ -91,7 +93,16 @@ def emit(
     INSERT runs inside the function ``inbox_emit`` whose exception block turns a failure into
     a WARNING and ``None`` on the server, so the host's transaction goes on (one round trip,
     no savepoint of the client's).
+
+    A host category (N13): a ``category.declared`` is no outbox event: its declaration is
+    checked and written (`notify_pg.inbox.host_categories.declare_category`, in a savepoint
+    so that a refusal leaves the host's transaction going, logged with its code) and the
+    answer is ``None``; a ``category.event`` goes to the outbox like an activity, its
+    category's origins checked by the fan-out.
     """
+    if type == "category.declared":
+        _declare(conn, payload, occurred_at, schema)
+        return None
     if not site_notifications or type not in ACTIVITY_TYPES:
         return None
     try:
@@ -99,7 +110,7 @@ def emit(
     except ValueError:
         _log.error("emit refused", extra={"fields": {"type": type, "reason": "bad_origin"}})
         return None
-    if not any(kind in category.origins for category in categories_for(type)):
+    if type != HOST_EVENT and not any(kind in c.origins for c in categories_for(type)):
         return None
     try:
         params = {
@@ -125,6 +136,23 @@ def emit(
         _log.error("emit failed", extra={"fields": {"type": type, "error_type": "server"}})
         return None
     return int(row[0])
+
+
+def _declare(conn: Conn, payload: Mapping[str, Any], at: datetime | None, schema: str) -> None:
+    """`emit` of a ``category.declared``: the declaration written, or the refusal logged."""
+    try:
+        with conn.transaction():  # a savepoint inside the host's transaction
+            declare_category(conn, payload, at=at, schema=schema)
+    except InvalidInput as exc:
+        _log.error(
+            "emit refused",
+            extra={"fields": {"type": "category.declared", "reason": exc.code}},
+        )
+    except Exception as exc:  # emit must never fail the host's action
+        _log.error(
+            "emit failed",
+            extra={"fields": {"type": "category.declared", "error_type": type_name(exc)}},
+        )
 
 
 def page_payload(page: PageInfo) -> dict[str, Any]:
@@ -173,6 +201,8 @@ class ListedEntry:
     created_at: datetime
     updated_at: datetime
     draft: bool = False
+    #: A host category's entry (N13): its latest event's members, by name.
+    members: tuple[tuple[str, str], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -346,8 +376,9 @@ class InboxReads:
     ) -> Plan[list[int]]:
         """`read` as a plan (an unknown category raises `InvalidInput` when it starts)."""
         if categories is not None:
+            known = yield from host_registry_plan(self._seam.schema)
             for key in categories:
-                if key not in CATEGORY_BY_KEY:
+                if key not in known:
                     raise InvalidInput(
                         "unknown_category", f"unknown category {key!r}", "/categories"
                     )
@@ -430,6 +461,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         created_at,
         updated_at,
         draft,
+        members,
     ) = row
     return ListedEntry(
         id=int(id_),
@@ -450,6 +482,7 @@ def _listed(row: tuple[Any, ...]) -> ListedEntry:
         created_at=created_at,
         updated_at=updated_at,
         draft=bool(draft),
+        members=tuple(sorted(members.items())) if members else (),
     )
 
 
@@ -460,12 +493,13 @@ class InboxPreferences:
         self._seam = Seam("notify_pg", schema)
 
     def set(self, conn: Conn, user_id: str, category: str, channel: str, enabled: bool) -> None:
-        """Set one choice; the category's default deletes the row instead of storing it."""
+        """Set one choice; the category's default deletes the row instead of storing it.
+        A category of the registry: the seven or the host's own (N13)."""
         run_plan(conn, self.set_plan(user_id, category, channel, enabled))
 
     def set_plan(self, user_id: str, category: str, channel: str, enabled: bool) -> Plan[None]:
         """`set` as a plan."""
-        found = CATEGORY_BY_KEY.get(category)
+        found = (yield from host_registry_plan(self._seam.schema)).get(category)
         if found is None:
             raise InvalidInput("unknown_category", f"unknown category {category!r}", "/category")
         if channel not in ("in_app", "email"):
@@ -479,7 +513,7 @@ class InboxPreferences:
     def stop_all_email(self, conn: Conn, user_id: str) -> None:
         """Turn email off for every category (N2)."""
         with self._seam.transaction(conn):
-            for category in CATEGORY_BY_KEY:
+            for category in host_registry(conn, schema=self._seam.schema):
                 self.set(conn, user_id, category, "email", False)
 
     def rows(self, conn: Conn, user_ids: Sequence[str]) -> dict[str, dict[tuple[str, str], bool]]:

@@ -174,6 +174,7 @@ def claimed_row(row: tuple[Any, ...]) -> Claimed:
         updated_at,
         due_at,
         draft,
+        members,
     ) = row
     state = EntryState(
         count=int(count),
@@ -203,6 +204,7 @@ def claimed_row(row: tuple[Any, ...]) -> Claimed:
             locale=locale,
             excerpt=excerpt,
             draft=bool(draft),
+            members=tuple(sorted(members.items())) if members else (),
         ),
     )
     return Claimed(entry=entry, table_id=int(id_), comment=comment, due_at=due_at)

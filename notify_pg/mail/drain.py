@@ -44,7 +44,7 @@ from typing import Any, Final
 import attrs
 
 from notify_core.inbox.access import PageFacts
-from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.inbox.categories import CATEGORY_BY_KEY, Category
 from notify_core.inbox.drain import DrainAccess, MailPlan, MailSkip, plan_mails
 from notify_core.inbox.fanout import PersonFacts
 from notify_core.inbox.mailing import actors_of, linked_pages, mail_entries, mail_site
@@ -56,6 +56,7 @@ from notify_core.values.errors import NotifyError
 from notify_pg.db.errors import StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam, text_array
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.mail.claims import (
     DB_ERRORS,
     Claimed,
@@ -145,10 +146,30 @@ class _Facts:
     users: Mapping[str, WikiUser] = attrs.field(factory=dict)
     names: Mapping[str, str] = attrs.field(factory=dict)
     pages: Mapping[str, PageInfo] = attrs.field(factory=dict)
+    #: The registry of the pass: the seven and the host's own categories (N13).
+    categories: Mapping[str, Category] = attrs.field(factory=lambda: CATEGORY_BY_KEY)
     records: MailRecords | None = None
     #: The generation of each person ever forgotten (U3: their tokens carry it; a person
     #: forgotten now gets no mail and is not here).
     generations: Mapping[str, int] = attrs.field(factory=dict)
+
+
+def _registry(conn: Conn, entries: Sequence[Entry], schema: str) -> Mapping[str, Category]:
+    """The registry a pass reads: the built-in categories, and the host's own (N13) read
+    from PostgreSQL only when an entry is of one."""
+    if all(e.category in CATEGORY_BY_KEY for e in entries):
+        return CATEGORY_BY_KEY
+    return host_registry(conn, schema=schema)
+
+
+def _wanted(entries: Sequence[Entry], known: Mapping[str, Category]) -> set[str]:
+    """The pages whose access the drain checks again (E4 over N8): those of the entries whose
+    category needs a permission."""
+    return {
+        e.target.page
+        for e in entries
+        if e.target.page is not None and known[e.category].access is not None
+    }
 
 
 def _clock() -> datetime:
@@ -441,11 +462,8 @@ class MailDrain:
             return info is None or info.notifications
 
         first = host.inbox_first_site(conn) if any(e.target.site is None for e in entries) else None
-        wanted = {
-            e.target.page
-            for e in entries
-            if e.target.page is not None and CATEGORY_BY_KEY[e.category].access is not None
-        }
+        known = _registry(conn, entries, self.schema)
+        wanted = _wanted(entries, known)
         pages = _pages(host, conn, wanted | set(linked_pages(entries)))
         self._facts = _Facts(
             people=people,
@@ -453,6 +471,7 @@ class MailDrain:
             users=host.inbox_users(conn, ids),
             names=host.inbox_names(conn, actors_of(entries)),
             pages=pages,
+            categories=known,
             records=records,
             generations={user: n for user, n in marks.items() if n is not None},
         )
@@ -463,6 +482,7 @@ class MailDrain:
             settings=host.inbox_settings(conn),
             first_site=first,
             access=_access(host, conn, wanted, pages),
+            known=known,
         )
 
     def _outgoing(
@@ -491,6 +511,7 @@ class MailDrain:
             comment_exists=lambda e: claimed[e.id].comment is not None,
             # N11: a link follows its page to where it is now, while it exists.
             pages=facts_now.pages,
+            categories=facts_now.categories,
         )
         mail = compose_mail(
             shown,

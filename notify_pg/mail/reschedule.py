@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Any, Final
 
 from notify_core.inbox.categories import CATEGORIES
 from notify_core.inbox.pipeline import email_schedule
@@ -11,6 +11,7 @@ from notify_core.inbox.ports import WikiUser
 from notify_core.mail import QueuedEmail, reschedule
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.host_categories import host_registry
 from notify_pg.mail.ports import MailHostPorts
 
 __all__ = ["reschedule_pending"]
@@ -18,6 +19,15 @@ __all__ = ["reschedule_pending"]
 
 #: The categories whose emails may wait for a digest (E3 moves only theirs).
 _DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
+_BUILT_IN: Final = frozenset(c.key for c in CATEGORIES)
+
+
+def _host_digests(conn: Conn, schema: str, rows: list[tuple[Any, ...]]) -> frozenset[str]:
+    """The host's own digest categories (N13), read only when a pending row is of one."""
+    if all(category in _BUILT_IN for _id, category, _due, _site in rows):
+        return frozenset()
+    known = host_registry(conn, schema=schema)
+    return frozenset(key for key, category in known.items() if category.digest)
 
 
 def reschedule_pending(
@@ -67,7 +77,7 @@ def reschedule_pending(
         old_time_zone=before.time_zone,
         new_time_zone=after.time_zone,
         now=at,
-        digest_categories=_DIGEST,
+        digest_categories=_DIGEST | _host_digests(conn, schema, rows),
         delay=delay,
     )
     if moved:

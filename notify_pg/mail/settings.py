@@ -22,7 +22,7 @@ Writes a host makes itself, around these functions, are outside that guarantee.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
@@ -37,8 +37,9 @@ from notify_core.inbox.admin import (
     preference_change,
     preference_grid,
     settings_change,
+    visible_categories,
 )
-from notify_core.inbox.categories import CATEGORIES
+from notify_core.inbox.categories import Category
 from notify_core.inbox.pipeline import email_schedule
 from notify_core.inbox.prefs import CHANNELS, InboxPrefs
 from notify_core.mail.cadence import EmailSchedule
@@ -47,6 +48,7 @@ from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, port, run_plan
 from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.host_categories import host_registry, host_registry_plan
 from notify_pg.inbox.reads import InboxPreferences
 from notify_pg.mail.drain import MailHostPorts, reschedule_pending
 
@@ -140,14 +142,25 @@ def _state(conn: Conn, host: AdminHostPorts, person: str, schema: str) -> Prefer
     return PreferenceState(prefs=InboxPrefs(rows=rows), schedule=schedule)
 
 
-def _grid(conn: Conn, host: AdminHostPorts, person: str, state: PreferenceState) -> dict[str, Any]:
+def _grid(
+    conn: Conn,
+    host: AdminHostPorts,
+    person: str,
+    state: PreferenceState,
+    known: Mapping[str, Category],
+) -> dict[str, Any]:
     settings = host.inbox_settings(conn)
     facts = host.inbox_people(conn, [person]).get(person)
     # N4: mail configured for the instance, an address, and the address verified.
     available = bool(settings.mail_configured and facts and facts.email and facts.verified)
+    # N13: a host category shows only to those holding its visible_to.
+    shown: Iterable[Category] = known.values()
+    if any(c.visible_to is not None for c in known.values()):
+        groups = facts.groups if facts is not None else frozenset()
+        shown = visible_categories(known, groups, host.inbox_groups(conn))
     user = host.inbox_users(conn, [person]).get(person)
     locale = mail_locale(user.locale if user is not None else None, None)
-    return preference_grid(state, settings, available, locale=locale)
+    return preference_grid(state, settings, available, shown, locale=locale)
 
 
 def preferences(
@@ -161,7 +174,7 @@ def preferences(
 
 
 #: The host's ports `preferences_plan` reads (their plan forms, where the host has them).
-PREFERENCE_PORTS: Final = ("inbox_users", "inbox_settings", "inbox_people")
+PREFERENCE_PORTS: Final = ("inbox_users", "inbox_settings", "inbox_people", "inbox_groups")
 
 
 def preferences_plan(
@@ -169,6 +182,7 @@ def preferences_plan(
 ) -> Plan[dict[str, Any]]:
     """`preferences` as a plan (`notify_pg.db.plan`: the host's ports of `PREFERENCE_PORTS`
     through `notify_pg.db.plan.port`), the same grid."""
+    known = yield from host_registry_plan(schema)
     rows = (yield from InboxPreferences(schema).rows_plan([person])).get(person, {})
     user = (yield from port(host, "inbox_users", [person])).get(person)
     schedule = email_schedule(user) if user is not None else EmailSchedule()
@@ -177,8 +191,13 @@ def preferences_plan(
     facts = (yield from port(host, "inbox_people", [person])).get(person)
     # N4: mail configured for the instance, an address, and the address verified.
     available = bool(settings.mail_configured and facts and facts.email and facts.verified)
+    # N13: a host category shows only to those holding its visible_to.
+    shown: Iterable[Category] = known.values()
+    if any(c.visible_to is not None for c in known.values()):
+        groups = facts.groups if facts is not None else frozenset()
+        shown = visible_categories(known, groups, (yield from port(host, "inbox_groups")))
     locale = mail_locale(user.locale if user is not None else None, None)
-    return preference_grid(state, settings, available, locale=locale)
+    return preference_grid(state, settings, available, shown, locale=locale)
 
 
 def _audit(
@@ -244,9 +263,12 @@ def change_preferences(
             seam.one(conn, "admin_lock_retention")
         seam.one(conn, "admin_lock_person", {"user_id": person})
         state = _state(conn, host, person, schema)
-        new = preference_change(state, body, retention_days=host.inbox_retention_days(conn))
+        known = host_registry(conn, schema=schema)
+        new = preference_change(
+            state, body, retention_days=host.inbox_retention_days(conn), known=known
+        )
         store = InboxPreferences(schema)
-        for category in CATEGORIES:
+        for category in known.values():
             was, now = state.prefs.choice(category), new.prefs.choice(category)
             for channel in CHANNELS:
                 if getattr(was, channel) != getattr(now, channel):
@@ -260,10 +282,10 @@ def change_preferences(
             person=person,
             actor=actor or person,
             at=when,
-            before=preference_audit_json(state),
-            after=preference_audit_json(new),
+            before=preference_audit_json(state, known),
+            after=preference_audit_json(new, known),
         )
-        return _grid(conn, host, person, new)
+        return _grid(conn, host, person, new, known)
 
 
 def _set_schedule(

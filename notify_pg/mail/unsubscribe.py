@@ -12,17 +12,18 @@ own HTTP layer calls it directly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
 import attrs
 
-from notify_core.inbox.categories import CATEGORY_BY_KEY
+from notify_core.inbox.categories import Category
 from notify_core.mail import Unsubscribe
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, all_rows, atomic, one_row, run_plan, touched
 from notify_pg.db.seam import Conn, Seam
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.inbox.reads import InboxPreferences
 from notify_pg.stores.store import generation_plan
 
@@ -87,8 +88,9 @@ def unsubscribe_plan(
     if scope not in SCOPES:
         raise ValueError(f"unknown unsubscribe scope {scope!r}")
     when = at or datetime.now(UTC)
-    chosen = sorted(CATEGORY_BY_KEY) if scope == "all" else sorted(request.categories)
-    changed = yield from atomic(_unsubscribe_steps(request, scope, chosen, when, schema))
+    known = yield from host_registry_plan(schema)  # the host's own categories too (N13)
+    chosen = sorted(known) if scope == "all" else sorted(request.categories)
+    changed = yield from atomic(_unsubscribe_steps(request, scope, chosen, when, schema, known))
     if changed is None:
         return None
     return AuditedUnsubscribe(
@@ -101,7 +103,12 @@ def unsubscribe_plan(
 
 
 def _unsubscribe_steps(
-    request: Unsubscribe, scope: str, chosen: list[str], when: datetime, schema: str
+    request: Unsubscribe,
+    scope: str,
+    chosen: list[str],
+    when: datetime,
+    schema: str,
+    known: Mapping[str, Category],
 ) -> Plan[list[str] | None]:
     """The transaction of `unsubscribe_plan`: the categories changed, ``None`` when the
     person is forgotten or the token of another generation (nothing written)."""
@@ -116,9 +123,7 @@ def _unsubscribe_steps(
     if (yield from generation_plan(person, schema)) != request.generation:
         return None
     stored = (yield from prefs.rows_plan([person])).get(person, {})
-    changed = [
-        key for key in chosen if stored.get((key, "email"), CATEGORY_BY_KEY[key].defaults.email)
-    ]
+    changed = [key for key in chosen if stored.get((key, "email"), known[key].defaults.email)]
     for key in chosen:
         yield from prefs.set_plan(person, key, "email", False)
     yield from touched(

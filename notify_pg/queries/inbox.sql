@@ -85,14 +85,14 @@ WHERE user_id = %(user_id)s AND category = %(category)s AND channel = %(channel)
 INSERT INTO {schema}.inbox_entries AS e (
     user_id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title,
     path, locale, excerpt, variants, count, last_event, in_app, email_state, email_after,
-    created_at, updated_at, draft)
+    created_at, updated_at, draft, members)
 SELECT r.user_id, %(site_id)b::text, (%(category)s::text[])[r.kind], %(variant)b::text,
        (%(group_key)s::text[])[r.kind], %(page_id)b::text, %(comment_id)b::text,
        %(actor_id)b::text, %(title)b::text, %(path)b::text, %(locale)b::text,
        %(excerpt)b::text, ARRAY[%(variant)b::text], 1, %(last_event)b::bigint,
        (%(in_app)s::boolean[])[r.kind], (%(email_state)s::text[])[r.kind],
        (%(email_after)s::timestamptz[])[r.kind], %(at)b::timestamptz, %(at)b::timestamptz,
-       %(draft)b::boolean
+       %(draft)b::boolean, %(members)b::jsonb
 FROM unnest(%(user_id)s::text[], %(kind)s::integer[]) AS r (user_id, kind)
 ON CONFLICT (user_id, group_key) WHERE read_at IS NULL
 DO UPDATE SET
@@ -111,6 +111,7 @@ DO UPDATE SET
     locale = excluded.locale,
     excerpt = excluded.excerpt,
     draft = excluded.draft,
+    members = excluded.members,
     updated_at = GREATEST(e.updated_at, excluded.updated_at),
     email_state = CASE WHEN e.email_state = 'none' AND excluded.email_state = 'pending'
                        THEN 'pending' ELSE e.email_state END,
@@ -133,7 +134,7 @@ RETURNING e.id, e.user_id, e.category, e.group_key, e.count, e.in_app, e.email_s
 -- one site and those with no site (every site when site is NULL), optionally unread only.
 SELECT id, site_id, category, variant, group_key, page_id, comment_id, actor_id, title, path,
        locale, excerpt, variants, count, in_app, email_state, read_at, created_at, updated_at,
-       draft
+       draft, members
 FROM {schema}.inbox_entries
 WHERE user_id = %(user_id)s AND in_app
   AND (site_id IS NULL OR NOT site_id = ANY(%(hidden_sites)s::text[]))
@@ -227,3 +228,14 @@ WHERE id IN (SELECT id FROM {schema}.inbox_outbox WHERE processed_at < %(before)
 -- name: inbox_comment_deleted
 -- A comment is gone: its entries keep their snapshot but no longer show its excerpt (N11).
 UPDATE {schema}.inbox_entries SET comment_id = NULL WHERE comment_id = %(comment_id)s;
+
+-- name: inbox_categories_all
+-- The host's own categories (N13), by key: each declaration as it was written.
+SELECT key, declaration FROM {schema}.inbox_categories ORDER BY key;
+
+-- name: inbox_category_put
+-- Declare a host category, or replace its declaration (N13).
+INSERT INTO {schema}.inbox_categories (key, declaration, declared_at)
+VALUES (%(key)s, %(declaration)s, %(at)s)
+ON CONFLICT (key) DO UPDATE SET declaration = excluded.declaration,
+                                declared_at = excluded.declared_at;

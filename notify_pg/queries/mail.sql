@@ -32,7 +32,7 @@ WHERE e.id = due.id
 RETURNING e.id, e.user_id, e.site_id, e.category, e.variant, e.variants, e.group_key,
           e.page_id, e.comment_id, e.actor_id, e.title, e.path, e.locale, e.excerpt, e.count,
           e.last_event, e.in_app, e.email_attempts, e.read_at, e.created_at, e.updated_at,
-          due.due_at, e.draft
+          due.due_at, e.draft, e.members
 
 -- name: mail_sent
 -- The mail went: sent with emailed_at and the record that governed it (M6); an email-only entry closes with it (N12).

@@ -67,8 +67,16 @@ FROM {schema}.wiki_users u
 WHERE u.id = ANY(%(ids)s::text[])
 
 -- name: wiki_groups
--- Every group and its rules.
-SELECT id, manage_system, rules FROM {schema}.wiki_groups
+-- Every group, its rules and its host permissions.
+SELECT id, manage_system, rules, permissions FROM {schema}.wiki_groups
+
+-- name: wiki_permission_holders
+-- A keyset batch of the people holding a host permission (N8, N13): members of a group whose
+-- permissions name it or that has manage_system, each once.
+SELECT DISTINCT m.user_id FROM {schema}.wiki_memberships m
+JOIN {schema}.wiki_groups g ON g.id = m.group_id
+WHERE (g.manage_system OR %(permission)s = ANY(g.permissions)) AND m.user_id > %(after)s
+ORDER BY m.user_id LIMIT %(limit)s
 
 -- name: wiki_settings
 -- The instance's notification settings (absent: the defaults).
@@ -93,9 +101,10 @@ ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, active = excluded.active,
 
 -- name: wiki_add_group
 -- Create or replace a group and its rules.
-INSERT INTO {schema}.wiki_groups (id, manage_system, rules)
-VALUES (%(id)s, %(manage_system)s, %(rules)s)
-ON CONFLICT (id) DO UPDATE SET manage_system = excluded.manage_system, rules = excluded.rules
+INSERT INTO {schema}.wiki_groups (id, manage_system, rules, permissions)
+VALUES (%(id)s, %(manage_system)s, %(rules)s, %(permissions)s::text[])
+ON CONFLICT (id) DO UPDATE SET manage_system = excluded.manage_system, rules = excluded.rules,
+                               permissions = excluded.permissions
 
 -- name: wiki_add_member
 -- Add a person to a group.

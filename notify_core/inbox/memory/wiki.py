@@ -6,15 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Final
+from typing import Final, TypeVar
 
 import attrs
 
 from notify_core.events.log import Event, EventError
-from notify_core.inbox.access import Group, Rule
+from notify_core.inbox.access import Group, Rule, holds_host
 from notify_core.inbox.admin import check_delay, check_retention
-from notify_core.inbox.categories import Section
+from notify_core.inbox.categories import Category, Section, registry
 from notify_core.inbox.fanout import PersonFacts
+from notify_core.inbox.host_categories import declare
 from notify_core.inbox.payloads import page_after, rule_from_payload, strings
 from notify_core.inbox.ports import CommentInfo, PageInfo, SiteInfo, WikiUser
 from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxPrefs, InboxSettings
@@ -24,6 +25,7 @@ from notify_core.values.links import link_templates
 __all__ = ["WikiMemory"]
 
 _DEFAULT_DELAY: Final = timedelta(seconds=180)
+_T = TypeVar("_T")
 
 
 @attrs.frozen(kw_only=True)
@@ -68,6 +70,9 @@ class WikiMemory:
     inbox_settings: InboxSettings = attrs.field(factory=InboxSettings)
     delay: timedelta = _DEFAULT_DELAY
     retention_days: int = 60
+    #: The host's own categories (N13), by key; `categories` is the registry with them.
+    host_categories: dict[str, Category] = attrs.field(factory=dict)
+    _registry: dict[str, Category] | None = attrs.field(default=None, init=False, repr=False)
     #: U3: how often each id was forgotten (``user.forgotten``), and the ids forgotten now
     #: (until a ``user.created``): no entry, no mail, whatever the log still says of them.
     forgotten_times: dict[str, int] = attrs.field(factory=dict)
@@ -200,6 +205,21 @@ class WikiMemory:
         """Return every group."""
         return self.known_groups
 
+    def categories(self) -> Mapping[str, Category]:
+        """Return the registry: the seven launch categories and the host's own (N13)."""
+        if self._registry is None:
+            self._registry = registry(self.host_categories.values())
+        return self._registry
+
+    def holders(self, permission: str) -> Sequence[str]:
+        """Return the people holding a host permission (N8, N13), sorted."""
+        known = self.known_groups
+        found: set[str] = set()
+        for group, people in self.members.items():
+            if holds_host(frozenset({group}), known, permission):
+                found.update(people)
+        return sorted(found)
+
     def settings(self) -> InboxSettings:
         """Return sections and mail configuration."""
         return self.inbox_settings
@@ -280,7 +300,14 @@ class WikiMemory:
         self.known_groups[str(p["group"])] = Group(
             rules=tuple(rule_from_payload(r) for r in raw),
             manage_system=p.get("manage_system") is True,
+            permissions=strings(p.get("permissions")),
         )
+
+    def _on_declared(self, event: Event, p: Mapping[str, object]) -> None:
+        # N13: a declaration of a key already declared replaces it from this event on.
+        category = _refused(declare, p)
+        self.host_categories[category.key] = category
+        self._registry = None
 
     def _on_member(self, event: Event, p: Mapping[str, object]) -> None:
         group, person = str(p["group"]), str(p["user"])
@@ -320,10 +347,12 @@ class WikiMemory:
     def _on_pref(self, event: Event, p: Mapping[str, object]) -> None:
         person = str(event.audience)
         prefs = self.prefs.get(person, NO_PREFS)
+        known = self.categories()
         if event.type == "inbox_pref.stop_all_email":
-            self._set_prefs(person, prefs.stop_all_email())
+            self._set_prefs(person, prefs.stop_all_email(known))
         else:
-            changed = prefs.set(str(p["category"]), str(p["channel"]), p["enabled"] is True)
+            category = str(p["category"])
+            changed = _refused(prefs.set, category, str(p["channel"]), p["enabled"] is True, known)
             self._set_prefs(person, changed)
 
     def _on_settings(self, event: Event, p: Mapping[str, object]) -> None:
@@ -398,12 +427,16 @@ def _retention(days: int, digests: bool, member: str) -> None:
     _refused(check_retention, days, digests, f"/payload/{member}")
 
 
-def _refused(check: Callable[..., None], *args: object) -> None:
-    """Run an H2a check as a bad line of the log: its refusal becomes an `EventError`."""
+def _refused(check: Callable[..., _T], *args: object) -> _T:
+    """Run a check (H2a, a declaration, a choice) as a bad line of the log: its refusal
+    becomes an `EventError`; otherwise return its answer."""
     try:
-        check(*args)
+        return check(*args)
     except InvalidInput as exc:
-        raise EventError(exc.code, exc.message, exc.pointer) from None
+        pointer = exc.pointer
+        if pointer is not None and not pointer.startswith("/payload"):
+            pointer = f"/payload{pointer}"
+        raise EventError(exc.code, exc.message, pointer) from None
 
 
 _HANDLERS: Final = {
@@ -414,6 +447,7 @@ _HANDLERS: Final = {
     "site.updated": WikiMemory._on_site,
     "group.created": WikiMemory._on_group,
     "group.updated": WikiMemory._on_group,
+    "category.declared": WikiMemory._on_declared,
     "group.member_added": WikiMemory._on_member,
     "group.member_removed": WikiMemory._on_member,
     "review_rule.set": WikiMemory._on_review_rule,

@@ -142,8 +142,10 @@ class TestErrors:
         names = {field.name for field in attrs.fields(MailEntry)}
         # E6 as amended (issue 25) adds the storage sync, the draft state and the link's
         # comment and submission ids, and N11 (issue 38) the link's path, where the page is
-        # now: none of them can carry page content either.
+        # now, and N13 a host category's own strings (its subject and line per locale, with
+        # the event's members): none of them can carry page content either.
         assert names == {
+            "host",
             "category",
             "variant",
             "title",

@@ -105,6 +105,7 @@ def test_migrations_give_the_schema_file(new_database: Callable[[str | None], st
         "unsubscribe_audit",
         "inbox_audit",
         "forgotten_people",
+        "inbox_categories",
         "push_deliveries",
         "push_holds",
         "push_day_counts",

@@ -41,6 +41,10 @@ SCENARIO = ROOT / "tests" / "inbox" / "sites_and_send_time.jsonl"
 #: still due, on a site with its own link templates and for an hourly digest (N11: a link
 #: follows the page while it exists, the snapshot's path once it is deleted).
 RENAMES = ROOT / "tests" / "inbox" / "renames_after_events.jsonl"
+#: Issue 38 point 1: host categories (N13): the storage sync failure (site scope, candidates
+#: by a group's host permission, German strings) and failed sign-ins (instance scope, one entry
+#: per account, quiet until read), a preference on a host category, a declaration replaced.
+HOST_CATEGORIES = ROOT / "examples" / "host-categories.jsonl"
 #: Issue 38: people forgotten (with entries pending, as an actor, twice in a row) and created
 #: again (generations 1 and 2 in their tokens), a forgotten person the host still names and
 #: adds back to groups and watches (no entry, no mail: inactive), and sites named by the log
@@ -51,6 +55,7 @@ LOGS = [
     pytest.param(LOG, 200, 20, id="wiki-week"),
     pytest.param(SCENARIO, 12, 5, id="scenario"),
     pytest.param(RENAMES, 10, 8, id="renames"),
+    pytest.param(HOST_CATEGORIES, 12, 4, id="host-categories"),
     pytest.param(FORGOTTEN, 15, 9, id="forgotten"),
 ]
 
