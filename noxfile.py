@@ -138,7 +138,11 @@ MUTANT_MODULES: dict[str, tuple[list[str], list[str]]] = {
     ),
     "fanout": (
         ["notify_core/inbox/fanout.py"],
-        ["tests/core/inbox/test_inbox.py", "tests/core/inbox/test_fanout.py"],
+        [
+            "tests/core/inbox/test_inbox.py",
+            "tests/core/inbox/test_fanout.py",
+            "tests/core/inbox/test_host_categories.py",
+        ],
     ),
     "coalesce": (
         ["notify_core/inbox/coalesce.py"],
