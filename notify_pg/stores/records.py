@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from psycopg.types.json import Json
@@ -55,7 +55,8 @@ from notify_core.records import (
 from notify_core.records.tables import opaque_to_json
 from notify_pg.db.errors import Conflict, StorageError
 from notify_pg.db.migrate import DEFAULT_SCHEMA
-from notify_pg.db.seam import Conn, Row, Seam
+from notify_pg.db.seam import Conn, Seam
+from notify_pg.stores.record_facts import record_from_json
 
 __all__ = ["SUPERSESSION_GAP_BOUND", "PreferenceRecordRepository", "stamp_under_lock"]
 
@@ -111,41 +112,6 @@ def _dumps(obj: object) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False)
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone(UTC)
-
-
-def _record(row: Row) -> PreferenceRecord:
-    (
-        preference_id,
-        principal_ref,
-        declared_channels,
-        set_at,
-        status,
-        channel_preferences,
-        frequency_limit,
-        quiet_hours,
-        format_,
-        metadata,
-        suspended_at,
-        deleted_at,
-    ) = row
-    return PreferenceRecord(
-        preference_id=preference_id,
-        principal_ref=principal_ref,
-        declared_channels=declared_channels,
-        set_at=set_at.astimezone(UTC),
-        status=status,
-        channel_preferences=channel_preferences,
-        frequency_limit=frequency_limit,
-        quiet_hours=quiet_hours,
-        format=format_,
-        metadata=metadata,
-        suspended_at=_utc(suspended_at),
-        deleted_at=_utc(deleted_at),
-    )
-
-
 def _reiterable(value: object) -> object:
     """Materialize a one-shot iterable of channel names (a generator) so it can be read twice.
 
@@ -192,7 +158,7 @@ class PreferenceRecordRepository:
         if _NUL in preference_id:
             return None
         row = self._seam.one(conn, "read_record", {"preference_id": preference_id})
-        return None if row is None else _record(row)
+        return None if row is None else record_from_json(row)
 
     def current_for(self, conn: Conn, principal_ref: str) -> PreferenceRecord | None:
         """Return the record currently in effect for a principal, or ``None`` (none in effect).
@@ -205,7 +171,7 @@ class PreferenceRecordRepository:
         if _NUL in principal_ref:
             return None
         row = self._seam.one(conn, "current_record", {"principal_ref": principal_ref})
-        return None if row is None else _record(row)
+        return None if row is None else record_from_json(row)
 
     def store_for(self, conn: Conn, principal_ref: str) -> PreferenceStore:
         """Return every record of a principal, in recording order, as a core store.
@@ -395,7 +361,7 @@ class PreferenceRecordRepository:
         """
         params = {"principal_ref": principal_ref, "preference_id": preference_id}
         rows = self._seam.all(conn, "principal_records", params)
-        return PreferenceStore.from_records(_record(row) for row in rows)
+        return PreferenceStore.from_records(record_from_json(row) for row in rows)
 
     def _write_difference(
         self, conn: Conn, before: PreferenceStore, after: PreferenceStore
