@@ -114,10 +114,20 @@
     if (!answer.ok) return;
     const page = await answer.json();
     const list = $("entries");
+    const shown = list.children.length;
     if (!cursor) list.replaceChildren();
     for (const entry of page.entries) list.append(entryItem(entry));
     state.next = page.next;
-    $("more").hidden = !page.next;
+    // A reload keeps the older pages the person had opened: a live refresh arriving after
+    // "Older" would otherwise cut the list back to its first page.
+    while (!cursor && state.next && list.children.length < shown) {
+      const more = await api("GET", inbox("?cursor=" + encodeURIComponent(state.next)));
+      if (!more.ok) break;
+      const older = await more.json();
+      for (const entry of older.entries) list.append(entryItem(entry));
+      state.next = older.next;
+    }
+    $("more").hidden = !state.next;
     $("empty").hidden = list.children.length > 0;
   }
 
