@@ -32,7 +32,7 @@ class Echo:
 
 @pytest.fixture
 def echo(ca: LocalCa) -> Iterator[Echo]:
-    server = Echo(ca, max_streams=20, latency=0.05)
+    server = Echo(ca, max_streams=20, latency=0.1)
     yield server
     server.server.close()
 
@@ -90,7 +90,7 @@ def test_no_second_connection_while_the_first_has_room(ca: LocalCa) -> None:
         client.close()
         roomy.server.close()
     assert len(bodies) == 300 and sum(roomy.seen.values()) == 301
-    assert roomy.server.peak_streams == 300
+    assert roomy.server.peak_streams > 100  # more than another server's whole limit
     assert client.opened == 1
 
 
