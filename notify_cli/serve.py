@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -333,9 +334,11 @@ def serve(
                 log.info("stopping", extra={"fields": {"signal": signal.Signals(number).name}})
                 server.should_exit = True
 
-            if workers == 1:
-                announce()  # after "metrics serving": a reader of the log has both ports
             with handling_stop_signals(on_signal):
+                # "listening" once a stop signal is handled: a SIGTERM sent on that line stops
+                # the server (exit 0), where before its handler it killed the process (-15).
+                if workers == 1:
+                    announce()  # after "metrics serving": a reader of the log has both ports
                 asyncio.run(run_server(server, sock))
         finally:
             if metrics is not None:
@@ -345,24 +348,40 @@ def serve(
     if workers == 1:
         serve_here()
     else:
-        announce()
-        _supervise(workers, serve_here, sock, log)
+        _supervise(workers, serve_here, sock, log, announce)
     sock.close()
 
 
-def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.Logger) -> None:
-    """Fork ``workers`` processes that serve on ``sock``; pass them the stop signal and wait.
+def _supervise(
+    workers: int,
+    serve_here: Any,
+    sock: socket.socket,
+    log: logging.Logger,
+    announce: Callable[[], None],
+) -> None:
+    """Fork ``workers`` processes that serve on ``sock``; pass them the stop signal and wait
+    (``announce`` logs ``listening`` once the stop signals are passed on).
 
     The children are forked before any thread, pool or event loop exists in this process. A
     child that ends on its own (a crash) stops the others: the command ends with its status.
     """
     children: list[int] = []
+    # The stop signals wait (blocked, pending) until each process has its handler: a child
+    # stopped between its fork and its handler would die of the signal (-15), and the parent
+    # would take that for a crash.
+    stops = {signal.SIGTERM, signal.SIGINT}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
     for _ in range(workers):
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
         if pid == 0:  # the child serves, then leaves without the parent's exit handlers
             # Stopped while it starts (before serve_here installs its handler): nothing is
             # served yet, so it leaves at once, with success, as a stop asked.
             signal.signal(signal.SIGTERM, lambda _number, _frame: os._exit(0))
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             code = 0
             try:
                 serve_here()
@@ -381,6 +400,8 @@ def _supervise(workers: int, serve_here: Any, sock: socket.socket, log: logging.
 
     failed = False
     with handling_stop_signals(forward):
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        announce()
         while children:
             pid, status = os.wait()
             if pid in children:

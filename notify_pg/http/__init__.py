@@ -1,8 +1,9 @@
 """HTTP of notify_pg: framework-neutral handlers and the reference app that serves them.
 
 - `notify_pg.http.handlers`: plain functions from a request's values to a `Response`
-  (unsubscribe, inbox), for any framework, each with its plan form (``inbox_list_plan``,
-  `notify_pg.db.plan`) that an asyncio host runs on an async connection;
+  (the inbox; `notify_pg.http.unsubscribe`: one-click unsubscribe), for any framework, each
+  with its plan form (``inbox_list_plan``, `notify_pg.db.plan`) that an asyncio host runs on
+  an async connection; `notify_pg.http.responses`: the `Response` and its helpers;
 - `notify_pg.http.admin`: the same for a person's preferences and the instance's settings;
 - `notify_pg.http.app`: the reference WSGI app (its routes over the handlers);
 - `notify_pg.http.server`: its ASGI front on uvicorn, the server of ``notify serve`` (bodies

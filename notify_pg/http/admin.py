@@ -30,7 +30,10 @@ from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
 from notify_pg.db.plan import Plan, run_plan
 from notify_pg.db.seam import Conn
-from notify_pg.http.handlers import MAX_BODY_BYTES, Response, _json, _media_type, _problem
+from notify_pg.http.responses import MAX_BODY_BYTES, Response
+from notify_pg.http.responses import json_answer as _json
+from notify_pg.http.responses import media_type as _media_type
+from notify_pg.http.responses import problem as _problem
 from notify_pg.mail.settings import (
     AdminHostPorts,
     change_preferences,

@@ -380,6 +380,32 @@ def test_u3_notify_serve_answers_and_stops_on_sigterm(db_dsn: str) -> None:
         assert email_choices(conn, "ana") == {("mention", "email"): False}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_notify_serve_stopped_the_moment_it_says_listening_exits_0(
+    db_dsn: str, workers: int
+) -> None:
+    """The stop signals are handled before ``listening`` is logged: a SIGTERM sent as soon
+    as that line appears stops the server cleanly (exit 0, as the other stop tests expect),
+    never kills it (-15)."""
+    args = ["serve", "--schema", SCHEMA, "--port", "0", "--workers", str(workers)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "notify_cli", *args],
+        env={**os.environ, "NOTIFY_DSN": db_dsn},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert json.loads(line)["msg"] == "listening", line
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
 def test_notify_serve_logs_each_request_as_text_and_counts_it_in_its_metrics(
     db_dsn: str,
 ) -> None:
