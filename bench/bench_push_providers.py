@@ -24,6 +24,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -154,13 +155,42 @@ def run(
 
 def ratios(runs: list[dict[str, Any]]) -> dict[str, float]:
     """Per provider and concurrency, the batch path's pushes per second over the per-call
-    path's in the same run (the baseline)."""
+    path's in the same run (the baseline): of single runs, or of `summary`'s medians."""
     rate = {(r["provider"], r["concurrency"], r["path"]): r["pushes_per_s"] for r in runs}
     return {
         f"{provider}@{limit}": round(rate[(provider, limit, "batch")] / per_call, 2)
         for (provider, limit, path), per_call in rate.items()
         if path == "per_call" and (provider, limit, "batch") in rate
     }
+
+
+def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per provider, concurrency and path, the median of its repeated runs' pushes per second
+    and CPU per push (another job's burst on two shared cores moves a single run by a third),
+    with the lowest and highest rate and the pushes lost or doubled over all of them."""
+    cases: dict[tuple[str, int, str], list[dict[str, Any]]] = {}
+    for r in runs:
+        cases.setdefault((r["provider"], r["concurrency"], r["path"]), []).append(r)
+    return [
+        {
+            "provider": provider,
+            "concurrency": limit,
+            "path": path,
+            "runs": len(group),
+            "pushes_per_s": round(statistics.median(r["pushes_per_s"] for r in group)),
+            "pushes_per_s_range": [
+                min(r["pushes_per_s"] for r in group),
+                max(r["pushes_per_s"] for r in group),
+            ],
+            "cpu_ms_per_push": round(statistics.median(r["cpu_ms_per_push"] for r in group), 3),
+            "server_cpu_ms_per_push": round(
+                statistics.median(r["server_cpu_ms_per_push"] for r in group), 3
+            ),
+            "lost": sum(r["lost"] for r in group),
+            "doubled": sum(r["doubled"] for r in group),
+        }
+        for (provider, limit, path), group in cases.items()
+    ]
 
 
 def main(argv: list[str] | None = None, out: Callable[[str], object] = print) -> dict[str, Any]:
@@ -171,6 +201,9 @@ def main(argv: list[str] | None = None, out: Callable[[str], object] = print) ->
     parser.add_argument("--concurrency", default="16,128")
     parser.add_argument("--batch", type=int, default=256, help="pushes per round (send_batch)")
     parser.add_argument("--paths", default="per_call,batch")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs of each case (the summary: their median)"
+    )
     args = parser.parse_args(argv)
     limits = [int(v) for v in args.concurrency.split(",")]
     paths = [p.strip() for p in args.paths.split(",")]
@@ -194,30 +227,33 @@ def main(argv: list[str] | None = None, out: Callable[[str], object] = print) ->
         try:
             for name, provider in (("apns", apns), ("fcm", fcm)):
                 run(name, provider, parent, 20, 4, 20, False)  # warm: connection, token
-                for limit in limits:
-                    # The paths alternate per concurrency: both meet the same load.
-                    for path in paths:
-                        figures = run(
-                            name,
-                            provider,
-                            parent,
-                            args.pushes,
-                            limit,
-                            args.batch,
-                            path == "batch",
-                            server.pid,
-                        )
-                        runs.append(figures)
+                for repeat in range(args.repeat):
+                    for limit in limits:
+                        # The paths alternate per concurrency: both meet the same load.
+                        for path in paths:
+                            figures = run(
+                                name,
+                                provider,
+                                parent,
+                                args.pushes,
+                                limit,
+                                args.batch,
+                                path == "batch",
+                                server.pid,
+                            )
+                            runs.append({**figures, "repeat": repeat})
         finally:
             apns.close()
             fcm.close()
             parent.send("stop")
             server.join(timeout=10)
+    medians = summary(runs)
     figures = {
         "latency_s": args.latency,
         "goal_pushes_per_s": 3000,
         "runs": runs,
-        "batch_over_per_call": ratios(runs),
+        "median": medians,
+        "batch_over_per_call": ratios(medians),
         "cores": len(os.sched_getaffinity(0)),
         "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }

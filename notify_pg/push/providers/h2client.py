@@ -22,6 +22,7 @@ import contextlib
 import ssl
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -42,6 +43,11 @@ __all__ = ["Batch", "ConnectionLost", "H2Client", "Outcome", "Reply", "Request"]
 #: Seconds between looks for a free request slot while a batch has none and no stream open
 #: (the other threads of the process hold every slot).
 _SLOT_POLL = 0.002
+
+
+#: Requests written together at most: one write per turn of the loop saves system calls, but
+#: a turn that starts a hundred streams would hold the first ones back for all of it.
+_FLUSH_EVERY = 16
 
 
 #: One header field of a request: a plain pair, or one HPACK must never index.
@@ -128,13 +134,20 @@ class _Connection:
         self.h2.increment_flow_control_window(2**24)
         self.streams: dict[int, tuple[asyncio.Future[Reply], list[tuple[str, str]], bytearray]] = {}
         self.usable = True
+        self.settled = False  # the server's first SETTINGS came
         self.flush_due = False
+        self.unflushed = 0  # requests made since the last write
         self.changed = asyncio.Event()  # settings, windows or streams changed
+        # Requests waiting for a stream's place, first come first served: a freed place wakes
+        # one of them, not all (every answer waking every waiter costs each answer a walk
+        # through all of them when a batch holds more requests than the server's limit).
+        self.waiting: deque[asyncio.Future[None]] = deque()
         self.flush()
         self.task = asyncio.get_running_loop().create_task(self.read())
 
     def flush(self) -> None:
         self.flush_due = False
+        self.unflushed = 0
         data = self.h2.data_to_send()
         if data:
             self.writer.write(data)
@@ -142,7 +155,10 @@ class _Connection:
     def flush_soon(self) -> None:
         """Write at the end of this turn of the loop: the requests started in one turn go
         out in one TLS record and one system call, not one each."""
-        if not self.flush_due:
+        self.unflushed += 1
+        if self.unflushed >= _FLUSH_EVERY:
+            self.flush()  # a long turn of the loop does not hold the first requests back
+        elif not self.flush_due:
             self.flush_due = True
             asyncio.get_running_loop().call_soon(self.flush)
 
@@ -166,6 +182,7 @@ class _Connection:
                 future.set_exception(error(stream_id))  # type: ignore[operator]
         self.streams.clear()
         self.changed.set()
+        self.wake(len(self.waiting))
 
     def received(self, data: bytes) -> None:
         for event in self.h2.receive_data(data):
@@ -184,8 +201,10 @@ class _Connection:
                 self.finish(event.stream_id or 0)
             elif isinstance(event, h2.events.StreamReset):
                 held = self.streams.pop(event.stream_id or 0, None)
-                if held is not None and not held[0].done():
-                    held[0].set_exception(ConnectionLost("the server reset the stream"))
+                if held is not None:
+                    if not held[0].done():
+                        held[0].set_exception(ConnectionLost("the server reset the stream"))
+                    self.wake(1)
                 self.changed.set()
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self.usable = False
@@ -196,8 +215,13 @@ class _Connection:
                     if not future.done():
                         future.set_exception(_NotTaken())
                 self.changed.set()
+                self.wake(len(self.waiting))  # they go to the next connection
                 self.close_when_done()
-            elif isinstance(event, h2.events.RemoteSettingsChanged | h2.events.WindowUpdated):
+            elif isinstance(event, h2.events.RemoteSettingsChanged):
+                self.settled = True
+                self.changed.set()
+                self.wake(len(self.waiting))  # the limit may have grown
+            elif isinstance(event, h2.events.WindowUpdated):
                 self.changed.set()
         self.flush()
 
@@ -207,8 +231,29 @@ class _Connection:
             with contextlib.suppress(Exception):
                 self.writer.close()
 
+    def limit(self) -> int:
+        """Streams the server allows at once: its setting, or 100 until its first SETTINGS
+        came (RFC 9113 would allow any number, and a burst above its limit is refused)."""
+        if self.settled:
+            return self.h2.remote_settings.max_concurrent_streams
+        return min(100, self.h2.remote_settings.max_concurrent_streams)
+
+    def has_room(self) -> bool:
+        """Whether a stream would start now."""
+        return len(self.streams) < self.limit()
+
+    def wake(self, count: int) -> None:
+        """Let up to ``count`` waiting requests look for a stream's place again."""
+        while count > 0 and self.waiting:
+            waiter = self.waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                count -= 1
+
     def finish(self, stream_id: int) -> None:
         held = self.streams.pop(stream_id, None)
+        if held is not None:
+            self.wake(1)
         self.changed.set()
         self.close_when_done()
         if held is None or held[0].done():
@@ -224,11 +269,17 @@ class _Connection:
         """Open one stream and send the request; the stream's id and the future of its
         answer."""
         # len(self.streams): h2's own count walks every stream at each call.
-        while len(self.streams) >= self.h2.remote_settings.max_concurrent_streams:
+        while len(self.streams) >= self.limit():
             if not self.usable:
                 raise _NotTaken()
-            self.changed.clear()
-            await self.changed.wait()
+            waiter = asyncio.get_running_loop().create_future()
+            self.waiting.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self.wake(1)  # the place it was given goes to the next one
+                raise
         if not self.usable:
             raise _NotTaken()
         stream_id = self.h2.get_next_available_stream_id()
@@ -259,6 +310,7 @@ class _Connection:
         """Give up a stream whose answer did not come in time: reset it and free its place."""
         if self.streams.pop(stream_id, None) is None:
             return
+        self.wake(1)
         with contextlib.suppress(h2.exceptions.H2Error):
             self.h2.reset_stream(stream_id, error_code=h2.errors.ErrorCodes.CANCEL)
         self.flush_soon()
@@ -267,6 +319,7 @@ class _Connection:
 
     def close(self) -> None:
         self.usable = False
+        self.wake(len(self.waiting))
         with contextlib.suppress(Exception):
             self.h2.close_connection()
             self.flush()
@@ -281,12 +334,24 @@ class H2Client:
         url: the origin.
         context: the TLS context (its CA decides whom the client trusts); ALPN ``h2`` is set.
         timeout: seconds to connect, and for each answer.
+        max_connections: connections open at once at most. A second one opens only when
+            every open one holds as many streams as its server allows at once
+            (``SETTINGS_MAX_CONCURRENT_STREAMS``: APNs says 500, Google's front ends 100), so
+            that the worker's ``push.max_concurrent_requests`` are not capped by one
+            connection's limit; APNs and FCM both allow several connections per sender.
 
     Attributes:
         opened: connections opened so far.
     """
 
-    def __init__(self, url: str, *, context: ssl.SSLContext, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        context: ssl.SSLContext,
+        timeout: float = 10.0,
+        max_connections: int = 4,
+    ) -> None:
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
             raise ValueError("an HTTP/2 provider URL is https://host[:port]")
@@ -296,7 +361,8 @@ class H2Client:
         self.timeout = timeout
         context.set_alpn_protocols(["h2"])
         self._context = context
-        self._connection: _Connection | None = None
+        self.max_connections = max_connections
+        self._connections: list[_Connection] = []
         self._opening: asyncio.Lock | None = None
         self.opened = 0
         self._loop = asyncio.new_event_loop()
@@ -341,24 +407,45 @@ class H2Client:
         return Batch(self, slots)
 
     async def _usable(self) -> _Connection:
+        """The connection for the next stream: the least busy one with room, else a new one
+        while fewer than ``max_connections`` are open, else the least busy (its streams wait
+        there for a place)."""
+        connection = self._least_busy()
+        if connection is not None and (
+            connection.has_room() or len(self._connections) >= self.max_connections
+        ):
+            return connection
         if self._opening is None:
             self._opening = asyncio.Lock()
         async with self._opening:
-            connection = self._connection
-            if connection is None or not connection.usable:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(
-                        self.host, self.port, ssl=self._context, server_hostname=self.host
-                    ),
-                    self.timeout,
-                )
-                protocol = writer.get_extra_info("ssl_object").selected_alpn_protocol()
-                if protocol != "h2":
-                    writer.close()
-                    raise ConnectionLost(f"the server does not speak HTTP/2 ({protocol})")
-                connection = self._connection = _Connection(reader, writer)
-                self.opened += 1
+            connection = self._least_busy()  # another request may have opened one meanwhile
+            if connection is not None and (
+                connection.has_room() or len(self._connections) >= self.max_connections
+            ):
+                return connection
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    self.host, self.port, ssl=self._context, server_hostname=self.host
+                ),
+                self.timeout,
+            )
+            protocol = writer.get_extra_info("ssl_object").selected_alpn_protocol()
+            if protocol != "h2":
+                writer.close()
+                raise ConnectionLost(f"the server does not speak HTTP/2 ({protocol})")
+            connection = _Connection(reader, writer)
+            self._connections.append(connection)
+            self.opened += 1
             return connection
+
+    def _least_busy(self) -> _Connection | None:
+        """The usable connection with the fewest streams awaiting answers (the unusable ones
+        are dropped: they close once their last answer came)."""
+        if any(not c.usable for c in self._connections):
+            self._connections = [c for c in self._connections if c.usable]
+        if len(self._connections) == 1:
+            return self._connections[0]
+        return min(self._connections, key=lambda c: len(c.streams), default=None)
 
     async def _request(
         self,
@@ -398,8 +485,8 @@ class H2Client:
         """Close the connection and stop the loop thread."""
 
         async def stop() -> None:
-            if self._connection is not None:
-                self._connection.close()
+            for connection in self._connections:
+                connection.close()
 
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(stop(), self._loop).result(timeout=5)

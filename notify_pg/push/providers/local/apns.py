@@ -71,7 +71,10 @@ class LocalApns:
         open_devices: bool = False,
     ) -> None:
         self.open_devices = open_devices
-        self.server = H2Server(ca, self._handle, latency=latency, goaway_after=goaway_after)
+        # 500 streams at once per connection: what APNs' SETTINGS frame says.
+        self.server = H2Server(
+            ca, self._handle, latency=latency, goaway_after=goaway_after, max_streams=500
+        )
         self.received: list[ReceivedPush] = []
         #: Distinct provider tokens seen.
         self.provider_tokens: set[str] = set()

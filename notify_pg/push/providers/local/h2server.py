@@ -21,6 +21,7 @@ import h2.config
 import h2.connection
 import h2.events
 import h2.exceptions
+import h2.settings
 from hyperframe.frame import GoAwayFrame
 
 from notify_pg.push.providers.local.tls import LocalCa
@@ -59,6 +60,13 @@ class _Connection:
         self.writer = writer
         config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         self.h2 = h2.connection.H2Connection(config=config)
+        self.h2.local_settings = h2.settings.Settings(
+            client=False,
+            initial_values={
+                h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: server.max_streams,
+                h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: 2**16,
+            },
+        )
         self.streams: dict[int, tuple[dict[str, str], bytearray]] = {}
         self.answered = 0
         self.in_flight = 0
@@ -66,8 +74,10 @@ class _Connection:
         self.going_away = False
         self.goaway_sent = False
         self.closed = False
+        self.flush_due = False
 
     def flush(self) -> None:
+        self.flush_due = False
         data = self.h2.data_to_send()
         if data and not self.closed:
             self.writer.write(data)
@@ -81,6 +91,8 @@ class _Connection:
         for event in events:
             if isinstance(event, h2.events.RequestReceived):
                 self.streams[event.stream_id] = (dict(event.headers or ()), bytearray())  # type: ignore[arg-type]
+                open_now = len(self.streams) + self.in_flight
+                self.server.peak_streams = max(self.server.peak_streams, open_now)
             elif isinstance(event, h2.events.DataReceived):
                 held = self.streams.get(event.stream_id)
                 if held is not None:
@@ -108,11 +120,22 @@ class _Connection:
         )
         self.in_flight += 1
         self.last_dispatched = max(self.last_dispatched, stream_id)
-        asyncio.get_running_loop().create_task(self.respond(stream_id, request))
-
-    async def respond(self, stream_id: int, request: Request) -> None:
+        # A timer per answer rather than a task sleeping: a distant server's latency costs
+        # this process no more than one callback (the bench's server shares the worker's cores).
+        loop = asyncio.get_running_loop()
         if self.server.latency:
-            await asyncio.sleep(self.server.latency)
+            loop.call_later(self.server.latency, self.respond, stream_id, request)
+        else:
+            loop.call_soon(self.respond, stream_id, request)
+
+    def flush_soon(self) -> None:
+        """Write at the end of this turn of the loop: answers due together go out in one
+        TLS record and one system call."""
+        if not self.flush_due:
+            self.flush_due = True
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def respond(self, stream_id: int, request: Request) -> None:
         try:
             answer = self.server.handler(request)
         except Exception:  # a handler's fault is the client's 500, not the server's end
@@ -132,6 +155,9 @@ class _Connection:
         limit = self.server.goaway_after
         if limit is not None and self.answered >= limit:
             self.going_away = True  # no new stream is taken from now on
+        if not self.going_away:
+            self.flush_soon()
+            return
         self.flush()
         if self.going_away and self.in_flight == 0 and not self.goaway_sent:
             # Every stream taken is answered: a GOAWAY naming the last one (written by hand,
@@ -158,10 +184,13 @@ class H2Server:
         handler: answers one request (called on the server's thread; must be quick).
         latency: seconds each answer waits, streams in parallel.
         goaway_after: answers per connection before it goes away (None: never).
+        max_streams: streams a connection may hold at once (``SETTINGS_MAX_CONCURRENT_STREAMS``;
+            100 is h2's default and Google's front ends', APNs says 500).
 
     Attributes:
         url: ``https://localhost:PORT``.
         connections: connections accepted so far.
+        peak_streams: the most streams one connection held open at once so far.
     """
 
     def __init__(
@@ -171,12 +200,15 @@ class H2Server:
         *,
         latency: float = 0.0,
         goaway_after: int | None = None,
+        max_streams: int = 100,
     ) -> None:
         self.ca = ca
+        self.max_streams = max_streams
         self.handler = handler
         self.latency = latency
         self.goaway_after = goaway_after
         self.connections = 0
+        self.peak_streams = 0
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)

@@ -250,8 +250,8 @@ def test_an_answer_that_does_not_come_in_time_is_a_retry_and_frees_its_stream(
     provider = ApnsProvider(key, production_url=slow.server.url, ca_file=ca.ca_file, timeout=0.2)
     try:
         results = [provider.send(registration("apns", DEVICE), HINT) for _ in range(3)]
-        connection = provider._clients["production"]._connection
-        assert connection is not None and connection.streams == {}
+        connections = provider._clients["production"]._connections
+        assert len(connections) == 1 and connections[0].streams == {}
     finally:
         provider.close()
         slow.close()

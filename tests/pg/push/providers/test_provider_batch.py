@@ -286,8 +286,8 @@ def test_answers_of_a_batch_that_do_not_come_in_time_are_retries_and_free_their_
     try:
         calls = [(registration("apns", device(i)), push(i)) for i in range(6)]
         results = [r for r, _s in provider.send_many(calls, slots)]
-        connection = provider._clients["production"]._connection
-        assert connection is not None and connection.streams == {}
+        connections = provider._clients["production"]._connections
+        assert len(connections) == 1 and connections[0].streams == {}
     finally:
         provider.close()
         slow.close()
