@@ -21,7 +21,7 @@ import socket
 import sys
 from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -41,6 +41,12 @@ from notify_cli.serve_identity import identity_options, is_loopback, read_identi
 from notify_cli.signals import handling_stop_signals
 from notify_cli.startup import require_schemas
 from notify_cli.worker import _logging, _metrics
+
+if TYPE_CHECKING:
+    from notify_pg.http.app import ConnectionSource, RequestHook
+    from notify_pg.http.identity import IdentityCheck
+    from notify_pg.http.server import AsgiApp, ServeLimits
+    from notify_reference_host.wiki import ReferenceWiki
 
 
 @click.command()
@@ -232,9 +238,8 @@ def serve(
     try:
         import psycopg
 
-        from notify_pg.http.app import build_app, check_page_url, open_pool
-        from notify_pg.http.live import LiveHub
-        from notify_pg.http.server import AsgiApp, ServeLimits, bind, make_server, run_server
+        from notify_pg.http.app import check_page_url, open_pool
+        from notify_pg.http.server import ServeLimits, bind, make_server, run_server
         from notify_reference_host.wiki import ReferenceWiki
     except ImportError as exc:  # werkzeug or uvicorn missing: no serve extra
         raise BadInput(f"serve needs the serve extra ({install_hint('serve')}): {exc}") from None
@@ -256,7 +261,6 @@ def serve(
         insecure_identity_header=insecure_identity_header,
     )
     wiki = None if host_schema is None else ReferenceWiki(host_schema)
-    hidden = None if wiki is None else wiki.sites_off_plan
     limits = ServeLimits(
         threads=threads,
         max_body=max_body,
@@ -314,19 +318,18 @@ def serve(
                 )
                 on_request = HttpMetrics(metrics.meter).request
                 log.info("metrics serving", extra={"fields": {"port": metrics.port}})
-            # E6: one-click unsubscribe also on the paths of the sites' templates.
-            paths = [] if wiki is None else _unsubscribe_paths(pool, wiki, log)
-            app = build_app(
+            asgi = serve_app(
                 pool,
+                dsn=dsn,
                 schema=schema,
-                unsubscribe_page=unsubscribe_page,
-                hidden_sites_plan=hidden,
-                on_request=on_request,
-                admin_host=wiki,
-                unsubscribe_paths=paths,
+                wiki=wiki,
                 identity=identity,
+                limits=limits,
+                unsubscribe_page=unsubscribe_page,
+                on_request=on_request,
+                demo=demo,
+                log=log,
             )
-            asgi = AsgiApp(app, limits=limits, live=LiveHub(dsn, schema=schema), demo=demo)
             server = make_server(asgi)
 
             def on_signal(number: int, frame: FrameType | None) -> None:
@@ -349,6 +352,43 @@ def serve(
     else:
         _supervise(workers, serve_here, sock, log, announce)
     sock.close()
+
+
+def serve_app(
+    pool: ConnectionSource,
+    *,
+    dsn: str,
+    schema: str,
+    wiki: ReferenceWiki | None,
+    identity: IdentityCheck,
+    limits: ServeLimits,
+    unsubscribe_page: str,
+    on_request: RequestHook | None = None,
+    demo: bool = False,
+    log: logging.Logger | None = None,
+) -> AsgiApp:
+    """The ASGI app one ``notify serve`` process serves (`notify_pg.http.server.AsgiApp`):
+    the reference app on ``pool`` with the reference wiki's ports (``wiki``: its hidden
+    sites, its unsubscribe paths, the preference and settings routes; ``None`` for none),
+    the identity check, the limits and the live hub. Tests build it here, as serve does."""
+    from notify_pg.http.app import build_app
+    from notify_pg.http.live import LiveHub
+    from notify_pg.http.server import AsgiApp
+
+    # E6: one-click unsubscribe also on the paths of the sites' templates.
+    logger = log or logging.getLogger("notify_pg.serve")
+    paths = [] if wiki is None else _unsubscribe_paths(pool, wiki, logger)
+    app = build_app(
+        pool,
+        schema=schema,
+        unsubscribe_page=unsubscribe_page,
+        hidden_sites_plan=None if wiki is None else wiki.sites_off_plan,
+        on_request=on_request,
+        admin_host=wiki,
+        unsubscribe_paths=paths,
+        identity=identity,
+    )
+    return AsgiApp(app, limits=limits, live=LiveHub(dsn, schema=schema), demo=demo)
 
 
 def _supervise(

@@ -88,7 +88,8 @@ class AdminHostPorts(MailHostPorts, Protocol):
     too (``inbox_retention_days_plan()`` for ``inbox_retention_days(conn)``, and so on:
     `notify_pg.db.plan.port`): with those of `PREFERENCE_CHANGE_PORTS` and
     `SETTINGS_CHANGE_PORTS`, ``notify serve`` answers the preference and settings routes on
-    its asyncio connections, with no thread.
+    its asyncio connections, with no thread. Where a host has both forms of a port, the plan
+    form is the one read: a subclass that changes a port changes both.
     """
 
     def inbox_retention_days(self, conn: Conn) -> int:

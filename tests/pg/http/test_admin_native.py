@@ -14,13 +14,15 @@ from typing import Any
 
 import psycopg
 from pgworld import HOST_SCHEMA, SCHEMA
+from psycopg.types.json import Jsonb
 from webworld import NoThreads, edit, make_wiki, raw, request
 
+from notify_cli.serve import serve_app
 from notify_core.mail import unsubscribe_token
 from notify_pg.http.app import ADMIN_HEADER, USER_HEADER, build_app, make_http_server, open_pool
 from notify_pg.http.identity import PROXY_SECRET_HEADER, IdentityCheck
-from notify_pg.http.live import LiveHub
-from notify_pg.http.server import AsgiApp, ServingThread
+from notify_pg.http.server import AsgiApp, ServeLimits, ServingThread
+from notify_pg.http.unsubscribe import UNSUBSCRIBE_PAGE
 from notify_pg.mail.secret import unsubscribe_secret
 from notify_pg.mail.settings import audit_log
 from notify_reference_host.wiki import ReferenceWiki
@@ -224,21 +226,28 @@ def test_h2a_a_hosts_blocking_ports_keep_the_routes_on_the_threads(db_dsn: str, 
 def test_h2_with_notify_serves_assembly_no_built_in_route_reaches_a_thread(
     db_dsn: str, conn: Conn
 ) -> None:
-    """`notify serve --host-schema` (the reference wiki's ports, its hidden sites, its
-    unsubscribe paths, a proof, the live hub): every route of the app's URL map is native,
-    and a request to each is answered with the executor refusing work."""
-    wiki = wiki_with_mail(conn)
+    """`notify serve --host-schema` (`notify_cli.serve.serve_app`: the reference wiki's ports,
+    its hidden sites, its unsubscribe paths, a proof, the live hub): every route of the app's
+    URL map is native, and a request to each is answered with the executor refusing work."""
+    wiki_with_mail(conn)
     token = unsubscribe_token(unsubscribe_secret(conn, schema=SCHEMA), "ana", ["watched_page"])
-    pool = open_pool(db_dsn)
-    app = build_app(
-        pool,
-        schema=SCHEMA,
-        hidden_sites_plan=wiki.sites_off_plan,
-        admin_host=wiki,
-        unsubscribe_paths=["/u"],
-        identity=IdentityCheck(proxy_secret=SECRET.encode()),
+    # A site whose unsubscribe template has a path of its own (E6): served there too.
+    conn.execute(
+        f"UPDATE {HOST_SCHEMA}.wiki_sites SET links = %s WHERE id = 's1'",
+        [Jsonb({"unsubscribe": "/u?t={token}"})],
     )
-    asgi = AsgiApp(app, live=LiveHub(db_dsn, schema=SCHEMA, reconnect_delay=0.2))
+    pool = open_pool(db_dsn)
+    asgi = serve_app(
+        pool,
+        dsn=db_dsn,
+        schema=SCHEMA,
+        wiki=ReferenceWiki(HOST_SCHEMA),
+        identity=IdentityCheck(proxy_secret=SECRET.encode()),
+        limits=ServeLimits(),
+        unsubscribe_page=UNSUBSCRIBE_PAGE,
+    )
+    app = asgi.app
+    assert "/u" in {rule.rule for rule in app.url_map.iter_rules()}
     assert asgi.native is not None
     values = {"site": "s1", "entry": "1", "page": "p1"}
     for rule in app.url_map.iter_rules():
