@@ -95,8 +95,7 @@ from notify_cli.worker import _logging, _metrics
     show_default=True,
     metavar="N",
     help="Database connections per process for the routes served in the event loop, and "
-    "threads (one connection each) for the changes of preferences and settings and the "
-    "settings read.",
+    "threads (one connection each) for routes a host adds or whose host ports are blocking.",
 )
 @click.option(
     "--max-connections",

@@ -24,6 +24,7 @@ from notify_core.inbox.prefs import NO_PREFS, Delivery, InboxSettings
 from notify_core.mail.cadence import EmailSchedule
 from notify_pg.db.plan import Plan, all_rows, one_row, run_plan
 from notify_pg.db.seam import Conn, Seam, load_queries, text_array, trusted_sql
+from notify_reference_host.wiki_admin_plans import WikiAdminPlans
 from notify_reference_host.wiki_plans import WikiReadPlans
 
 __all__ = ["ReferenceWiki"]
@@ -131,7 +132,7 @@ class _Later(Mapping[str, _V]):
         return self._got().values()
 
 
-class ReferenceWiki(WikiReadPlans):
+class ReferenceWiki(WikiReadPlans, WikiAdminPlans):
     """The inbox's host ports on the reference host's wiki tables, plus writes for tests.
 
     Args:
@@ -273,9 +274,6 @@ class ReferenceWiki(WikiReadPlans):
         params = {"permission": permission, "after": after, "limit": limit}
         return [r[0] for r in self._seam.all(conn, "wiki_permission_holders", params)]
 
-    def _settings_row(self, conn: Conn) -> tuple[Any, ...] | None:
-        return self._seam.one(conn, "wiki_settings")
-
     def inbox_settings(self, conn: Conn) -> InboxSettings:
         """Return the sections and whether mail is configured."""
         return run_plan(conn, self.inbox_settings_plan())
@@ -290,13 +288,11 @@ class ReferenceWiki(WikiReadPlans):
 
     def inbox_email_delay(self, conn: Conn) -> timedelta:
         """Return the instance's email delay (default 180 s)."""
-        row = self._settings_row(conn)
-        return timedelta(seconds=180 if row is None else row[0])
+        return run_plan(conn, self.inbox_email_delay_plan())
 
     def inbox_retention_days(self, conn: Conn) -> int:
         """Return how many days entries are kept (60 by default)."""
-        row = self._settings_row(conn)
-        return 60 if row is None else int(row[1])
+        return run_plan(conn, self.inbox_retention_days_plan())
 
     def inbox_users(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, WikiUser]:
         """Return what the cadence reads of the known people among ``ids``."""
@@ -306,41 +302,23 @@ class ReferenceWiki(WikiReadPlans):
 
     def inbox_instance_settings(self, conn: Conn) -> InstanceSettings:
         """Return the settings an administrator changes (the defaults without a row)."""
-        row = self._seam.one(conn, "wiki_admin_settings")
-        if row is None:
-            return InstanceSettings()
-        delay, retention, batch, sections = row
-        return InstanceSettings(
-            email_delay_s=int(delay),
-            retention_days=int(retention),
-            mail_batch_size=int(batch),
-            sections={Section(k): Delivery(v) for k, v in sections.items()},
-        )
+        return run_plan(conn, self.inbox_instance_settings_plan())
 
     def inbox_set_instance_settings(self, conn: Conn, settings: InstanceSettings) -> None:
         """Store the settings an administrator changed (``mail_configured`` is kept)."""
-        value = settings.as_json()
-        self._seam.run(
-            conn, "wiki_put_admin_settings", {**value, "sections": Jsonb(value["sections"])}
-        )
+        run_plan(conn, self.inbox_set_instance_settings_plan(settings))
 
     def inbox_digest_schedules(self, conn: Conn) -> bool:
         """Tell whether anyone has an hourly or daily email schedule (H2a)."""
-        row = self._seam.one(conn, "wiki_digest_schedules")
-        return bool(row is not None and row[0])
+        return run_plan(conn, self.inbox_digest_schedules_plan())
 
     def inbox_set_schedule(self, conn: Conn, person: str, schedule: EmailSchedule) -> bool:
         """Set a person's email schedule; ``False`` when the wiki has no such person."""
-        params = {
-            "id": person,
-            "email_schedule": schedule.schedule.value,
-            "daily_hour": schedule.daily_hour,
-        }
-        return self._seam.run(conn, "wiki_set_schedule", params) > 0
+        return run_plan(conn, self.inbox_set_schedule_plan(person, schedule))
 
     def inbox_plain_http_sites(self, conn: Conn) -> list[str]:
         """Return the sites served over plain http (the operator is warned, E6)."""
-        return [str(r[0]) for r in self._seam.all(conn, "wiki_plain_http_sites")]
+        return run_plan(conn, self.inbox_plain_http_sites_plan())
 
     def watchers_query(self, page: str) -> sql.Composed:
         """The query an emit of a page's deletion captures its watchers with (N9)."""

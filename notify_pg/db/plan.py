@@ -16,8 +16,10 @@ The helpers `all_rows`, `one_row` and `touched` are the plans of one step, used 
         row = yield from one_row(seam, "inbox_unread_count", {"user_id": user, ...})
         return 0 if row is None else int(row[0])
 
-A psycopg error of a step is raised by the runner as the library's error
-(`notify_pg.db.errors.translate`), exactly as `Seam`'s own methods raise it.
+A step that fails is raised in the plan where it yielded it, a psycopg error as the
+library's error (`notify_pg.db.errors.translate`), exactly as `Seam`'s own methods raise it:
+a plan catches it as blocking code catches the call's (a change refused inside its
+transaction step, `InvalidInput`, answered ``400`` by the plan itself).
 """
 
 from __future__ import annotations
@@ -149,56 +151,83 @@ def _result(cursor: Any, mode: str) -> Any:
     return cursor.rowcount
 
 
+class _BlockingRefused(TypeError):
+    """`run_plan_async` was given a `Blocking` step (never raised in the plan)."""
+
+
+def _failure(exc: Exception) -> Exception:
+    """A step's failure as the plan sees it: a psycopg error as the library's error."""
+    if isinstance(exc, psycopg.Error):
+        error = translate(exc)
+        error.__cause__ = exc
+        return error
+    return exc
+
+
 def run_plan(conn: Conn, plan: Plan[T]) -> T:
     """Run ``plan`` on a blocking connection and return its value.
 
+    A step that fails is raised in the plan where it yielded it (``plan.throw``), so a plan
+    catches a failure of its transaction step or of a host's port as blocking code catches
+    the call's: `InvalidInput` of a change refused inside its transaction becomes the plan's
+    ``400``, and the transaction is rolled back all the same.
+
     Raises:
-        StorageError: a step failed (translated from psycopg's error).
+        StorageError: a step failed (translated from psycopg's error) and the plan let it be.
     """
     try:
         request = next(plan)
         while True:
-            if isinstance(request, Atomic):
-                with conn.transaction():
-                    value = run_plan(conn, request.plan)
-            elif isinstance(request, Blocking):
-                value = request.call(conn)
-            else:
-                query, params = _query(request)
-                value = _result(conn.execute(query, params), request.mode)
+            try:
+                if isinstance(request, Atomic):
+                    with conn.transaction():
+                        value = run_plan(conn, request.plan)
+                elif isinstance(request, Blocking):
+                    value = request.call(conn)
+                else:
+                    query, params = _query(request)
+                    value = _result(conn.execute(query, params), request.mode)
+            except Exception as exc:
+                request = plan.throw(_failure(exc))
+                continue
             request = plan.send(value)
     except StopIteration as done:
         return cast(T, done.value)
-    except psycopg.Error as exc:
-        raise translate(exc) from exc
 
 
 async def run_plan_async(conn: AsyncConn, plan: Plan[T]) -> T:
-    """Run ``plan`` on an asyncio connection and return its value (`run_plan`'s twin).
+    """Run ``plan`` on an asyncio connection and return its value (`run_plan`'s twin, a
+    failed step raised in the plan alike).
 
     Raises:
-        StorageError: a step failed (translated from psycopg's error).
+        StorageError: a step failed (translated from psycopg's error) and the plan let it be.
+        TypeError: the plan yielded a `Blocking` step (a host's port without a plan form).
     """
     try:
         request = next(plan)
         while True:
-            if isinstance(request, Atomic):
-                async with conn.transaction():
-                    value = await run_plan_async(conn, request.plan)
-            elif isinstance(request, Blocking):
+            if isinstance(request, Blocking):
                 plan.close()
-                raise TypeError("a blocking step cannot run on an asyncio connection")
-            else:
-                query, params = _query(request)
-                cursor = await conn.execute(query, params)
-                if request.mode == "all":
-                    value = await cursor.fetchall()
-                elif request.mode == "one":
-                    value = await cursor.fetchone()
+                raise _BlockingRefused("a blocking step cannot run on an asyncio connection")
+            try:
+                if isinstance(request, Atomic):
+                    async with conn.transaction():
+                        value = await run_plan_async(conn, request.plan)
                 else:
-                    value = cursor.rowcount
+                    query, params = _query(request)
+                    cursor = await conn.execute(query, params)
+                    if request.mode == "all":
+                        value = await cursor.fetchall()
+                    elif request.mode == "one":
+                        value = await cursor.fetchone()
+                    else:
+                        value = cursor.rowcount
+            except _BlockingRefused:  # not the plan's to catch: the wrong runner for it
+                plan.close()
+                raise
+            except Exception as exc:
+                request = plan.throw(_failure(exc))
+                continue
             request = plan.send(value)
     except StopIteration as done:
         return cast(T, done.value)
-    except psycopg.Error as exc:
-        raise translate(exc) from exc

@@ -36,19 +36,22 @@ from notify_pg.http.responses import media_type as _media_type
 from notify_pg.http.responses import problem as _problem
 from notify_pg.mail.settings import (
     AdminHostPorts,
-    change_preferences,
-    change_settings,
-    instance_settings,
+    change_preferences_plan,
+    change_settings_plan,
+    instance_settings_plan,
     preferences_plan,
 )
-from notify_pg.ops.status import operator_status, plain_http_sites
+from notify_pg.ops.status import operator_status_plan, plain_http_sites_plan
 
 __all__ = [
     "preferences_get",
     "preferences_get_plan",
     "preferences_patch",
+    "preferences_patch_plan",
     "settings_get",
+    "settings_get_plan",
     "settings_patch",
+    "settings_patch_plan",
 ]
 
 #: The media types a change may be sent as (a JSON object; a merge patch is one too).
@@ -110,11 +113,30 @@ def preferences_patch(
     person the host does not know. One audit row, with the person as the actor, when
     something changed.
     """
+    plan = preferences_patch_plan(
+        host, user, content_type=content_type, body=body, at=at, schema=schema
+    )
+    return run_plan(conn, plan)
+
+
+def preferences_patch_plan(
+    host: AdminHostPorts,
+    user: str,
+    *,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`preferences_patch` as a plan (`notify_pg.db.plan`; natively run when the host has the
+    plan forms of `notify_pg.mail.settings.PREFERENCE_CHANGE_PORTS`)."""
     value = _body(content_type, body)
     if isinstance(value, Response):
         return value
     try:
-        grid = change_preferences(conn, host, user, value, actor=user, at=at, schema=schema)
+        grid = yield from change_preferences_plan(
+            host, user, value, actor=user, at=at, schema=schema
+        )
     except InvalidInput as exc:
         return _refused(exc)
     except NotFound:
@@ -129,12 +151,17 @@ def settings_get(conn: Conn, host: AdminHostPorts, *, schema: str = DEFAULT_SCHE
     the outbox backlog and its age, mails pending now and sent, failed and skipped over the
     last 24 hours, whether mail is configured, the sites served over plain http). Never the
     unsubscribe secret. Not audited."""
-    settings = instance_settings(conn, host)
-    status = operator_status(
-        conn,
+    return run_plan(conn, settings_get_plan(host, schema=schema))
+
+
+def settings_get_plan(host: AdminHostPorts, *, schema: str = DEFAULT_SCHEMA) -> Plan[Response]:
+    """`settings_get` as a plan (natively run when the host has the plan forms of
+    `notify_pg.mail.settings.SETTINGS_PORTS` and of its ``inbox_plain_http_sites``)."""
+    settings = yield from instance_settings_plan(host)
+    status = yield from operator_status_plan(
         schema,
         mail_configured=bool(settings["mail_configured"]),
-        plain_http=plain_http_sites(conn, host),
+        plain_http=(yield from plain_http_sites_plan(host)),
     )
     return _json(200, {**settings, "status": status})
 
@@ -160,11 +187,28 @@ def settings_patch(
     ``/retention_days`` when the body holds it, else ``/email_delay_s``). One audit row, with
     ``admin`` as the actor and ``instance`` as the subject, when something changed.
     """
+    plan = settings_patch_plan(
+        host, admin, content_type=content_type, body=body, at=at, schema=schema
+    )
+    return run_plan(conn, plan)
+
+
+def settings_patch_plan(
+    host: AdminHostPorts,
+    admin: str,
+    *,
+    content_type: str | None,
+    body: bytes,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[Response]:
+    """`settings_patch` as a plan (natively run when the host has the plan forms of
+    `notify_pg.mail.settings.SETTINGS_CHANGE_PORTS`)."""
     value = _body(content_type, body)
     if isinstance(value, Response):
         return value
     try:
-        settings = change_settings(conn, host, value, actor=admin, at=at, schema=schema)
+        settings = yield from change_settings_plan(host, value, actor=admin, at=at, schema=schema)
     except InvalidInput as exc:
         return _refused(exc)
     return _json(200, settings)

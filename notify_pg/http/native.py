@@ -13,10 +13,14 @@ included, shape both), and each handler runs the plan of its framework-neutral h
 - the summary poll is answered from `notify_pg.http.kept.KeptSummaries` while the live hub
   listens: a ``304`` without a database round trip.
 
-A route the app serves that has no native handler (one a host added with
-`ReferenceApp.route`, the changes of preferences and settings and the settings read, whose
-`AdminHostPorts` take a blocking connection, or a route whose host ports have no plan form)
-is not matched here: `notify_pg.http.server.AsgiApp` runs it on the app's thread pool.
+The preference and settings routes run the plans of `notify_pg.http.admin` (the changes in
+one transaction step, the status card's reads), reading and writing the host's
+`AdminHostPorts` through their plan forms (`notify_pg.db.plan.port`), as the list and the
+sites route read theirs. A route the app serves that has no native handler here (one a host
+added with `ReferenceApp.route`), or whose host ports lack a plan form (`_HOST_PORTS`: a
+host with blocking methods only), is not matched here: `notify_pg.http.server.AsgiApp`
+runs it on the app's thread pool. `notify_reference_host.wiki.ReferenceWiki` has every plan
+form, so ``notify serve`` runs each built-in route here.
 """
 
 from __future__ import annotations
@@ -40,12 +44,21 @@ from notify_pg.db.errors import StorageError
 from notify_pg.db.plan import AsyncConn, Plan, one_row, ports_planned, run_plan_async
 from notify_pg.db.seam import Seam
 from notify_pg.http import handlers
-from notify_pg.http.admin import preferences_get_plan
+from notify_pg.http.admin import (
+    preferences_get_plan,
+    preferences_patch_plan,
+    settings_get_plan,
+    settings_patch_plan,
+)
 from notify_pg.http.app import _PAGE, RETRY_AFTER, UNMATCHED, ReferenceApp
 from notify_pg.http.kept import KeptSummaries
-from notify_pg.http.shown import plans_ready
+from notify_pg.http.shown import PLAN_PORTS
 from notify_pg.mail.secret import unsubscribe_secret_plan
-from notify_pg.mail.settings import PREFERENCE_PORTS
+from notify_pg.mail.settings import (
+    PREFERENCE_CHANGE_PORTS,
+    PREFERENCE_PORTS,
+    SETTINGS_CHANGE_PORTS,
+)
 
 __all__ = ["HEALTH_PATH", "READY_PATH", "NativeRequest", "NativeRoutes"]
 
@@ -103,16 +116,14 @@ class NativeRoutes:
         self._adapter: MapAdapter = app.url_map.bind("notify", "/")
         self._secret: bytes | None = None
         self._matches: dict[tuple[str, str], object] = {}
-        # The inbox routes read the hidden sites, and the list and the sites route the host's
-        # ports: natively only when those have plan forms.
-        host_ready = plans_ready(app.admin_host)
+        # The inbox routes read the hidden sites, and some routes the host's ports: natively
+        # only when those have plan forms.
         self._native = {
             endpoint
             for endpoint in _HANDLERS
             if app.is_builtin(endpoint)
             and not (app.hidden_by_host and endpoint.startswith("inbox_"))
-            and (host_ready or endpoint not in ("inbox_list", "inbox_sites"))
-            and (endpoint != "preferences_get" or ports_planned(app.admin_host, PREFERENCE_PORTS))
+            and ports_planned(app.admin_host, _HOST_PORTS.get(endpoint, ()))
         }
 
     def match(
@@ -358,6 +369,43 @@ def _preferences(
     return (yield from preferences_get_plan(host, user, schema=routes.schema))
 
 
+def _preferences_patch(
+    routes: NativeRoutes, request: NativeRequest, values: dict[str, Any], user: str
+) -> Plan[http.Response]:
+    host = routes.app.admin_host
+    assert host is not None  # the route exists only with the host's ports
+    plan = preferences_patch_plan(
+        host,
+        user,
+        content_type=request.headers.get("content-type"),
+        body=request.body,
+        schema=routes.schema,
+    )
+    return (yield from plan)
+
+
+async def _settings(
+    routes: NativeRoutes, request: NativeRequest, values: dict[str, Any]
+) -> http.Response:
+    """The settings routes: the administrator from the app's identity, which asks for proof
+    always (``403`` without a secret or token configured), then the read or the change."""
+    admin = routes.app.identity.admin(lambda name: request.headers.get(name.lower()))
+    if isinstance(admin, http.Response):
+        return admin
+    host = routes.app.admin_host
+    assert host is not None
+    if request.method in ("GET", "HEAD"):  # Werkzeug adds HEAD to a GET rule
+        return await routes.run(settings_get_plan(host, schema=routes.schema))
+    plan = settings_patch_plan(
+        host,
+        admin,
+        content_type=request.headers.get("content-type"),
+        body=request.body,
+        schema=routes.schema,
+    )
+    return await routes.run(plan)
+
+
 async def _inbox_summary(
     routes: NativeRoutes, request: NativeRequest, values: dict[str, Any]
 ) -> http.Response:
@@ -441,4 +489,17 @@ _HANDLERS: Final[dict[str, NativeHandler]] = {
     "inbox_view_talk": _inbox(_view(talk=True), writes=True),
     "inbox_sites": _inbox(_sites),
     "preferences_get": _inbox(_preferences),
+    # A change of choices may hide or show entries: the person's kept summaries go.
+    "preferences_patch": _inbox(_preferences_patch, writes=True),
+    "settings": _settings,
+}
+
+#: The host's ports a route reads or writes: it is native only when the host has each one's
+#: plan form (`notify_pg.db.plan.ports_planned`), else it runs on the app's threads.
+_HOST_PORTS: Final[dict[str, tuple[str, ...]]] = {
+    "inbox_list": PLAN_PORTS,
+    "inbox_sites": PLAN_PORTS,
+    "preferences_get": PREFERENCE_PORTS,
+    "preferences_patch": PREFERENCE_CHANGE_PORTS,
+    "settings": (*SETTINGS_CHANGE_PORTS, "inbox_plain_http_sites"),
 }

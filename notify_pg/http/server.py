@@ -8,15 +8,14 @@ do, see docs/embedding.md):
   a deadline (``400`` when it is not all there in time, or when the client sends less than
   its ``Content-Length``), *before* a database connection is taken: a slow or hostile client
   costs a socket and a coroutine, never a connection, and a short body is never acted on;
-- every route with a native handler (`notify_pg.http.native`: the inbox, unsubscribe,
-  ``/healthz`` and ``/readyz``) runs in the event loop on an asyncio connection of the
-  pool (``pool``; by default an `AsyncFastPool` of ``threads`` connections), with no thread;
-  the summary poll is answered from the kept summaries (`notify_pg.http.kept`) while the
-  live hub listens;
-- a route without one (the changes of preferences and settings and the settings read, whose
-  host ports are blocking, and a route a host added with `ReferenceApp.route`) runs the
-  WSGI app on one of
-  ``threads`` threads (its `FastPool` holds as many connections);
+- every route with a native handler (`notify_pg.http.native`: the inbox, unsubscribe, the
+  preferences and settings, ``/healthz`` and ``/readyz``) runs in the event loop on an
+  asyncio connection of the pool (``pool``; by default an `AsyncFastPool` of ``threads``
+  connections), with no thread; the summary poll is answered from the kept summaries
+  (`notify_pg.http.kept`) while the live hub listens;
+- a route without one (a route a host added with `ReferenceApp.route`, or one whose host
+  ports have no plan form) runs the WSGI app on one of ``threads`` threads (its `FastPool`
+  holds as many connections);
 - ``/notifications/live`` is the websocket of live updates (`notify_pg.http.live.LiveHub`,
   on the bounded protocol of `notify_pg.http.websocket`: a client that does not read is closed):
   the person read like the inbox routes' (`notify_pg.http.identity`; with ``demo`` and no

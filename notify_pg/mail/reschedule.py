@@ -10,11 +10,12 @@ from notify_core.inbox.pipeline import email_schedule
 from notify_core.inbox.ports import WikiUser
 from notify_core.mail import QueuedEmail, reschedule
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, all_rows, port, run_plan, touched
 from notify_pg.db.seam import Conn, Seam
-from notify_pg.inbox.host_categories import host_registry
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.mail.ports import MailHostPorts
 
-__all__ = ["reschedule_pending"]
+__all__ = ["reschedule_pending", "reschedule_pending_plan"]
 
 
 #: The categories whose emails may wait for a digest (E3 moves only theirs).
@@ -22,11 +23,11 @@ _DIGEST: Final = frozenset(c.key for c in CATEGORIES if c.digest)
 _BUILT_IN: Final = frozenset(c.key for c in CATEGORIES)
 
 
-def _host_digests(conn: Conn, schema: str, rows: list[tuple[Any, ...]]) -> frozenset[str]:
+def _host_digests(schema: str, rows: list[tuple[Any, ...]]) -> Plan[frozenset[str]]:
     """The host's own digest categories (N13), read only when a pending row is of one."""
     if all(category in _BUILT_IN for _id, category, _due, _site in rows):
         return frozenset()
-    known = host_registry(conn, schema=schema)
+    known = yield from host_registry_plan(schema)
     return frozenset(key for key, category in known.items() if category.digest)
 
 
@@ -48,18 +49,34 @@ def reschedule_pending(
     new values (the core's `reschedule`); the others keep theirs, and an update that repeats
     the current values changes nothing. Returns how many rows moved.
     """
+    plan = reschedule_pending_plan(host, before, after, at=at, delay=delay, schema=schema)
+    return run_plan(conn, plan)
+
+
+def reschedule_pending_plan(
+    host: MailHostPorts,
+    before: WikiUser,
+    after: WikiUser,
+    *,
+    at: datetime,
+    delay: timedelta,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[int]:
+    """`reschedule_pending` as a plan (`notify_pg.db.plan`: the host's ``inbox_site``
+    through `notify_pg.db.plan.port`)."""
     seam = Seam("notify_pg", schema)
     old, new = email_schedule(before), email_schedule(after)
     if old == new and before.time_zone == after.time_zone:
         return 0
-    rows = seam.all(conn, "mail_pending_of", {"user_id": after.id})
+    rows = yield from all_rows(seam, "mail_pending_of", {"user_id": after.id})
     if not rows:
         return 0
     zones: dict[str, str | None] = {}
     for _id, _category, _due, site in rows:
         if site is not None and site not in zones:
-            info = host.inbox_site(conn, site)
+            info = yield from port(host, "inbox_site", site)
             zones[site] = info.time_zone if info is not None else None
+    digests = _DIGEST | (yield from _host_digests(schema, rows))
     moved = reschedule(
         (
             QueuedEmail(
@@ -77,12 +94,11 @@ def reschedule_pending(
         old_time_zone=before.time_zone,
         new_time_zone=after.time_zone,
         now=at,
-        digest_categories=_DIGEST | _host_digests(conn, schema, rows),
+        digest_categories=digests,
         delay=delay,
     )
     if moved:
         ids = sorted(moved, key=int)
-        seam.run(
-            conn, "mail_reschedule", {"ids": [int(i) for i in ids], "dues": [moved[i] for i in ids]}
-        )
+        params = {"ids": [int(i) for i in ids], "dues": [moved[i] for i in ids]}
+        yield from touched(seam, "mail_reschedule", params)
     return len(moved)

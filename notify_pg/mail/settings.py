@@ -41,26 +41,34 @@ from notify_core.inbox.admin import (
 )
 from notify_core.inbox.categories import Category
 from notify_core.inbox.pipeline import email_schedule
+from notify_core.inbox.ports import WikiUser
 from notify_core.inbox.prefs import CHANNELS, InboxPrefs
 from notify_core.mail.cadence import EmailSchedule
 from notify_core.mail.message import mail_locale
 from notify_pg.db.errors import NotFound
 from notify_pg.db.migrate import DEFAULT_SCHEMA
-from notify_pg.db.plan import Plan, port, run_plan
+from notify_pg.db.plan import Plan, atomic, one_row, port, run_plan, touched
 from notify_pg.db.seam import Conn, Seam
-from notify_pg.inbox.host_categories import host_registry, host_registry_plan
+from notify_pg.inbox.host_categories import host_registry_plan
 from notify_pg.inbox.reads import InboxPreferences
-from notify_pg.mail.drain import MailHostPorts, reschedule_pending
+from notify_pg.mail.drain import MailHostPorts
+from notify_pg.mail.reschedule import reschedule_pending_plan
 
 __all__ = [
     "INSTANCE",
+    "PREFERENCE_CHANGE_PORTS",
     "PREFERENCE_PORTS",
+    "SETTINGS_CHANGE_PORTS",
+    "SETTINGS_PORTS",
     "AdminHostPorts",
     "AuditRow",
     "audit_log",
     "change_preferences",
+    "change_preferences_plan",
     "change_settings",
+    "change_settings_plan",
     "instance_settings",
+    "instance_settings_plan",
     "lock_retention",
     "preferences",
     "preferences_plan",
@@ -76,7 +84,11 @@ class AdminHostPorts(MailHostPorts, Protocol):
     whether mail is configured, schedules) and the methods below.
 
     `notify_reference_host.wiki.ReferenceWiki` implements it on its tables; every method
-    gets the connection of the change's transaction.
+    gets the connection of the change's transaction. A host may give each method a plan form
+    too (``inbox_retention_days_plan()`` for ``inbox_retention_days(conn)``, and so on:
+    `notify_pg.db.plan.port`): with those of `PREFERENCE_CHANGE_PORTS` and
+    `SETTINGS_CHANGE_PORTS`, ``notify serve`` answers the preference and settings routes on
+    its asyncio connections, with no thread.
     """
 
     def inbox_retention_days(self, conn: Conn) -> int:
@@ -135,34 +147,6 @@ def lock_retention(conn: Conn, schema: str = DEFAULT_SCHEMA) -> None:
     Seam("notify_pg", schema).one(conn, "admin_lock_retention")
 
 
-def _state(conn: Conn, host: AdminHostPorts, person: str, schema: str) -> PreferenceState:
-    rows = InboxPreferences(schema).rows(conn, [person]).get(person, {})
-    user = host.inbox_users(conn, [person]).get(person)
-    schedule = email_schedule(user) if user is not None else EmailSchedule()
-    return PreferenceState(prefs=InboxPrefs(rows=rows), schedule=schedule)
-
-
-def _grid(
-    conn: Conn,
-    host: AdminHostPorts,
-    person: str,
-    state: PreferenceState,
-    known: Mapping[str, Category],
-) -> dict[str, Any]:
-    settings = host.inbox_settings(conn)
-    facts = host.inbox_people(conn, [person]).get(person)
-    # N4: mail configured for the instance, an address, and the address verified.
-    available = bool(settings.mail_configured and facts and facts.email and facts.verified)
-    # N13: a host category shows only to those holding its visible_to.
-    shown: Iterable[Category] = known.values()
-    if any(c.visible_to is not None for c in known.values()):
-        groups = facts.groups if facts is not None else frozenset()
-        shown = visible_categories(known, groups, host.inbox_groups(conn))
-    user = host.inbox_users(conn, [person]).get(person)
-    locale = mail_locale(user.locale if user is not None else None, None)
-    return preference_grid(state, settings, available, shown, locale=locale)
-
-
 def preferences(
     conn: Conn, host: AdminHostPorts, person: str, *, schema: str = DEFAULT_SCHEMA
 ) -> dict[str, Any]:
@@ -175,18 +159,43 @@ def preferences(
 
 #: The host's ports `preferences_plan` reads (their plan forms, where the host has them).
 PREFERENCE_PORTS: Final = ("inbox_users", "inbox_settings", "inbox_people", "inbox_groups")
+#: The host's ports `change_preferences_plan` reads and writes (E3's move of pending emails
+#: reads ``inbox_site``).
+PREFERENCE_CHANGE_PORTS: Final = (
+    *PREFERENCE_PORTS,
+    "inbox_retention_days",
+    "inbox_set_schedule",
+    "inbox_email_delay",
+    "inbox_site",
+)
+#: The host's ports `instance_settings_plan` reads.
+SETTINGS_PORTS: Final = ("inbox_instance_settings", "inbox_settings")
+#: The host's ports `change_settings_plan` reads and writes.
+SETTINGS_CHANGE_PORTS: Final = (
+    *SETTINGS_PORTS,
+    "inbox_digest_schedules",
+    "inbox_set_instance_settings",
+)
 
 
-def preferences_plan(
-    host: AdminHostPorts, person: str, *, schema: str = DEFAULT_SCHEMA
-) -> Plan[dict[str, Any]]:
-    """`preferences` as a plan (`notify_pg.db.plan`: the host's ports of `PREFERENCE_PORTS`
-    through `notify_pg.db.plan.port`), the same grid."""
-    known = yield from host_registry_plan(schema)
+def _state_plan(
+    host: AdminHostPorts, person: str, schema: str
+) -> Plan[tuple[PreferenceState, WikiUser | None]]:
+    """The person's choices and schedule, and what the host holds of them (``None``: not a
+    person the host knows)."""
     rows = (yield from InboxPreferences(schema).rows_plan([person])).get(person, {})
     user = (yield from port(host, "inbox_users", [person])).get(person)
     schedule = email_schedule(user) if user is not None else EmailSchedule()
-    state = PreferenceState(prefs=InboxPrefs(rows=rows), schedule=schedule)
+    return PreferenceState(prefs=InboxPrefs(rows=rows), schedule=schedule), user
+
+
+def _grid_plan(
+    host: AdminHostPorts,
+    person: str,
+    state: PreferenceState,
+    known: Mapping[str, Category],
+    user: WikiUser | None,
+) -> Plan[dict[str, Any]]:
     settings = yield from port(host, "inbox_settings")
     facts = (yield from port(host, "inbox_people", [person])).get(person)
     # N4: mail configured for the instance, an address, and the address verified.
@@ -200,9 +209,18 @@ def preferences_plan(
     return preference_grid(state, settings, available, shown, locale=locale)
 
 
-def _audit(
+def preferences_plan(
+    host: AdminHostPorts, person: str, *, schema: str = DEFAULT_SCHEMA
+) -> Plan[dict[str, Any]]:
+    """`preferences` as a plan (`notify_pg.db.plan`: the host's ports of `PREFERENCE_PORTS`
+    through `notify_pg.db.plan.port`), the same grid."""
+    known = yield from host_registry_plan(schema)
+    state, user = yield from _state_plan(host, person, schema)
+    return (yield from _grid_plan(host, person, state, known, user))
+
+
+def _audit_plan(
     seam: Seam,
-    conn: Conn,
     *,
     kind: str,
     person: str | None,
@@ -210,22 +228,19 @@ def _audit(
     at: datetime,
     before: Mapping[str, Any],
     after: Mapping[str, Any],
-) -> bool:
+) -> Plan[bool]:
     old, new = audit_diff(before, after)
     if not old and not new:
         return False
-    seam.run(
-        conn,
-        "admin_audit_insert",
-        {
-            "at": at,
-            "actor": actor,
-            "kind": kind,
-            "user_id": person,
-            "before": Jsonb(old),
-            "after": Jsonb(new),
-        },
-    )
+    params = {
+        "at": at,
+        "actor": actor,
+        "kind": kind,
+        "user_id": person,
+        "before": Jsonb(old),
+        "after": Jsonb(new),
+    }
+    yield from touched(seam, "admin_audit_insert", params)
     return True
 
 
@@ -255,55 +270,68 @@ def change_preferences(
         NotFound: a schedule change for a person the host does not know.
         StorageError: PostgreSQL failed; nothing was written.
     """
-    when = at or datetime.now(UTC)
-    seam = Seam("notify_pg", schema)
-    schedule_named = isinstance(body, dict) and ("email_schedule" in body or "daily_hour" in body)
-    with seam.transaction(conn):
-        if schedule_named:
-            seam.one(conn, "admin_lock_retention")
-        seam.one(conn, "admin_lock_person", {"user_id": person})
-        state = _state(conn, host, person, schema)
-        known = host_registry(conn, schema=schema)
-        new = preference_change(
-            state, body, retention_days=host.inbox_retention_days(conn), known=known
-        )
-        store = InboxPreferences(schema)
-        for category in known.values():
-            was, now = state.prefs.choice(category), new.prefs.choice(category)
-            for channel in CHANNELS:
-                if getattr(was, channel) != getattr(now, channel):
-                    store.set(conn, person, category.key, channel, getattr(now, channel))
-        if new.schedule != state.schedule:
-            _set_schedule(conn, host, person, new.schedule, when, schema)
-        _audit(
-            seam,
-            conn,
-            kind="preferences",
-            person=person,
-            actor=actor or person,
-            at=when,
-            before=preference_audit_json(state, known),
-            after=preference_audit_json(new, known),
-        )
-        return _grid(conn, host, person, new, known)
+    plan = change_preferences_plan(host, person, body, actor=actor, at=at, schema=schema)
+    return run_plan(conn, plan)
 
 
-def _set_schedule(
-    conn: Conn,
+def change_preferences_plan(
     host: AdminHostPorts,
     person: str,
-    schedule: EmailSchedule,
-    at: datetime,
-    schema: str,
-) -> None:
-    before = host.inbox_users(conn, [person]).get(person)
-    if before is None or not host.inbox_set_schedule(conn, person, schedule):
+    body: object,
+    *,
+    actor: str | None = None,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[dict[str, Any]]:
+    """`change_preferences` as a plan (`notify_pg.db.plan`; run async when the host has the
+    plan forms of `PREFERENCE_CHANGE_PORTS`): one transaction step, which raises as
+    `change_preferences` does."""
+    when = at or datetime.now(UTC)
+    steps = _preference_steps(host, person, body, actor or person, when, schema)
+    return (yield from atomic(steps))
+
+
+def _preference_steps(
+    host: AdminHostPorts, person: str, body: object, actor: str, when: datetime, schema: str
+) -> Plan[dict[str, Any]]:
+    seam = Seam("notify_pg", schema)
+    if isinstance(body, dict) and ("email_schedule" in body or "daily_hour" in body):
+        yield from one_row(seam, "admin_lock_retention")
+    yield from one_row(seam, "admin_lock_person", {"user_id": person})
+    state, user = yield from _state_plan(host, person, schema)
+    known = yield from host_registry_plan(schema)
+    retention = yield from port(host, "inbox_retention_days")
+    new = preference_change(state, body, retention_days=retention, known=known)
+    store = InboxPreferences(schema)
+    for category in known.values():
+        was, now = state.prefs.choice(category), new.prefs.choice(category)
+        for channel in CHANNELS:
+            if getattr(was, channel) != getattr(now, channel):
+                yield from store.set_plan(person, category.key, channel, getattr(now, channel))
+    if new.schedule != state.schedule:
+        yield from _set_schedule_plan(host, person, new.schedule, when, schema)
+    yield from _audit_plan(
+        seam,
+        kind="preferences",
+        person=person,
+        actor=actor,
+        at=when,
+        before=preference_audit_json(state, known),
+        after=preference_audit_json(new, known),
+    )
+    return (yield from _grid_plan(host, person, new, known, user))
+
+
+def _set_schedule_plan(
+    host: AdminHostPorts, person: str, schedule: EmailSchedule, at: datetime, schema: str
+) -> Plan[None]:
+    before = (yield from port(host, "inbox_users", [person])).get(person)
+    if before is None or not (yield from port(host, "inbox_set_schedule", person, schedule)):
         raise NotFound("not_found", "the host knows no such person", "/email_schedule")
     after = before._replace(email_schedule=schedule.schedule.value, daily_hour=schedule.daily_hour)
     # E3: the person's pending digest emails move with the schedule, in this transaction.
-    reschedule_pending(
-        conn, host, before, after, at=at, delay=host.inbox_email_delay(conn), schema=schema
-    )
+    delay = yield from port(host, "inbox_email_delay")
+    yield from reschedule_pending_plan(host, before, after, at=at, delay=delay, schema=schema)
 
 
 def instance_settings(conn: Conn, host: AdminHostPorts) -> dict[str, Any]:
@@ -311,10 +339,14 @@ def instance_settings(conn: Conn, host: AdminHostPorts) -> dict[str, Any]:
 
     Never the unsubscribe secret. Not audited: a read.
     """
-    return {
-        **host.inbox_instance_settings(conn).as_json(),
-        "mail_configured": host.inbox_settings(conn).mail_configured,
-    }
+    return run_plan(conn, instance_settings_plan(host))
+
+
+def instance_settings_plan(host: AdminHostPorts) -> Plan[dict[str, Any]]:
+    """`instance_settings` as a plan (the host's ports of `SETTINGS_PORTS`)."""
+    current = yield from port(host, "inbox_instance_settings")
+    settings = yield from port(host, "inbox_settings")
+    return {**current.as_json(), "mail_configured": settings.mail_configured}
 
 
 def change_settings(
@@ -342,25 +374,43 @@ def change_settings(
             (``invalid_retention``, H2a); nothing was written.
         StorageError: PostgreSQL failed; nothing was written.
     """
+    return run_plan(conn, change_settings_plan(host, body, actor=actor, at=at, schema=schema))
+
+
+def change_settings_plan(
+    host: AdminHostPorts,
+    body: object,
+    *,
+    actor: str,
+    at: datetime | None = None,
+    schema: str = DEFAULT_SCHEMA,
+) -> Plan[dict[str, Any]]:
+    """`change_settings` as a plan (`notify_pg.db.plan`; run async when the host has the
+    plan forms of `SETTINGS_CHANGE_PORTS`): one transaction step."""
     when = at or datetime.now(UTC)
+    return (yield from atomic(_settings_steps(host, body, actor, when, schema)))
+
+
+def _settings_steps(
+    host: AdminHostPorts, body: object, actor: str, when: datetime, schema: str
+) -> Plan[dict[str, Any]]:
     seam = Seam("notify_pg", schema)
-    with seam.transaction(conn):
-        seam.one(conn, "admin_lock_retention")
-        current = host.inbox_instance_settings(conn)
-        new = settings_change(current, body, digest_schedules=host.inbox_digest_schedules(conn))
-        if new != current:
-            host.inbox_set_instance_settings(conn, new)
-            _audit(
-                seam,
-                conn,
-                kind="settings",
-                person=None,
-                actor=actor,
-                at=when,
-                before=current.as_json(),
-                after=new.as_json(),
-            )
-        return instance_settings(conn, host)
+    yield from one_row(seam, "admin_lock_retention")
+    current = yield from port(host, "inbox_instance_settings")
+    digests = yield from port(host, "inbox_digest_schedules")
+    new = settings_change(current, body, digest_schedules=digests)
+    if new != current:
+        yield from port(host, "inbox_set_instance_settings", new)
+        yield from _audit_plan(
+            seam,
+            kind="settings",
+            person=None,
+            actor=actor,
+            at=when,
+            before=current.as_json(),
+            after=new.as_json(),
+        )
+    return (yield from instance_settings_plan(host))
 
 
 def audit_log(

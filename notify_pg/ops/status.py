@@ -15,13 +15,16 @@ from notify_core.values.errors import NotifyError
 from notify_core.values.instants import format_instant
 from notify_pg.db.errors import translate
 from notify_pg.db.migrate import DEFAULT_SCHEMA
+from notify_pg.db.plan import Plan, all_rows, one_row, port, run_plan
 from notify_pg.db.seam import Conn, Seam
 
 __all__ = [
     "PLAIN_HTTP",
     "operator_status",
+    "operator_status_plan",
     "pipeline_status",
     "plain_http_sites",
+    "plain_http_sites_plan",
     "plain_http_warning",
     "warn_plain_http",
 ]
@@ -107,7 +110,18 @@ def operator_status(
     ``warnings`` as ``notify db status`` words them, only when there is one. Read-only; no
     member is ``null`` (G5).
     """
-    report = _inbox(Seam("notify_pg", schema), conn, None)
+    plan = operator_status_plan(schema, mail_configured=mail_configured, plain_http=plain_http)
+    return run_plan(conn, plan)
+
+
+def operator_status_plan(
+    schema: str = DEFAULT_SCHEMA,
+    *,
+    mail_configured: bool | None = None,
+    plain_http: Sequence[str] | None = None,
+) -> Plan[dict[str, Any]]:
+    """`operator_status` as a plan (`notify_pg.db.plan`: run blocking or async)."""
+    report = yield from _inbox_plan(Seam("notify_pg", schema))
     if mail_configured is not None:
         report["mail_configured"] = mail_configured
     sites = sorted(plain_http or ())
@@ -137,10 +151,15 @@ def plain_http_sites(conn: Conn, host: object) -> list[str] | None:
     """The host's sites served over plain http, when the host tells (its optional method
     ``inbox_plain_http_sites(conn)``, as `notify_reference_host.wiki.ReferenceWiki` has);
     ``None`` when it cannot."""
-    read = getattr(host, "inbox_plain_http_sites", None)
-    if read is None:
+    return run_plan(conn, plain_http_sites_plan(host))
+
+
+def plain_http_sites_plan(host: object) -> Plan[list[str] | None]:
+    """`plain_http_sites` as a plan: the host's ``inbox_plain_http_sites_plan()`` where it
+    has one, else its blocking method (`notify_pg.db.plan.port`)."""
+    if not hasattr(host, "inbox_plain_http_sites"):
         return None
-    return sorted(str(site) for site in read(conn))
+    return sorted(str(site) for site in (yield from port(host, "inbox_plain_http_sites")))
 
 
 def warn_plain_http(
@@ -168,7 +187,15 @@ def warn_plain_http(
 def _inbox(
     seam: Seam, conn: Conn, mail_configured: Callable[[Conn], bool | None] | None
 ) -> dict[str, Any]:
-    row = seam.one(conn, "status_inbox")
+    out = run_plan(conn, _inbox_plan(seam))
+    configured = mail_configured(conn) if mail_configured is not None else None
+    if configured is not None:
+        out["mail_configured"] = configured
+    return out
+
+
+def _inbox_plan(seam: Seam) -> Plan[dict[str, Any]]:
+    row = yield from one_row(seam, "status_inbox")
     assert row is not None
     backlog, oldest, pending, due, sending, next_due, sent, failed, now = row
     outbox: dict[str, Any] = {"backlog": backlog}
@@ -181,12 +208,9 @@ def _inbox(
     email["sent_24h"] = sent
     email["failed_24h"] = failed
     # The drain's skips by reason (E4), only the reasons that occurred.
-    email["skipped_24h"] = {str(r[0]): int(r[1]) for r in seam.all(conn, "status_mail_skips")}
-    out: dict[str, Any] = {"outbox": outbox, "email": email}
-    configured = mail_configured(conn) if mail_configured is not None else None
-    if configured is not None:
-        out["mail_configured"] = configured
-    return out
+    skips = yield from all_rows(seam, "status_mail_skips")
+    email["skipped_24h"] = {str(r[0]): int(r[1]) for r in skips}
+    return {"outbox": outbox, "email": email}
 
 
 def _status(

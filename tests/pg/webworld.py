@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +23,17 @@ from notify_reference_host.wiki import ReferenceWiki
 
 Conn = psycopg.Connection[Any]
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+class NoThreads(Executor):
+    """An executor that refuses work: a request that reaches it is answered 500."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.asked += 1
+        raise RuntimeError("a thread was asked for")
 
 
 @contextmanager

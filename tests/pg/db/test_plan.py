@@ -100,6 +100,33 @@ def test_a_failed_step_is_the_librarys_error_on_both_paths(db_dsn: str, conn: Co
     assert again.value.code == "schema_missing"
 
 
+def caught(seam: Seam, missing: Seam) -> Plan[list[str]]:
+    """A plan that answers its steps' failures itself, as blocking code catches a call's."""
+    seen = []
+    try:
+        yield from atomic(rollback_after_insert(seam))
+    except RuntimeError as exc:
+        seen.append(str(exc))
+    try:
+        yield from one_row(missing, "unsubscribe_secret_get")
+    except StorageError as exc:
+        seen.append(exc.code)
+    rows = yield from all_rows(seam, "unsubscribe_secret_get")
+    seen.append(f"{len(rows)} rows")
+    return seen
+
+
+def test_a_failed_step_is_raised_in_the_plan_where_it_can_be_answered(
+    db_dsn: str, conn: Conn
+) -> None:
+    """A transaction step that raises (rolled back) and a query that fails are raised at the
+    plan's ``yield``, on both paths: the plan goes on with its answer."""
+    seam, missing = Seam("notify_pg", SCHEMA), Seam("notify_pg", "no_such_schema")
+    conn.execute(f"DELETE FROM {SCHEMA}.unsubscribe_secret")
+    blocking, native = both(db_dsn, conn, lambda: caught(seam, missing))
+    assert blocking == native == ["after the write", "schema_missing", "0 rows"]
+
+
 def test_finished_answers_a_plan_without_steps_and_refuses_one_with_steps() -> None:
     bad = handlers.inbox_list_plan("ana", query=b"cursor=nope", schema=SCHEMA)
     assert finished(bad).status == 400

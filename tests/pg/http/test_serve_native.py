@@ -7,13 +7,12 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, Future
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 from pgworld import SCHEMA
-from webworld import T0, body_json, edit, make_wiki, raw, request, serving
+from webworld import T0, NoThreads, body_json, edit, make_wiki, raw, request, serving
 
 from notify_core.mail import unsubscribe_token
 from notify_pg.db.pool import FastPool
@@ -25,17 +24,6 @@ from notify_pg.mail.secret import unsubscribe_secret
 Conn = psycopg.Connection[Any]
 ANA = {"X-Notify-User": "ana"}
 SUMMARY = "/sites/s1/notifications/summary"
-
-
-class NoThreads(Executor):
-    """An executor that refuses work: a request that reaches it is answered 500."""
-
-    def __init__(self) -> None:
-        self.asked = 0
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        self.asked += 1
-        raise RuntimeError("a thread was asked for")
 
 
 @contextlib.contextmanager
@@ -167,7 +155,7 @@ def test_readyz_says_503_while_the_database_cannot_be_reached_and_healthz_200() 
 
 def test_a_route_a_host_adds_to_the_app_is_still_served(db_dsn: str) -> None:
     """`ReferenceApp.route` keeps working: a route with no native handler runs on the app's
-    threads (as the preference and settings routes, whose host ports are blocking)."""
+    threads (as a route whose host ports have no plan form)."""
     pool = FastPool(db_dsn)
     app = build_app(pool, schema=SCHEMA)
 
