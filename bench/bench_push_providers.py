@@ -6,16 +6,20 @@ token verified, the FCM access token and message checked) answering each push af
 ``--latency`` seconds (20 ms), with nothing lost or doubled: every push is counted by its
 notification id at the server. Goal: at least 3,000 pushes per second per worker.
 
-The client side is the worker's send step (`notify_pg.push.send.SendRound`, step 2): up to
-``max_concurrent_requests`` provider calls at once under a `notify_pg.push.providers.ProviderGate`,
-each pool thread taking the next call, every call an `ApnsProvider.send` or `FcmProvider.send`
-(payload, headers, JWT, one stream of the provider's one HTTP/2 connection, the answer sorted).
-It runs for each ``--concurrency`` (``push.max_concurrent_requests``; the default is 16, and with
-20 ms per answer 16 calls at once cannot pass 800 pushes a second). The servers run in a child
-process, so ``cpu_ms_per_push`` is this process's CPU time (all its threads) over the pushes:
-the client's cost alone. Database work of the push round (claims, results) is not in these
+The client side is the worker's send step (`notify_pg.push.send.SendRound`, step 2): each
+round's pushes go through `notify_pg.push.providers.fanout.send_all` under a
+`notify_pg.push.providers.ProviderGate` of ``--concurrency`` slots
+(``push.max_concurrent_requests``: 128, and the worker's default, 256), in rounds of
+``--batch`` (``send_batch``: the worker's default, 512), by the batch path (the default: the
+provider's event loop makes each request and starts its stream as a slot frees) and by the
+per-call path (one `ApnsProvider.send` or `FcmProvider.send` per pool thread: the baseline,
+``batch_over_per_call``). Each case runs ``--repeat`` times, the paths alternating; ``median``
+gives each case's median and range. The servers run in a child process, so
+``cpu_ms_per_push`` is this process's CPU time (all its threads) over the pushes: the
+client's cost alone. Database work of the push round (claims, results) is not in these
 figures: bench/bench_pg_pipeline.py measures that side. Run:
-``python bench/bench_push_providers.py [--pushes 6000] [--latency 0.02] [--concurrency 16,64,128]``.
+``python bench/bench_push_providers.py [--pushes 6000] [--latency 0.02]
+[--concurrency 128,256] [--batch 512] [--repeat 3]``.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from notify_core.hints.delivery import Notification, SendResult
+from notify_pg.push.context import WorkerConfig
 from notify_pg.push.providers import ProviderGate, PushProvider
 from notify_pg.push.providers.apns import ApnsKey, ApnsProvider
 from notify_pg.push.providers.fanout import send_all
@@ -198,8 +203,11 @@ def main(argv: list[str] | None = None, out: Callable[[str], object] = print) ->
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pushes", type=int, default=6000)
     parser.add_argument("--latency", type=float, default=0.02)
-    parser.add_argument("--concurrency", default="16,128")
-    parser.add_argument("--batch", type=int, default=256, help="pushes per round (send_batch)")
+    defaults = WorkerConfig()
+    parser.add_argument("--concurrency", default=f"128,{defaults.max_concurrent_requests}")
+    parser.add_argument(
+        "--batch", type=int, default=defaults.send_batch, help="pushes per round (send_batch)"
+    )
     parser.add_argument("--paths", default="per_call,batch")
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs of each case (the summary: their median)"

@@ -127,9 +127,9 @@ class WorkerConfig:
     partitions: int = attrs.field(default=2, validator=_at_least_one)
     batch_size: int = 100
     due_batch: int = 100
-    send_batch: int = 256
+    send_batch: int = 512
     poll_interval: timedelta = timedelta(seconds=1)
-    max_concurrent_requests: int = 128
+    max_concurrent_requests: int = 256
     batch_sends: bool = True
     max_age: timedelta = timedelta(hours=1)
     retry_base: timedelta = timedelta(seconds=5)

@@ -134,7 +134,7 @@ class _Connection:
         self.h2.increment_flow_control_window(2**24)
         self.streams: dict[int, tuple[asyncio.Future[Reply], list[tuple[str, str]], bytearray]] = {}
         self.usable = True
-        self.settled = False  # the server's first SETTINGS came
+        self.settled = asyncio.Event()  # the server's first SETTINGS came (or the end)
         self.flush_due = False
         self.unflushed = 0  # requests made since the last write
         self.changed = asyncio.Event()  # settings, windows or streams changed
@@ -172,6 +172,7 @@ class _Connection:
         except (ConnectionError, OSError, h2.exceptions.ProtocolError, ssl.SSLError):
             pass
         self.usable = False
+        self.settled.set()  # nothing more comes: whoever waits for the SETTINGS goes on
         self.fail(lambda _sid: ConnectionLost("the connection ended"))
         with contextlib.suppress(Exception):
             self.writer.close()
@@ -218,7 +219,7 @@ class _Connection:
                 self.wake(len(self.waiting))  # they go to the next connection
                 self.close_when_done()
             elif isinstance(event, h2.events.RemoteSettingsChanged):
-                self.settled = True
+                self.settled.set()
                 self.changed.set()
                 self.wake(len(self.waiting))  # the limit may have grown
             elif isinstance(event, h2.events.WindowUpdated):
@@ -232,11 +233,9 @@ class _Connection:
                 self.writer.close()
 
     def limit(self) -> int:
-        """Streams the server allows at once: its setting, or 100 until its first SETTINGS
-        came (RFC 9113 would allow any number, and a burst above its limit is refused)."""
-        if self.settled:
-            return self.h2.remote_settings.max_concurrent_streams
-        return min(100, self.h2.remote_settings.max_concurrent_streams)
+        """Streams the server allows at once (its SETTINGS came before any stream started:
+        `H2Client._usable` waits for them)."""
+        return self.h2.remote_settings.max_concurrent_streams
 
     def has_room(self) -> bool:
         """Whether a stream would start now."""
@@ -434,8 +433,17 @@ class H2Client:
                 writer.close()
                 raise ConnectionLost(f"the server does not speak HTTP/2 ({protocol})")
             connection = _Connection(reader, writer)
-            self._connections.append(connection)
             self.opened += 1
+            # Streams start only once the server said how many it allows: its SETTINGS are
+            # the first frame it sends, and a burst above a lower limit would be refused.
+            try:
+                await asyncio.wait_for(connection.settled.wait(), self.timeout)
+            except TimeoutError:
+                connection.close()
+                raise
+            if not connection.usable:
+                raise ConnectionLost("the connection ended before the server's SETTINGS")
+            self._connections.append(connection)
             return connection
 
     def _least_busy(self) -> _Connection | None:
