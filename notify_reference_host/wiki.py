@@ -149,6 +149,10 @@ class ReferenceWiki(WikiReadPlans, WikiAdminPlans):
         """Return a site, or ``None``."""
         return run_plan(conn, self.inbox_site_plan(site))
 
+    def inbox_sites_by_id(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, SiteInfo]:
+        """Return the known sites among ``ids`` by id, in one read (the inbox list's page)."""
+        return run_plan(conn, self.inbox_sites_by_id_plan(ids))
+
     def inbox_names(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, str]:
         """Return the display names of the people among ``ids`` who have one (E6)."""
         return run_plan(conn, self.inbox_names_plan(ids))
@@ -176,6 +180,11 @@ class ReferenceWiki(WikiReadPlans, WikiAdminPlans):
     def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
         """Return a page (a deleted one as it was), or ``None``."""
         return run_plan(conn, self.inbox_page_plan(page))
+
+    def inbox_pages_by_id(self, conn: Conn, ids: Sequence[str]) -> Mapping[str, PageInfo]:
+        """Return the known pages among ``ids`` by id (a deleted one as it was), in one read
+        (the inbox list's page)."""
+        return run_plan(conn, self.inbox_pages_by_id_plan(ids))
 
     def inbox_comment(self, conn: Conn, comment: str) -> CommentInfo | None:
         """Return a comment, or ``None``."""

@@ -10,9 +10,36 @@ from collections.abc import Mapping, Sequence
 from notify_core.inbox.ports import PageInfo, SiteInfo, WikiUser
 from notify_core.values.links import link_templates
 from notify_pg.db.plan import Plan, all_rows, one_row
-from notify_pg.db.seam import Seam, text_array
+from notify_pg.db.seam import Row, Seam, text_array
 
 __all__ = ["WikiReadPlans"]
+
+
+def _site(row: Row) -> SiteInfo:
+    id_, host, https, locale, zone, on, links, name = row
+    return SiteInfo(
+        id=id_,
+        host=host,
+        name=name,
+        https=https,
+        primary_locale=locale,
+        time_zone=zone,
+        notifications=on,
+        links=link_templates(links),
+    )
+
+
+def _page(row: Row) -> PageInfo:
+    id_, site, path, locale, title, tags, deleted = row
+    return PageInfo(
+        id=id_,
+        site=site,
+        path=path,
+        locale=locale,
+        title=title,
+        tags=frozenset(tags),
+        deleted=deleted,
+    )
 
 
 class WikiReadPlans:
@@ -23,19 +50,12 @@ class WikiReadPlans:
     def inbox_site_plan(self, site: str) -> Plan[SiteInfo | None]:
         """`inbox_site` as a plan (`notify_pg.db.plan`; ``notify serve``'s native routes)."""
         row = yield from one_row(self._seam, "wiki_site", {"id": site})
-        if row is None:
-            return None
-        id_, host, https, locale, zone, on, links, name = row
-        return SiteInfo(
-            id=id_,
-            host=host,
-            name=name,
-            https=https,
-            primary_locale=locale,
-            time_zone=zone,
-            notifications=on,
-            links=link_templates(links),
-        )
+        return None if row is None else _site(row)
+
+    def inbox_sites_by_id_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, SiteInfo]]:
+        """`inbox_sites_by_id` as a plan: the known sites among ``ids`` in one read."""
+        rows = yield from all_rows(self._seam, "wiki_sites_by_id", {"ids": text_array(ids)})
+        return {str(row[0]): _site(row) for row in rows}
 
     def inbox_names_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, str]]:
         """`inbox_names` as a plan."""
@@ -59,18 +79,13 @@ class WikiReadPlans:
     def inbox_page_plan(self, page: str) -> Plan[PageInfo | None]:
         """`inbox_page` as a plan."""
         row = yield from one_row(self._seam, "wiki_page", {"id": page})
-        if row is None:
-            return None
-        id_, site, path, locale, title, tags, deleted = row
-        return PageInfo(
-            id=id_,
-            site=site,
-            path=path,
-            locale=locale,
-            title=title,
-            tags=frozenset(tags),
-            deleted=deleted,
-        )
+        return None if row is None else _page(row)
+
+    def inbox_pages_by_id_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, PageInfo]]:
+        """`inbox_pages_by_id` as a plan: the known pages among ``ids`` (a deleted one as it
+        was) in one read."""
+        rows = yield from all_rows(self._seam, "wiki_pages_by_id", {"ids": text_array(ids)})
+        return {str(row[0]): _page(row) for row in rows}
 
     def inbox_users_plan(self, ids: Sequence[str]) -> Plan[Mapping[str, WikiUser]]:
         """`inbox_users` as a plan."""

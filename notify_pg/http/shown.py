@@ -3,12 +3,19 @@ review's ``submission``, the actor's display name and the sentence a mail names 
 
 `shown_entries` reads what the host holds now, each fact once per page of the list: the
 person's locale, the display names of who acted, the sites (host name, scheme, link
-templates, primary locale) and the pages' current paths. A link is built as the entry's mail
-builds it (`notify_core.inbox.mailing`): the site's templates, a comment's talk-tab anchor
-while the comment exists, a review's submission, and the page's current path while the page
-exists (N11: it follows a rename or move made after the event; the snapshot's path once the
-page is deleted). The sentence is the mail's line with its count ("Femi Adeyemi edited API
-(6 times)"), in the person's language, else the site's, else English (`mail_locale`).
+templates, primary locale) and the pages' current paths. The sites and the pages are each read
+at once when the host has the optional batched ports ``inbox_sites_by_id(conn, ids)`` and
+``inbox_pages_by_id(conn, ids)`` (the known ones among ``ids`` by id, as
+`notify_reference_host.wiki.ReferenceWiki` has them): a page of the list then costs the same
+few reads whatever the number of its sites and pages; a host without them is read once per
+site (``inbox_site``) and once per page (``inbox_page``), for the same answer.
+
+A link is built as the entry's mail builds it (`notify_core.inbox.mailing`): the site's
+templates, a comment's talk-tab anchor while the comment exists, a review's submission, and
+the page's current path while the page exists (N11: it follows a rename or move made after
+the event; the snapshot's path once the page is deleted). The sentence is the mail's line
+with its count ("Femi Adeyemi edited API (6 times)"), in the person's language, else the
+site's, else English (`mail_locale`).
 
 Without the host's ports (``notify serve`` without ``--host-schema``) nothing of the host is
 known: a link is the default template's path on the entry's site (``/docs/start``,
@@ -54,6 +61,8 @@ PLAN_PORTS: Final = (
     "inbox_site",
     "inbox_page",
     "inbox_sites",
+    "inbox_sites_by_id",
+    "inbox_pages_by_id",
 )
 
 
@@ -114,6 +123,22 @@ def _without_host(entry: ListedEntry, known: Mapping[str, Category]) -> dict[str
     return out
 
 
+def _by_id(host: object, batched: str, single: str, ids: Sequence[str]) -> Plan[dict[str, Any]]:
+    """What the host knows of each of ``ids`` (``None``: nothing), each id read once: in one
+    read by the host's port ``batched`` (``batched(conn, ids)``: the known ones by id) when it
+    has it, else by its port ``single`` once per id (a host without the batched form)."""
+    wanted = list(dict.fromkeys(ids))  # the entries' order, each once
+    if not wanted:
+        return {}
+    if hasattr(host, batched):
+        found: Mapping[str, Any] = yield from port(host, batched, wanted)
+        return {key: found.get(key) for key in wanted}
+    out: dict[str, Any] = {}
+    for key in wanted:
+        out[key] = yield from port(host, single, key)
+    return out
+
+
 def shown_entries(
     conn: Conn,
     host: MailHostPorts | None,
@@ -153,19 +178,22 @@ def shown_entries_plan(
     fallback = site
     if fallback is None and any(e.site is None for e in entries):
         fallback = yield from port(host, "inbox_first_site")
-    sites: dict[str, SiteInfo | None] = {}
-    pages: dict[str, PageInfo | None] = {}
+    site_of = [entry.site or fallback or "" for entry in entries]
+    # A review links to its submission: its page is not read (nor shown).
+    page_of = [
+        entry.page if review_submission(entry.category, entry.group_key) is None else None
+        for entry in entries
+    ]
+    sites: Mapping[str, SiteInfo | None] = yield from _by_id(
+        host, "inbox_sites_by_id", "inbox_site", [s for s in site_of if s]
+    )
+    pages: Mapping[str, PageInfo | None] = yield from _by_id(
+        host, "inbox_pages_by_id", "inbox_page", [p for p in page_of if p is not None]
+    )
     out = []
-    for entry in entries:
-        site_id = entry.site or fallback or ""
-        if site_id not in sites:
-            sites[site_id] = (yield from port(host, "inbox_site", site_id)) if site_id else None
-        info = sites[site_id]
-        page = None
-        if entry.page is not None and review_submission(entry.category, entry.group_key) is None:
-            if entry.page not in pages:
-                pages[entry.page] = yield from port(host, "inbox_page", entry.page)
-            page = pages[entry.page]
+    for entry, site_id, page_id in zip(entries, site_of, page_of, strict=True):
+        info = sites.get(site_id)
+        page = None if page_id is None else pages.get(page_id)
         shown = _mail_entry(entry, names, page, known)
         locale = mail_locale(
             person.locale if person is not None else None,

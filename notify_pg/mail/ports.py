@@ -19,7 +19,11 @@ class MailHostPorts(Protocol):
     """What the drain reads of the host (a wiki), each on the worker's connection."""
 
     def inbox_site(self, conn: Conn, site: str) -> SiteInfo | None:
-        """Return a site (host, scheme, primary locale, its switch N5), or ``None``."""
+        """Return a site (host, scheme, primary locale, its switch N5), or ``None``.
+
+        The inbox list reads the sites of a page of entries in one call of the host's optional
+        ``inbox_sites_by_id(conn, ids)`` (the known sites among ``ids`` by id) when it has it,
+        else this port once per site (`notify_pg.http.shown`)."""
 
     def inbox_first_site(self, conn: Conn) -> str | None:
         """Return the instance's first site by creation (entries without a site, E4)."""
@@ -35,7 +39,11 @@ class MailHostPorts(Protocol):
 
     def inbox_page(self, conn: Conn, page: str) -> PageInfo | None:
         """Return a page as it is now (a deleted one as it was), or ``None``: the drain checks
-        access again against it (E4)."""
+        access again against it (E4).
+
+        The inbox list reads the pages of a page of entries in one call of the host's optional
+        ``inbox_pages_by_id(conn, ids)`` (the known pages among ``ids`` by id) when it has it,
+        else this port once per page (`notify_pg.http.shown`)."""
 
     def inbox_groups(self, conn: Conn) -> Mapping[str, Group]:
         """Return every group and its rules (E4: access checked again at the drain)."""

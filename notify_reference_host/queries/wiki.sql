@@ -5,6 +5,11 @@
 SELECT id, host, https, primary_locale, time_zone, notifications, links, name
 FROM {schema}.wiki_sites WHERE id = %(id)s
 
+-- name: wiki_sites_by_id
+-- The sites among ids (one read for the sites of a page of the inbox list).
+SELECT id, host, https, primary_locale, time_zone, notifications, links, name
+FROM {schema}.wiki_sites WHERE id = ANY(%(ids)s::text[])
+
 -- name: wiki_names
 -- The display names of the people among ids who have one (E6).
 SELECT id, name FROM {schema}.wiki_users
@@ -22,6 +27,11 @@ SELECT id FROM {schema}.wiki_sites WHERE NOT notifications ORDER BY id
 -- name: wiki_page
 -- One page (a deleted one as it was).
 SELECT id, site_id, path, locale, title, tags, deleted FROM {schema}.wiki_pages WHERE id = %(id)s
+
+-- name: wiki_pages_by_id
+-- The pages among ids, a deleted one as it was (one read for a page of the inbox list).
+SELECT id, site_id, path, locale, title, tags, deleted FROM {schema}.wiki_pages
+WHERE id = ANY(%(ids)s::text[])
 
 -- name: wiki_comment
 -- One comment.
