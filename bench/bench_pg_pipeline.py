@@ -232,8 +232,11 @@ def _library(src: str) -> tuple[Any, type[Seam]]:
     """A worker factory and the seam class of the library in ``src`` (a baseline tree): the
     library this process imported is dropped and imported again from there (a spawned
     process starts with its parent's ``sys.path``, so ``PYTHONPATH`` alone would not do)."""
+    # The reference host too: this tree's host on the baseline's seam would run its queries
+    # uncounted (and a host of another time may not fit the baseline's worker at all).
+    library = ("notify_core", "notify_pg", "notify_cli", "notify_reference_host")
     for name in list(sys.modules):
-        if name.split(".")[0] in ("notify_core", "notify_pg", "notify_cli"):
+        if name.split(".")[0] in library:
             del sys.modules[name]
     sys.path.insert(0, os.path.abspath(src))
     decide = importlib.import_module("notify_core.hints.decide")
@@ -572,6 +575,13 @@ def compare(
                 "this_tree": new["statements_per_event"],
             },
             "sql_share": {"baseline": old["sql_share"], "this_tree": new["sql_share"]},
+            # The same work, or the figures compare nothing: a baseline whose worker sent no
+            # push (a host that does not fit it) looks faster than it is.
+            "same_work": {
+                "baseline": [old["decisions"], old["pushes"]],
+                "this_tree": [new["decisions"], new["pushes"]],
+                "equal": old["decisions"] == new["decisions"] and old["pushes"] == new["pushes"],
+            },
             # Load-independent: every run's CPU per event (worker + backend), in run order.
             "cpu_ms_per_event": {
                 "baseline_runs": [r["cpu_ms_per_event"]["total"] for r in runs[configs[0]]],
