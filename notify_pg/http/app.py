@@ -353,10 +353,16 @@ def _unsubscribe_page(
         info = http.unsubscribe_info(
             secret=app.secret(conn), query=request.query_string, conn=conn, schema=app.schema
         )
+    return unsubscribe_page_answer(info, request.args.get("t", ""))
+
+
+def unsubscribe_page_answer(info: http.Response, token: str) -> http.Response:
+    """The stand-in unsubscribe page for ``token``, given the info call's answer ``info``:
+    its categories and the one-click POSTs for them or for all email, or "not valid" with
+    the info call's status (one rendering for the WSGI app and the native route)."""
     if info.status != 200:
         content = "<p>This unsubscribe link is not valid.</p>"
     else:
-        token = request.args.get("t", "")
         action = html.escape(f"{UNSUBSCRIBE_PATH}?{urllib.parse.urlencode({'t': token})}")
         items = "".join(f"<li>{html.escape(c)}</li>" for c in json.loads(info.body)["categories"])
         pair = '<input type="hidden" name="List-Unsubscribe" value="One-Click">'

@@ -25,8 +25,6 @@ form, so ``notify serve`` runs each built-in route here.
 
 from __future__ import annotations
 
-import html
-import json
 import logging
 import time
 import urllib.parse
@@ -37,7 +35,6 @@ import psycopg
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import MapAdapter
 
-from notify_core.mail import UNSUBSCRIBE_PATH
 from notify_pg import http
 from notify_pg.db.apool import AsyncFastPool
 from notify_pg.db.errors import StorageError
@@ -50,7 +47,7 @@ from notify_pg.http.admin import (
     settings_get_plan,
     settings_patch_plan,
 )
-from notify_pg.http.app import _PAGE, RETRY_AFTER, UNMATCHED, ReferenceApp
+from notify_pg.http.app import RETRY_AFTER, UNMATCHED, ReferenceApp, unsubscribe_page_answer
 from notify_pg.http.kept import KeptSummaries
 from notify_pg.http.shown import PLAN_PORTS
 from notify_pg.mail.secret import unsubscribe_secret_plan
@@ -283,31 +280,8 @@ async def _unsubscribe_page(
 ) -> http.Response:
     """The stand-in unsubscribe page (`notify_pg.http.app`'s, the same bytes)."""
     info = await _info(routes, request)
-    if info.status != 200:
-        content = "<p>This unsubscribe link is not valid.</p>"
-    else:
-        found = urllib.parse.parse_qs(request.query.decode("latin-1")).get("t", [""])
-        token = found[0]
-        action = html.escape(f"{UNSUBSCRIBE_PATH}?{urllib.parse.urlencode({'t': token})}")
-        items = "".join(f"<li>{html.escape(c)}</li>" for c in json.loads(info.body)["categories"])
-        pair = '<input type="hidden" name="List-Unsubscribe" value="One-Click">'
-        content = (
-            f"<p>Stop email about:</p><ul>{items}</ul>"
-            f'<form method="post" action="{action}">{pair}'
-            '<button type="submit">Unsubscribe from these</button></form>'
-            f'<form method="post" action="{action}">{pair}'
-            '<input type="hidden" name="scope" value="all">'
-            '<button type="submit">Stop all notification email</button></form>'
-        )
-    return http.Response(
-        status=info.status,
-        headers=(
-            ("Content-Type", "text/html; charset=utf-8"),
-            ("Content-Security-Policy", "default-src 'none'; form-action 'self'"),
-            ("Cache-Control", "no-store"),
-        ),
-        body=_PAGE.format(content=content).encode("utf-8"),
-    )
+    found = urllib.parse.parse_qs(request.query.decode("latin-1")).get("t", [""])
+    return unsubscribe_page_answer(info, found[0])
 
 
 def _inbox(
